@@ -1,0 +1,59 @@
+import { InvalidInput } from "../core/errors.js";
+import { Hooks } from "./hooks.js";
+import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
+
+/** Options of `createApp`. */
+export interface AppOptions {
+  /** The clock every enqueue and invocation of this app reads (tests pass their own). Default: `new Date()`. */
+  clock?: () => Date;
+}
+
+/**
+ * The registry of tasks, schedules and hooks that invocations run.
+ * @example
+ * const app = createApp();
+ * const ping = app.task("ping", async () => "pong");
+ */
+export class App {
+  readonly tasks = new Map<string, TaskDefinition>();
+  readonly hooks = new Hooks();
+  readonly clock: () => Date;
+
+  constructor(options: AppOptions = {}) {
+    this.clock = options.clock ?? (() => new Date());
+  }
+
+  /** Declares a task: a name, optional options, and the handler. */
+  task<S extends ArgsSchema>(name: string, handler: Handler<S>): Task<S>;
+  task<S extends ArgsSchema>(name: string, options: TaskOptions<S>, handler: Handler<S>): Task<S>;
+  task<S extends ArgsSchema>(name: string, a: TaskOptions<S> | Handler<S>, b?: Handler<S>): Task<S> {
+    const [options, handler] = typeof a === "function" ? [{}, a] : [a, b as Handler<S>];
+    if (this.tasks.has(name)) throw new InvalidInput(`task ${name} is already registered`);
+    const definition = defineTask(name, options as TaskOptions<S>, handler);
+    this.tasks.set(name, definition);
+    return new Task<S>(definition, this.clock);
+  }
+
+  /** Registers a plain function as a task (for factories and legacy code). */
+  register<S extends ArgsSchema>(name: string, fn: Handler<S>, options: TaskOptions<S> = {}): Task<S> {
+    return this.task(name, options, fn);
+  }
+
+  /** Lets a module register its tasks: `export function register(app: App) { app.task(...) }`. */
+  include(register: (app: App) => void): this {
+    register(this);
+    return this;
+  }
+
+  /** The handle of a registered task, by name. */
+  taskByName(name: string): Task {
+    const definition = this.tasks.get(name);
+    if (!definition) throw new InvalidInput(`unknown task ${JSON.stringify(name)}`);
+    return new Task(definition, this.clock);
+  }
+}
+
+/** Creates an application. @example export const app = createApp(); */
+export function createApp(options?: AppOptions): App {
+  return new App(options);
+}

@@ -1,0 +1,45 @@
+import type { JobState } from "../core/states.js";
+import type { Db } from "../db/driver.js";
+import type { JobContext } from "./task.js";
+
+/** A job as hooks see it: its context plus its args. */
+export interface HookJob extends JobContext { args: unknown }
+
+/** One state change of one job. */
+export interface Transition {
+  jobId: number;
+  task: string;
+  queue: string;
+  from: JobState;
+  to: JobState;
+  attempt: number;
+  /** The error recorded with this change, if any. */
+  error?: { kind: string; message: string };
+}
+
+export type BeforeRunHook = (job: HookJob) => unknown;
+export type AfterRunHook = (job: HookJob, result: unknown) => unknown;
+/** Sees every state change; `tx` is the transaction the change is made in (see docs for neon-http). */
+export type TransitionHook = (transition: Transition, tx: Db) => unknown;
+
+/**
+ * Hook registration.
+ * @example app.hooks.onTransition((t) => { if (t.to === "failed") alert(t); });
+ */
+export class Hooks {
+  readonly before: BeforeRunHook[] = [];
+  readonly after: AfterRunHook[] = [];
+  readonly transition: TransitionHook[] = [];
+
+  /** Runs before each body, inside its timeout; a throw counts as the body throwing. */
+  beforeRun(hook: BeforeRunHook): void { this.before.push(hook); }
+  /** Runs only when the body returned, inside its timeout; a throw spends an attempt and a retry reruns the body. */
+  afterRun(hook: AfterRunHook): void { this.after.push(hook); }
+  /** Runs for every state change, in the transaction that makes it. */
+  onTransition(hook: TransitionHook): void { this.transition.push(hook); }
+}
+
+/** Calls the transition hooks in order for each change. */
+export async function emitTransitions(hooks: Hooks, transitions: Transition[], tx: Db): Promise<void> {
+  for (const transition of transitions) for (const hook of hooks.transition) await hook(transition, tx);
+}

@@ -1,0 +1,138 @@
+import * as v from "valibot";
+import type { BackoffPolicy } from "../core/backoff.js";
+import { parseDuration, type Duration } from "../core/duration.js";
+import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
+import { isJsonValue } from "../core/json.js";
+import { queryJson, type BatchItem, type Db } from "../db/driver.js";
+import { insertJobsStatement, type NewJob } from "../sql/enqueue.js";
+import { parseEnqueueOptions, parseOrThrow, type EnqueueOptions } from "./options.js";
+
+export const DEFAULT_QUEUE = "default";
+export const DEFAULT_MAX_ATTEMPTS = 3;
+
+/** What a task body sees of its job. */
+export interface JobContext {
+  id: number;
+  task: string;
+  queue: string;
+  /** 1 on the first run. */
+  attempt: number;
+  maxAttempts: number;
+  /** Aborts on timeout, on a cancel request seen by the heartbeat, and when the lease is lost. */
+  signal: AbortSignal;
+}
+
+export type ArgsSchema = v.GenericSchema<any, any>;
+
+/** A task's options; every one has a default. */
+export interface TaskOptions<S extends ArgsSchema = ArgsSchema> {
+  /** Valibot schema of the args, checked at enqueue and again at run time. Default `v.object({})`. */
+  args?: S;
+  /** Default `"default"`. */
+  queue?: string;
+  /** Attempt budget including the first run. Default 3. */
+  maxAttempts?: number;
+  /** The run is an error (and `job.signal` aborts) past this. Default: the invocation's remaining budget. */
+  timeout?: Duration;
+  /** Retry delay per failed attempt; default 2^(attempt-1) s up to 300 s with jitter. */
+  backoff?: BackoffPolicy;
+  /** Only errors it accepts are retried; others fail the job at once. */
+  retryOn?: (error: unknown) => boolean;
+  /** Default priority of this task's jobs (smallint, higher first). */
+  priority?: number;
+}
+
+export type Handler<S extends ArgsSchema> = (args: v.InferOutput<S>, job: JobContext) => unknown;
+
+/** A registered task, resolved with its defaults. */
+export interface TaskDefinition {
+  name: string;
+  schema: ArgsSchema;
+  queue: string;
+  maxAttempts: number;
+  timeoutMs: number | undefined;
+  backoff: BackoffPolicy | undefined;
+  retryOn: ((error: unknown) => boolean) | undefined;
+  priority: number;
+  handler: Handler<any>;
+}
+
+const EMPTY_ARGS = v.object({});
+
+export function defineTask<S extends ArgsSchema>(name: string, options: TaskOptions<S>, handler: Handler<S>): TaskDefinition {
+  if (typeof name !== "string" || name.length === 0) throw new InvalidInput("a task needs a non-empty name");
+  if (typeof handler !== "function") throw new InvalidInput(`task ${name}: the handler must be a function`);
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new InvalidInput(`task ${name}: maxAttempts must be an integer >= 1`);
+  return {
+    name,
+    schema: options.args ?? EMPTY_ARGS,
+    queue: options.queue ?? DEFAULT_QUEUE,
+    maxAttempts,
+    timeoutMs: options.timeout === undefined ? undefined : parseDuration(options.timeout, `task ${name}: timeout`),
+    backoff: options.backoff,
+    retryOn: options.retryOn,
+    priority: options.priority ?? 0,
+    handler,
+  };
+}
+
+/** Enqueue operations bound to a database or transaction and a set of options. */
+export interface Enqueuer<S extends ArgsSchema> {
+  /** Inserts one job in the caller's database or transaction; resolves to its id. */
+  enqueue(args: v.InferInput<S>): Promise<number>;
+  /** Inserts many jobs in one statement; resolves to their ids in order. */
+  enqueueMany(args: Iterable<v.InferInput<S>>): Promise<number[]>;
+  /** The same insert as a query for `db.batch([...])` (neon-http has no interactive transactions). */
+  enqueueQuery(args: v.InferInput<S>): BatchItem;
+}
+
+/**
+ * A task handle: `using(db, options)` enqueues it.
+ * @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 });
+ */
+export class Task<S extends ArgsSchema = ArgsSchema> {
+  constructor(readonly definition: TaskDefinition, private readonly clock: () => Date) {}
+
+  get name(): string { return this.definition.name; }
+
+  using(db: Db, options?: EnqueueOptions): Enqueuer<S> {
+    const rowsFor = (list: unknown[]) => list.map((args) => buildJobRow(this.definition, args, options, this.clock()));
+    return {
+      enqueue: async (args) => (await insertRows(db, rowsFor([args]), options?.uniqueKey))[0],
+      enqueueMany: async (args) => {
+        const rows = rowsFor([...args]);
+        return rows.length === 0 ? [] : insertRows(db, rows, options?.uniqueKey);
+      },
+      enqueueQuery: (args) => db.execute(insertJobsStatement(rowsFor([args]))),
+    };
+  }
+}
+
+/** Validates args and options and builds the row; throws InvalidInput before anything is written. */
+export function buildJobRow(task: TaskDefinition, args: unknown, options: EnqueueOptions | undefined, now: Date): NewJob {
+  const parsed = parseEnqueueOptions(options);
+  parseOrThrow(task.schema, args, `args for task ${task.name}`);
+  if (!isJsonValue(args ?? {})) throw new InvalidInput(`Invalid args for task ${task.name}: args must be JSON (no Date, Map, BigInt, class instances or cycles)`);
+  const runAt = parsed.runAt ?? new Date(now.getTime() + (parsed.delay ?? 0));
+  return {
+    task: task.name,
+    queue: parsed.queue ?? task.queue,
+    args: args ?? {},
+    priority: parsed.priority ?? task.priority,
+    maxAttempts: task.maxAttempts,
+    runAt,
+    expiresAt: parsed.expiresAt ?? null,
+    uniqueKey: parsed.uniqueKey ?? null,
+    limitKey: parsed.limitKey ?? null,
+  };
+}
+
+async function insertRows(db: Db, rows: NewJob[], uniqueKey: string | undefined): Promise<number[]> {
+  try {
+    return (await queryJson<number[]>(db, insertJobsStatement(rows))).map(Number);
+  } catch (error) {
+    if (isUniqueKeyViolation(error)) throw new DuplicateJob(uniqueKey ?? "?", { cause: error });
+    throw error;
+  }
+}

@@ -1,0 +1,25 @@
+import { tryParseDuration, type Duration } from "./duration.js";
+
+/** A task's retry delay for the attempt that just failed (1 = the first run). Cheap and synchronous. */
+export type BackoffPolicy = (attempt: number) => Duration;
+
+/** The default curve tops out here. */
+export const DEFAULT_BACKOFF_MAX_MS = 300_000;
+/** A task policy's delays are clamped to this. */
+export const POLICY_MAX_DELAY_MS = 365 * 86_400_000;
+
+/** Default backoff: 2^(attempt-1) s, at most 300 s, with jitter uniform in [50 %, 100 %]. */
+export function defaultBackoffMs(attempt: number, random: () => number = Math.random): number {
+  const base = Math.min(DEFAULT_BACKOFF_MAX_MS, 1000 * 2 ** Math.max(0, attempt - 1));
+  return Math.round(base * (0.5 + random() * 0.5));
+}
+
+/** A task policy's delay, clamped; the default curve when the policy throws or returns no valid Duration. */
+export function backoffMs(attempt: number, policy?: BackoffPolicy, random?: () => number): number {
+  if (policy) {
+    let ms: number | undefined;
+    try { ms = tryParseDuration(policy(attempt)); } catch { ms = undefined; }
+    if (ms !== undefined) return Math.min(POLICY_MAX_DELAY_MS, Math.max(0, ms));
+  }
+  return defaultBackoffMs(attempt, random);
+}

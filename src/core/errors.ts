@@ -1,0 +1,74 @@
+import { parseDuration, type Duration } from "./duration.js";
+
+/** Base class of every error akadze raises itself. */
+export class AkadzeError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * Thrown by a task to retry after exactly `delay`, spending an attempt (no backoff policy, no clamp).
+ * @example throw new Retry("10s");
+ */
+export class Retry extends AkadzeError {
+  readonly delayMs: number;
+  constructor(delay: Duration = 0, options?: { cause?: unknown }) {
+    super(`retry requested in ${String(delay)}`, options);
+    this.delayMs = parseDuration(delay, "Retry delay");
+  }
+}
+
+/**
+ * Thrown by a task to run again after `delay` without spending an attempt (polling).
+ * @example if (status === "pending") throw new Snooze("30s");
+ */
+export class Snooze extends AkadzeError {
+  readonly delayMs: number;
+  constructor(delay: Duration) {
+    super(`snoozed for ${String(delay)}`);
+    this.delayMs = parseDuration(delay, "Snooze delay");
+  }
+}
+
+/**
+ * Thrown by a task to fail the job at once, whatever attempts remain.
+ * @example throw new Fail("vendor rejected the export");
+ */
+export class Fail extends AkadzeError {}
+
+/**
+ * Thrown by a task to end its job as `cancelled` at once.
+ * @example throw new Cancel();
+ */
+export class Cancel extends AkadzeError {
+  constructor(message = "cancelled by the task") { super(message); }
+}
+
+/** Enqueue refused: a job with the same `uniqueKey` is queued or running. */
+export class DuplicateJob extends AkadzeError {
+  constructor(readonly uniqueKey: string, options?: { cause?: unknown }) {
+    super(`a job with uniqueKey ${JSON.stringify(uniqueKey)} is already queued or running`, options);
+  }
+}
+
+/** Arguments or options that fail validation; nothing was written. */
+export class InvalidInput extends AkadzeError {}
+
+/** A job outcome could not be recorded because this run no longer owns the job's lease. */
+export class LeaseLost extends AkadzeError {}
+
+/** A task returned a value that is not JSON (Date, Map, class instance, BigInt, cycle). */
+export class ResultNotJson extends AkadzeError {}
+
+/** A task ran past its timeout. */
+export class JobTimeout extends AkadzeError {}
+
+/** Postgres unique_violation on the active-unique-key index, from any driver's error shape. */
+export function isUniqueKeyViolation(error: unknown): boolean {
+  for (let e: any = error; e; e = e.cause) {
+    if (e.code === "23505" && (e.constraint === "jobs_unique_key_active" || String(e.message).includes("jobs_unique_key_active"))) return true;
+  }
+  return false;
+}

@@ -1,0 +1,12 @@
+/**
+ * The states of a job and what moves a job out of each:
+ * - `queued`: waiting for `runAt`; a claim moves it to `running`, a cancel request or `expiresAt` to `cancelled`.
+ * - `running`: leased by one invocation; its outcome moves it on, or a lost lease (recovery) back to `queued`/`failed`.
+ * - `succeeded`: the body returned JSON (or completeTx/completeBatch committed). Terminal.
+ * - `failed`: attempts spent or `Fail` thrown. Terminal until `requeue`.
+ * - `cancelled`: cancelled before or during its run, expired, or `Cancel` thrown. Terminal.
+ */
+export const JOB_STATES = ["queued", "running", "succeeded", "failed", "cancelled"] as const;
+export type JobState = (typeof JOB_STATES)[number];
+export const ACTIVE_STATES: readonly JobState[] = ["queued", "running"];
+export const FINISHED_STATES: readonly JobState[] = ["succeeded", "failed", "cancelled"];

@@ -1,0 +1,62 @@
+import { entityKind, type SQL } from "drizzle-orm";
+import type { PgDatabase } from "drizzle-orm/pg-core";
+
+/** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. */
+export type Db = PgDatabase<any, any, any>;
+
+/** A query drizzle can run alone (`await q`) or inside `db.batch([...])` on neon-http. */
+export type BatchItem = ReturnType<Db["execute"]>;
+
+function kindOf(db: Db): string {
+  return String((db as any)?.constructor?.[entityKind] ?? "");
+}
+
+/** neon-http sends each statement alone: no interactive transactions, `db.batch` instead. */
+export function isNeonHttp(db: Db): boolean {
+  const kind = kindOf(db);
+  return kind === "NeonHttpDatabase" || kind === "NeonHttpTransaction";
+}
+
+/** True for a drizzle transaction object (statements run inside the caller's transaction). */
+export function isTransaction(db: Db): boolean {
+  return kindOf(db).endsWith("Transaction");
+}
+
+/** Rows of a raw statement, whatever the driver's result shape. */
+export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
+  if (Array.isArray(result)) return result as T[];
+  return ((result as { rows?: T[] })?.rows ?? []) as T[];
+}
+
+/** Runs one statement and returns its rows. */
+export async function query<T = Record<string, unknown>>(db: Db, statement: SQL): Promise<T[]> {
+  return rowsOf<T>(await db.execute(statement));
+}
+
+/**
+ * Our statements return one jsonb column `r` so every driver hands back the same JS values
+ * (neon-http returns timestamps as strings, pg returns bigint as strings; JSON is uniform).
+ */
+export async function queryJson<T>(db: Db, statement: SQL): Promise<T> {
+  const rows = await query<{ r: T }>(db, statement);
+  return rows[0]?.r as T;
+}
+
+/**
+ * Runs statements as one transaction: `db.batch` on neon-http (one request), `db.transaction` elsewhere.
+ * Returns each statement's rows.
+ */
+export async function runAtomically(db: Db, build: (db: Db) => BatchItem[]): Promise<unknown[][]> {
+  if (isNeonHttp(db)) {
+    const results = await (db as any).batch(build(db));
+    return (results as unknown[]).map((r) => rowsOf(r));
+  }
+  if (isTransaction(db)) return runInOrder(build(db));
+  return db.transaction(async (tx) => runInOrder(build(tx as unknown as Db)));
+}
+
+async function runInOrder(items: BatchItem[]): Promise<unknown[][]> {
+  const out: unknown[][] = [];
+  for (const item of items) out.push(rowsOf(await item));
+  return out;
+}

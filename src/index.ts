@@ -1,0 +1,24 @@
+/**
+ * akadze: a job queue whose broker is your application's Postgres, for serverless and edge runtimes.
+ * @example
+ * import * as v from "valibot";
+ * import { createApp, runOnce, migrate } from "akadze";
+ * await migrate(db);
+ * const app = createApp();
+ * const sendMail = app.task("mail.send", { args: v.object({ userId: v.number() }) }, async ({ userId }) => {});
+ * await sendMail.using(db).enqueue({ userId: 7 });
+ * await runOnce(app, { db });
+ */
+export { App, createApp, type AppOptions } from "./app/app.js";
+export { Task, type TaskOptions, type Handler, type JobContext, type Enqueuer, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS } from "./app/task.js";
+export type { EnqueueOptions } from "./app/options.js";
+export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRunHook, type TransitionHook } from "./app/hooks.js";
+export { AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
+export { parseDuration, type Duration } from "./core/duration.js";
+export { defaultBackoffMs, type BackoffPolicy } from "./core/backoff.js";
+export { JOB_STATES, type JobState } from "./core/states.js";
+export type { Db, BatchItem } from "./db/driver.js";
+export { migrate } from "./migrate.js";
+export { requestCancel, requeue, pauseQueue, resumeQueue, setLimit, deleteLimit, type LimitOptions, type Limit } from "./control.js";
+export { current, CurrentJob } from "./runtime/context.js";
+export { runOnce, type RunOnceOptions, type RunSummary, DEFAULT_SLOTS, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE } from "./runtime/run-once.js";

@@ -1,0 +1,108 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { AkadzeError, LeaseLost } from "../core/errors.js";
+import { emitTransitions, type Hooks } from "../app/hooks.js";
+import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/driver.js";
+import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete.js";
+
+/** The job a body is running, with ways to complete it together with the body's own writes. */
+export class CurrentJob {
+  /** True once completeTx/completeBatch committed: the job is `succeeded` whatever the body does next. */
+  completed = false;
+
+  constructor(
+    readonly id: number,
+    private readonly run: { db: Db; owner: string; now: () => Date; hooks: Hooks; task: string; queue: string; attempt: number },
+  ) {}
+
+  /**
+   * Runs `block` in a transaction that also marks this job `succeeded`: both commit or neither does.
+   * Throws LeaseLost (rolling the block back) if this run no longer owns the job. Not on neon-http:
+   * use `completeBatch` there.
+   * @example
+   * await current().completeTx(async (tx) => {
+   *   await tx.update(reports).set({ ready: true }).where(eq(reports.id, id));
+   *   await notify.using(tx).enqueue({ id });
+   * });
+   */
+  async completeTx<T>(block: (tx: Db) => Promise<T>): Promise<T> {
+    const { db } = this.run;
+    if (isNeonHttp(db)) {
+      throw new AkadzeError("completeTx needs an interactive transaction, which the neon-http driver does not have: " +
+        "use current().completeBatch((db) => [...queries]) instead");
+    }
+    this.assertOpen();
+    const value = await db.transaction(async (tx) => {
+      await this.markSucceeded(tx as unknown as Db);
+      return block(tx as unknown as Db);
+    });
+    this.completed = true;
+    return value;
+  }
+
+  /**
+   * Runs the queries `build` returns and marks this job `succeeded`, all as one transaction
+   * (one `db.batch` request on neon-http, a transaction elsewhere).
+   * @example await current().completeBatch((db) => [db.update(reports).set(r), notify.using(db).enqueueQuery({ id })]);
+   */
+  async completeBatch(build: (db: Db) => BatchItem[]): Promise<void> {
+    this.assertOpen();
+    const { owner, now, hooks } = this.run;
+    const needsTx = hooks.transition.length > 0 && !isNeonHttp(this.run.db);
+    try {
+      if (needsTx) {
+        await this.run.db.transaction(async (tx) => {
+          await this.markSucceeded(tx as unknown as Db);
+          await runAtomically(tx as unknown as Db, build);
+        });
+      } else {
+        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, now(), this.id)), ...build(d)]);
+        await emitTransitions(hooks, [this.transition()], this.run.db);
+      }
+    } catch (error) {
+      throw asLeaseLost(error, this.id);
+    }
+    this.completed = true;
+  }
+
+  private async markSucceeded(tx: Db): Promise<void> {
+    try {
+      await queryJson(tx, completeOwnedStatement(this.run.owner, this.run.now(), this.id));
+    } catch (error) {
+      throw asLeaseLost(error, this.id);
+    }
+    await emitTransitions(this.run.hooks, [this.transition()], tx);
+  }
+
+  private transition() {
+    const { task, queue, attempt } = this.run;
+    return { jobId: this.id, task, queue, attempt, from: "running" as const, to: "succeeded" as const };
+  }
+
+  private assertOpen(): void {
+    if (this.completed) throw new AkadzeError(`job ${this.id} is already completed`);
+  }
+}
+
+function asLeaseLost(error: unknown, jobId: number): unknown {
+  for (let e: any = error; e; e = e.cause) {
+    if (e.code === LEASE_LOST_CODE) return new LeaseLost(`this run no longer owns job ${jobId}; its writes were rolled back`, { cause: error });
+  }
+  return error;
+}
+
+const storage = new AsyncLocalStorage<CurrentJob>();
+
+/** Runs `fn` with `job` as `current()`. */
+export function withCurrentJob<T>(job: CurrentJob, fn: () => T): T {
+  return storage.run(job, fn);
+}
+
+/**
+ * The job the calling task body is running.
+ * @example await current().completeTx(async (tx) => { ... });
+ */
+export function current(): CurrentJob {
+  const job = storage.getStore();
+  if (!job) throw new AkadzeError("current() is only available inside a running task");
+  return job;
+}

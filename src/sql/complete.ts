@@ -1,0 +1,92 @@
+import { sql, type SQL } from "drizzle-orm";
+import { msInterval } from "./claim.js";
+
+/**
+ * What a run ended with, as the completion statement records it:
+ * - `succeeded`: result stored.
+ * - `error`: an attempt spent; queued again after `delayMs`, or `failed` when no attempts remain.
+ * - `fail`: an attempt spent; `failed` at once.
+ * - `cancel`: `cancelled` at once.
+ * - `snooze`: no attempt spent; queued again after `delayMs`.
+ * - `release`: never started (budget end, shutdown); back to `queued` with the attempt refunded.
+ * Any outcome but `succeeded` and `release` of a job whose cancel was requested (or that expired)
+ * meanwhile becomes `cancelled` with the attempt refunded.
+ */
+export type OutcomeKind = "succeeded" | "error" | "fail" | "cancel" | "snooze" | "release";
+
+/** One entry of a job's `errors` history. */
+export interface ErrorEntry { attempt: number; at: string; kind: string; message: string; stack: string | null }
+
+export interface Outcome {
+  id: number;
+  kind: OutcomeKind;
+  result?: unknown;
+  error?: ErrorEntry;
+  delayMs?: number;
+}
+
+/** A job the completion statement moved, for summaries and transition hooks. */
+export interface CompletedJob { id: number; task: string; queue: string; attempt: number; from: "running"; to: string; kind: OutcomeKind }
+
+const STOP = sql`(j.cancel_requested or coalesce(j.expires_at <= o_now.now, false))`;
+const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze') and ${STOP}))`;
+
+/**
+ * Records many outcomes in one statement, each only if `owner` still holds the job's lease, and frees
+ * the limit slots of every job that left `running`.
+ */
+export function completeJobsStatement(owner: string, now: Date, outcomes: Outcome[]): SQL {
+  const payload = JSON.stringify(outcomes.map((o) => ({
+    id: o.id, kind: o.kind, result: o.result === undefined ? null : o.result, error: o.error ?? null, delay_ms: o.delayMs ?? 0,
+  })));
+  const newState = sql`case
+      when o.kind = 'succeeded' then 'succeeded'
+      when o.kind = 'release' then case when j.cancel_requested then 'cancelled' else 'queued' end
+      when o.kind = 'cancel' or ${STOP} then 'cancelled'
+      when o.kind = 'snooze' then 'queued'
+      when o.kind = 'fail' or j.attempt >= j.max_attempts then 'failed'
+      else 'queued' end`;
+  return sql`
+    with o_now as (select ${now.toISOString()}::timestamptz as now),
+    o as (select * from jsonb_to_recordset(${payload}::jsonb)
+          as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8)),
+    done as (
+      update akadze.jobs j set
+        state = ${newState},
+        attempt = case when ${REFUND} then j.attempt - 1 else j.attempt end,
+        run_at = case when o.kind in ('error', 'snooze') then o_now.now + ${msInterval(sql`o.delay_ms`)} else j.run_at end,
+        finished_at = case when ${newState} in ('queued') then null else o_now.now end,
+        result = case when o.kind = 'succeeded' then o.result else j.result end,
+        errors = case when o.error is not null and not ${REFUND} then j.errors || jsonb_build_array(o.error) else j.errors end,
+        lease_owner = null, lease_expires_at = null
+      from o, o_now
+      where j.id = o.id and j.state = 'running' and j.lease_owner = ${owner}
+      returning j.id, j.task, j.queue, j.attempt, j.state, o.kind
+    ),
+    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
+    select jsonb_build_object(
+      'done', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'running', 'to', state, 'kind', kind)) from done), '[]'::jsonb),
+      'freed', (select count(*) from freed)) as r`;
+}
+
+/**
+ * Marks one job `succeeded` if `owner` still holds it, and raises otherwise, so that inside a
+ * transaction or a neon-http batch the caller's writes roll back with it.
+ */
+export function completeOwnedStatement(owner: string, now: Date, jobId: number): SQL {
+  const at = sql`${now.toISOString()}::timestamptz`;
+  return sql`
+    with done as (
+      update akadze.jobs set state = 'succeeded', finished_at = ${at}, lease_owner = null, lease_expires_at = null
+      where id = ${jobId} and state = 'running' and lease_owner = ${owner}
+      returning id, task, queue, attempt
+    ),
+    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
+    select case when exists (select 1 from done)
+      then (select jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt) from done)
+      else to_jsonb(akadze.raise_error(${LEASE_LOST_PREFIX + jobId}, ${LEASE_LOST_CODE})) end as r`;
+}
+
+export const LEASE_LOST_CODE = "AKL01";
+export const LEASE_LOST_PREFIX = "akadze: this run no longer owns job ";

@@ -1,0 +1,34 @@
+import { sql, type SQL } from "drizzle-orm";
+
+/** Cancels a queued job at once, or marks a running one so its heartbeat aborts it. Returns the id if it marked one. */
+export function requestCancelStatement(jobId: number): SQL {
+  return sql`
+    with marked as (
+      update akadze.jobs set cancel_requested = true,
+        state = case when state = 'queued' then 'cancelled' else state end,
+        finished_at = case when state = 'queued' then now() else finished_at end
+      where id = ${jobId} and state in ('queued', 'running')
+      returning id
+    )
+    select (select id from marked) as r`;
+}
+
+/** failed -> queued, keeping attempt, errors and args, growing max_attempts so one more run is allowed. */
+export function requeueStatement(jobId: number): SQL {
+  return sql`
+    with requeued as (
+      update akadze.jobs set state = 'queued', run_at = now(), finished_at = null, cancel_requested = false,
+        max_attempts = greatest(max_attempts, attempt + 1)
+      where id = ${jobId} and state = 'failed'
+      returning id
+    )
+    select (select id from requeued) as r`;
+}
+
+/** Pauses or resumes a queue for every invocation. */
+export function setQueuePausedStatement(queue: string, paused: boolean): SQL {
+  return sql`
+    insert into akadze.queues (name, paused, updated_at) values (${queue}, ${paused}, now())
+    on conflict (name) do update set paused = excluded.paused, updated_at = excluded.updated_at
+    returning to_jsonb(paused) as r`;
+}
