@@ -112,7 +112,7 @@ class Invocation {
     const tasks = [...this.app.tasks.values()].filter((t) => t.timeoutMs === undefined || t.timeoutMs <= remaining).map((t) => t.name);
     const statement = claimJobsStatement({
       owner: this.id, now: this.now(), leaseMs: this.leaseMs, batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
-      tasks, queues: this.options.queues ?? null,
+      tasks, queues: this.options.queues ?? null, extra: [],
     });
     const claim = await this.send((db) => queryJson<ClaimResult>(db, statement), (result) => [
       ...result.recovered.map(sideTransition), ...result.cancelled.map(sideTransition),

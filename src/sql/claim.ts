@@ -12,6 +12,11 @@ export interface ClaimParams {
   tasks: string[];
   /** Queues to claim from; `null` claims from every queue. */
   queues: string[] | null;
+  /**
+   * More work for the same round trip, as CTEs `name as (...)` (schedules, registry, retention).
+   * They run in the same snapshot, so they must not touch the queued or running jobs the claim moves.
+   */
+  extra?: SQL[];
 }
 
 /** A job handed to this invocation. */
@@ -53,8 +58,9 @@ export function defaultBackoffSql(attempt: SQL): SQL {
 export function claimJobsStatement(p: ClaimParams): SQL {
   const now = sql`${p.now.toISOString()}::timestamptz`;
   const queueFilter = p.queues === null ? sql`true` : sql`j.queue in (select jsonb_array_elements_text(${JSON.stringify(p.queues)}::jsonb))`;
+  const extra = (p.extra ?? []).map((cte) => sql`${cte},`);
   return sql`
-    with recovered as (
+    with ${sql.join(extra, sql` `)} recovered as (
       update akadze.jobs j set
         state = case when j.attempt >= j.max_attempts then 'failed' else 'queued' end,
         run_at = case when j.attempt >= j.max_attempts then j.run_at else ${now} + ${defaultBackoffSql(sql`j.attempt`)} end,

@@ -1,0 +1,51 @@
+// Real Postgres for tests: one database per test file, cloned from a migrated template.
+import { createHash } from "node:crypto";
+import pg from "pg";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { migrate } from "../../src/migrate.js";
+
+export const PG_HOST = process.env.PGHOST_TEST ?? "127.0.0.1";
+export const PG_PORT = Number(process.env.PGPORT_TEST ?? 5432);
+export const ADMIN_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
+/** One template per checkout, so test runs in several worktrees do not drop each other's template. */
+export const TEMPLATE_DB = `akadze_tpl_${createHash("sha1").update(process.cwd()).digest("hex").slice(0, 10)}`;
+
+export function urlFor(database: string): string {
+  return `postgres://postgres@${PG_HOST}:${PG_PORT}/${database}`;
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try { return await fn(client); } finally { await client.end(); }
+}
+
+/** Creates the migrated template database (once per test run). */
+export async function createTemplate(): Promise<void> {
+  await admin(async (c) => {
+    await c.query(`drop database if exists ${TEMPLATE_DB} with (force)`);
+    await c.query(`create database ${TEMPLATE_DB}`);
+  });
+  const pool = new pg.Pool({ connectionString: urlFor(TEMPLATE_DB) });
+  try { await migrate(drizzle(pool)); } finally { await pool.end(); }
+}
+
+/** A fresh migrated database; drop it with the returned function. */
+export async function createTestDatabase(prefix = "t"): Promise<{ name: string; url: string; drop: () => Promise<void> }> {
+  const name = `akadze_${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`.toLowerCase();
+  // CREATE DATABASE ... TEMPLATE fails while another session is connected to the template; retry briefly.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await admin((c) => c.query(`create database ${name} template ${TEMPLATE_DB}`));
+      break;
+    } catch (error) {
+      if (attempt >= 20 || !String(error).includes("being accessed")) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 + attempt * 50));
+    }
+  }
+  return {
+    name,
+    url: urlFor(name),
+    drop: () => admin((c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
+  };
+}
