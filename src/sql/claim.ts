@@ -39,6 +39,13 @@ export interface ClaimResult {
   cancelled: SideTransition[];
 }
 
+/** One queue is an equality, so the planner can walk jobs_claim_idx (queue first) in claim order. */
+function queueCondition(queues: string[] | null): SQL {
+  if (queues === null) return sql`true`;
+  if (queues.length === 1) return sql`j.queue = ${queues[0]}`;
+  return sql`j.queue in (select jsonb_array_elements_text(${JSON.stringify(queues)}::jsonb))`;
+}
+
 /** A number of milliseconds as an interval. */
 export function msInterval(ms: SQL): SQL {
   return sql`(${ms})::float8 * interval '1 millisecond'`;
@@ -57,7 +64,7 @@ export function defaultBackoffSql(attempt: SQL): SQL {
  */
 export function claimJobsStatement(p: ClaimParams): SQL {
   const now = sql`${p.now.toISOString()}::timestamptz`;
-  const queueFilter = p.queues === null ? sql`true` : sql`j.queue in (select jsonb_array_elements_text(${JSON.stringify(p.queues)}::jsonb))`;
+  const queueFilter = queueCondition(p.queues);
   const extra = (p.extra ?? []).map((cte) => sql`${cte},`);
   return sql`
     with ${sql.join(extra, sql` `)} recovered as (
@@ -94,7 +101,9 @@ export function claimJobsStatement(p: ClaimParams): SQL {
         and ${queueFilter}
         and j.queue not in (select name from akadze.queues where paused)
         and (j.limit_key is null or j.limit_key not in (select key from saturated))
-      order by j.priority desc, j.run_at, j.id
+      -- "nulls last" (priority is never null) matches jobs_due_idx and jobs_claim_idx, so the claim reads the
+      -- first due rows in index order instead of sorting every queued job.
+      order by j.priority desc nulls last, j.run_at, j.id
       limit ${p.batchSize}
       for update of j skip locked
     ),

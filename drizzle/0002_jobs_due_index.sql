@@ -1,0 +1,1 @@
+CREATE INDEX "jobs_due_idx" ON "akadze"."jobs" USING btree ("priority" DESC NULLS LAST,"run_at","id") WHERE "akadze"."jobs"."state" = 'queued';
