@@ -1,0 +1,55 @@
+// akadze's database for one measurement, on one of the four drivers, in a database of its own.
+import pg from "pg";
+import { PGlite } from "@electric-sql/pglite";
+import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate, type Db } from "../src/index.js";
+import { createBenchDatabase } from "./databases.js";
+
+export const AKADZE_DRIVERS = ["node-postgres", "neon-http", "neon-serverless", "pglite"] as const;
+export type AkadzeDriver = (typeof AKADZE_DRIVERS)[number];
+
+/** Connections node-postgres may open: the same pool size the peers get. */
+export const POOL_SIZE = 10;
+
+export interface AkadzeTarget {
+  driver: AkadzeDriver;
+  db: Db;
+  /** HTTP requests the local Neon endpoint has answered (neon drivers), to check the statement counts. */
+  requests(): number | null;
+  close(): Promise<void>;
+}
+
+/** A migrated akadze database reached through `driver`. */
+export async function openAkadze(driver: AkadzeDriver, label: string): Promise<AkadzeTarget> {
+  if (driver === "pglite") {
+    const client = new PGlite();
+    const db = drizzlePglite(client) as unknown as Db;
+    await migrate(db);
+    return { driver, db, requests: () => null, close: () => client.close() };
+  }
+  const database = await createBenchDatabase(`${label}_${driver}`);
+  const closers: (() => Promise<unknown>)[] = [() => database.drop()];
+  try {
+    const pool = new pg.Pool({ connectionString: database.url, max: POOL_SIZE });
+    closers.unshift(() => pool.end());
+    await migrate(drizzlePg(pool) as unknown as Db);
+    if (driver === "node-postgres") return target(driver, drizzlePg(pool) as unknown as Db, () => null, closers);
+    // Loaded only when asked for, so the other drivers run without the endpoint's dependencies.
+    const { startNeonEndpoint } = await import("../src/dev/neon-endpoint.js");
+    const { neonHttpDb, neonServerlessDb } = await import("../test/support/neon.js");
+    const endpoint = await startNeonEndpoint({ connectionString: database.url });
+    closers.unshift(() => endpoint.close());
+    if (driver === "neon-http") return target(driver, neonHttpDb(endpoint, database.name) as unknown as Db, () => endpoint.stats.requests, closers);
+    const serverless = neonServerlessDb(endpoint, database.name);
+    closers.unshift(() => serverless.close());
+    return target(driver, serverless.db as unknown as Db, () => endpoint.stats.requests, closers);
+  } catch (error) {
+    for (const close of closers) await close().catch(() => {});
+    throw error;
+  }
+}
+
+function target(driver: AkadzeDriver, db: Db, requests: () => number | null, closers: (() => Promise<unknown>)[]): AkadzeTarget {
+  return { driver, db, requests, close: async () => { for (const close of closers) await close(); } };
+}

@@ -1,0 +1,43 @@
+// Fresh Postgres databases for the benchmark: one per system per measurement, dropped afterwards.
+import pg from "pg";
+
+export const PG_HOST = process.env.PGHOST_BENCH ?? "127.0.0.1";
+export const PG_PORT = Number(process.env.PGPORT_BENCH ?? 5432);
+const ADMIN_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
+
+export interface BenchDatabase {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function admin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try { await client.query(statement); } finally { await client.end(); }
+}
+
+/** An empty database named `akadze_bench_<label>_<pid>` (names must carry the branch name). */
+export async function createBenchDatabase(label: string): Promise<BenchDatabase> {
+  const name = `akadze_bench_${label.replace(/[^a-z0-9]/gi, "").toLowerCase()}_${process.pid}`;
+  await admin(`drop database if exists ${name} with (force)`);
+  await admin(`create database ${name}`);
+  return {
+    name,
+    url: `postgres://postgres@${PG_HOST}:${PG_PORT}/${name}`,
+    drop: () => admin(`drop database if exists ${name} with (force)`),
+  };
+}
+
+/** Runs `fn` with a fresh database and drops it afterwards, whatever happens. */
+export async function withDatabase<T>(label: string, fn: (db: BenchDatabase) => Promise<T>): Promise<T> {
+  const db = await createBenchDatabase(label);
+  try { return await fn(db); } finally { await db.drop(); }
+}
+
+/** The server's version string, for the results. */
+export async function postgresVersion(): Promise<string> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try { return (await client.query("select version() as v")).rows[0].v; } finally { await client.end(); }
+}
