@@ -1,5 +1,8 @@
 import { parseDuration, type Duration } from "./duration.js";
 
+/** One entry of a job's `errors` history: every failed attempt appends one. */
+export interface ErrorEntry { attempt: number; at: string; kind: string; message: string; stack: string | null }
+
 /** Base class of every error akadze raises itself. */
 export class AkadzeError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

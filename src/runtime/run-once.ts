@@ -200,7 +200,10 @@ class Invocation {
       try {
         const statement = completeJobsStatement(this.id, this.now(), outcomes);
         const { done } = await this.send((db) => queryJson<{ done: CompletedJob[] }>(db, statement),
-          (result) => result.done.map((d): Transition => ({ jobId: Number(d.id), task: d.task, queue: d.queue, from: "running", to: d.to as Transition["to"], attempt: d.attempt })));
+          (result) => result.done.map((d): Transition => ({
+            jobId: Number(d.id), task: d.task, queue: d.queue, from: "running", to: d.to as Transition["to"], attempt: d.attempt,
+            ...(d.error ? { error: d.error } : {}),
+          })));
         this.count(outcomes, done);
         return;
       } catch (error) {
