@@ -4,6 +4,8 @@ import { PGlite } from "@electric-sql/pglite";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate, type Db } from "../src/index.js";
+import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
+import { neonHttpDb, neonServerlessDb } from "../test/support/neon.js";
 import { createBenchDatabase } from "./databases.js";
 
 export const AKADZE_DRIVERS = ["node-postgres", "neon-http", "neon-serverless", "pglite"] as const;
@@ -35,9 +37,6 @@ export async function openAkadze(driver: AkadzeDriver, label: string): Promise<A
     closers.unshift(() => pool.end());
     await migrate(drizzlePg(pool) as unknown as Db);
     if (driver === "node-postgres") return target(driver, drizzlePg(pool) as unknown as Db, () => null, closers);
-    // Loaded only when asked for, so the other drivers run without the endpoint's dependencies.
-    const { startNeonEndpoint } = await import("../src/dev/neon-endpoint.js");
-    const { neonHttpDb, neonServerlessDb } = await import("../test/support/neon.js");
     const endpoint = await startNeonEndpoint({ connectionString: database.url });
     closers.unshift(() => endpoint.close());
     if (driver === "neon-http") return target(driver, neonHttpDb(endpoint, database.name) as unknown as Db, () => endpoint.stats.requests, closers);
