@@ -1,7 +1,7 @@
 // akadze's Hono routes, driven by real Request objects against real Postgres.
 import { describe, expect, it } from "vitest";
 import { Hono } from "hono";
-import { createApp, Fail, runOnce, type App } from "akadze";
+import { createApp, Fail, runOnce, type App, type Duration } from "akadze";
 import { akadzeRoutes } from "akadze/hono";
 import { secretMatches, bearerToken } from "../src/edge/auth.js";
 import { forEachDriver } from "./support/drivers.js";
@@ -26,7 +26,7 @@ describe("the bearer secret", () => {
 });
 
 forEachDriver((h) => {
-  function setup(options: { maxBudget?: string; secret?: string } = {}) {
+  function setup(options: { maxBudget?: Duration; secret?: string } = {}) {
     const app = createApp();
     const ok = app.task("ok", async () => "done");
     const other = app.task("other", { queue: "other" }, async () => "done");
