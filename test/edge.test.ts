@@ -156,6 +156,15 @@ forEachDriver((h) => {
     expect((await call("/akadze/jobs/424242/requeue")).status).toBe(404);
   });
 
+  it("an unknown path or method under the routes is a JSON 404", async () => {
+    const { call } = setup();
+    for (const [path, method] of [["/akadze/nothing", "GET"], ["/akadze/jobs/1/cancel", "GET"]]) {
+      const res = await call(path, { method });
+      expect(res.status).toBe(404);
+      expect((await res.json()).error.code).toBe("not_found");
+    }
+  });
+
   it("an error inside a route is a JSON 500, not an HTML page", async () => {
     const app: App = createApp();
     const web = new Hono().route("/akadze", akadzeRoutes(app, { getDb: () => { throw new Error("database is down"); }, secret: SECRET }));

@@ -105,6 +105,9 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
     return c.json({ id, state: "queued" });
   });
 
+  // Mounted sub-apps fall through to the parent's notFound (plain text); keep akadze's answers JSON.
+  routes.all("*", (c) => { throw new RouteProblem(404, "not_found", `no akadze route ${c.req.method} ${new URL(c.req.url).pathname}`); });
+
   return routes;
 }
 
