@@ -58,9 +58,10 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await mf?.dispose();
-  await endpoint?.close();
-  await pool?.end();
+  // Each step runs even if an earlier one (or beforeAll) failed, so no database or directory is left behind.
+  await mf?.dispose().catch(() => {});
+  await endpoint?.close().catch(() => {});
+  await pool?.end().catch(() => {});
   await database?.drop();
   if (outdir) await rm(outdir, { recursive: true, force: true });
 });
