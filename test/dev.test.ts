@@ -79,7 +79,7 @@ describe("akadze dev with DATABASE_URL", () => {
     server = await startDevServer({ module: example, database: database.url, port: 0, tickMs: 3_600_000 });
   });
   afterAll(async () => {
-    await server?.close();
+    await server?.close().catch(() => {});
     await database?.drop();
   });
 

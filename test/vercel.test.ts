@@ -33,8 +33,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await endpoint?.close();
-  await pool?.end();
+  await endpoint?.close().catch(() => {});
+  await pool?.end().catch(() => {});
   await database?.drop();
 });
 
