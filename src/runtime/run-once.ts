@@ -18,6 +18,11 @@ export const DEFAULT_BUDGET = "25s";
 /** How long a claim holds a job before any invocation may recover it; heartbeats renew it. @example runOnce(app, { db, lease: DEFAULT_LEASE }) */
 export const DEFAULT_LEASE = "30s";
 const COMPLETE_TRIES = 3;
+/**
+ * A task is claimed only if its timeout fits the remaining budget with this much to spare: the claim's
+ * own round trip passes before the first job starts, and a job that no longer fits is only released.
+ */
+export const CLAIM_MARGIN_MS = 1000;
 
 /** Options of one invocation. @example const options: RunOnceOptions = { db, queues: ["mail"], budget: "25s" }; */
 export interface RunOnceOptions {
@@ -112,7 +117,8 @@ class Invocation {
   private async claim(): Promise<ClaimResult> {
     const remaining = this.remainingMs();
     // Only tasks whose declared timeout fits in the budget are worth claiming.
-    const tasks = [...this.app.tasks.values()].filter((t) => t.timeoutMs === undefined || t.timeoutMs <= remaining).map((t) => t.name);
+    const tasks = [...this.app.tasks.values()]
+      .filter((t) => t.timeoutMs === undefined || t.timeoutMs <= remaining - CLAIM_MARGIN_MS).map((t) => t.name);
     const statement = claimJobsStatement({
       owner: this.id, now: this.now(), leaseMs: this.leaseMs, batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
       tasks, queues: this.options.queues ?? null, extra: [],
