@@ -39,6 +39,8 @@ export interface ClaimResult {
   claimed: ClaimedJob[];
   recovered: SideTransition[];
   cancelled: SideTransition[];
+  /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
+  scheduled?: number;
 }
 
 /** A number of milliseconds as an interval. */
