@@ -47,7 +47,7 @@ export async function resumeQueue(db: Db, queue: string): Promise<void> {
   await queryJson(db, setQueuePausedStatement(parseOrThrow(QueueName, queue, "queue"), false));
 }
 
-/** A limit on the jobs enqueued with a `limitKey`. */
+/** A limit on the jobs enqueued with a `limitKey`. @example const vendorLimit: LimitOptions = { maxStarts: 10, window: "1m" }; */
 export interface LimitOptions {
   /** At most this many starts in any sliding `window`. */
   maxStarts?: number | null;
@@ -67,7 +67,7 @@ const LimitOptionsSchema = v.pipe(
   v.check((o) => (o.maxStarts == null) === (o.window == null), "maxStarts and window go together"),
 );
 
-/** The limit as stored. */
+/** The limit as stored. @example const { maxRunning }: Limit = await setLimit(db, "vendor", { maxRunning: 3 }); */
 export interface Limit { key: string; maxStarts: number | null; windowMs: number | null; maxRunning: number | null }
 
 /**

@@ -7,6 +7,7 @@
  * const failed = await db.select().from(jobs).where(eq(jobs.state, "failed"));
  */
 import { sql } from "drizzle-orm";
+import type { ErrorEntry } from "./core/errors.js";
 import {
   bigint, boolean, check, index, integer, jsonb, pgSchema, primaryKey, smallint, text, timestamp, uniqueIndex,
 } from "drizzle-orm/pg-core";
@@ -32,7 +33,7 @@ export const jobs = akadze.table("jobs", {
   leaseOwner: text("lease_owner"),
   leaseExpiresAt: tz("lease_expires_at"),
   cancelRequested: boolean("cancel_requested").notNull().default(false),
-  errors: jsonb("errors").notNull().default([]),
+  errors: jsonb("errors").$type<ErrorEntry[]>().notNull().default([]),
   result: jsonb("result"),
   createdAt: tz("created_at").notNull().defaultNow(),
   startedAt: tz("started_at"),

@@ -3,7 +3,7 @@ import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, typ
 import { Hooks } from "./hooks.js";
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
 
-/** Options of `createApp`. */
+/** Options of `createApp`. @example const app = createApp({ clock: () => new Date() }); */
 export interface AppOptions {
   /** The clock every enqueue and invocation of this app reads (tests pass their own). Default: `new Date()`. */
   clock?: () => Date;
@@ -26,7 +26,7 @@ export class App {
     this.clock = options.clock ?? (() => new Date());
   }
 
-  /** Declares a task: a name, optional options, and the handler. */
+  /** Declares a task: a name, optional options, and the handler. @example app.task("export.poll", async () => {}); */
   task<S extends ArgsSchema>(name: string, handler: Handler<S>): Task<S>;
   task<S extends ArgsSchema>(name: string, options: TaskOptions<S>, handler: Handler<S>): Task<S>;
   task<S extends ArgsSchema>(name: string, a: TaskOptions<S> | Handler<S>, b?: Handler<S>): Task<S> {
@@ -37,12 +37,12 @@ export class App {
     return new Task<S>(definition, this.clock);
   }
 
-  /** Registers a plain function as a task (for factories and legacy code). */
+  /** Registers a plain function as a task (for factories and legacy code). @example app.register("legacy.fn", plainFunction, { queue: "legacy" }); */
   register<S extends ArgsSchema>(name: string, fn: Handler<S>, options: TaskOptions<S> = {}): Task<S> {
     return this.task(name, options, fn);
   }
 
-  /** Lets a module register its tasks: `export function register(app: App) { app.task(...) }`. */
+  /** Lets a module register its tasks. @example export function register(app: App) { app.task("a", async () => {}); } app.include(register); */
   include(register: (app: App) => void): this {
     register(this);
     return this;
@@ -76,7 +76,7 @@ export class App {
     return this;
   }
 
-  /** The handle of a registered task, by name. */
+  /** The handle of a registered task, by name. @example await app.taskByName("mail.send").using(db).enqueue({ userId: 1 }); */
   taskByName(name: string): Task {
     const definition = this.tasks.get(name);
     if (!definition) throw new InvalidInput(`unknown task ${JSON.stringify(name)}`);

@@ -1,10 +1,10 @@
 import { entityKind, type SQL } from "drizzle-orm";
 import type { PgDatabase } from "drizzle-orm/pg-core";
 
-/** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. */
+/** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. @example const db: Db = drizzle(pool); */
 export type Db = PgDatabase<any, any, any>;
 
-/** A query drizzle can run alone (`await q`) or inside `db.batch([...])` on neon-http. */
+/** A query drizzle can run alone (`await q`) or inside `db.batch([...])` on neon-http. @example const q: BatchItem = sendMail.using(db).enqueueQuery({ userId: 7 }); */
 export type BatchItem = ReturnType<Db["execute"]>;
 
 function kindOf(db: Db): string {

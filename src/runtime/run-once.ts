@@ -11,14 +11,17 @@ import { CurrentJob } from "./context.js";
 import { executeJob } from "./execute.js";
 import { Heartbeat } from "./heartbeat.js";
 
+/** Jobs an invocation runs at once unless told. @example runOnce(app, { db, slots: DEFAULT_SLOTS * 2 }) */
 export const DEFAULT_SLOTS = 8;
+/** Jobs an invocation claims unless told. @example runOnce(app, { db, batchSize: DEFAULT_BATCH_SIZE }) */
 export const DEFAULT_BATCH_SIZE = 50;
+/** An invocation's wall time unless told: inside Vercel's and Cloudflare's limits. @example runOnce(app, { db, budget: DEFAULT_BUDGET }) */
 export const DEFAULT_BUDGET = "25s";
-/** How long a claim holds a job before any invocation may recover it; heartbeats renew it. */
+/** How long a claim holds a job before any invocation may recover it; heartbeats renew it. @example runOnce(app, { db, lease: DEFAULT_LEASE }) */
 export const DEFAULT_LEASE = "30s";
 const COMPLETE_TRIES = 3;
 
-/** Options of one invocation. */
+/** Options of one invocation. @example const options: RunOnceOptions = { db, queues: ["mail"], budget: "25s" }; */
 export interface RunOnceOptions {
   db: Db;
   /** Queues to claim from; default: every queue. */
@@ -41,7 +44,7 @@ export interface RunOnceOptions {
   id?: string;
 }
 
-/** What one invocation did. */
+/** What one invocation did. @example const { succeeded, roundTrips }: RunSummary = await runOnce(app, { db }); */
 export interface RunSummary {
   id: string;
   claimed: number;
@@ -215,7 +218,10 @@ class Invocation {
       try {
         const statement = completeJobsStatement(this.id, this.now(), outcomes);
         const { done } = await this.send((db) => queryJson<{ done: CompletedJob[] }>(db, statement),
-          (result) => result.done.map((d): Transition => ({ jobId: Number(d.id), task: d.task, queue: d.queue, from: "running", to: d.to as Transition["to"], attempt: d.attempt })));
+          (result) => result.done.map((d): Transition => ({
+            jobId: Number(d.id), task: d.task, queue: d.queue, from: "running", to: d.to as Transition["to"], attempt: d.attempt,
+            ...(d.error ? { error: d.error } : {}),
+          })));
         this.count(outcomes, done);
         return;
       } catch (error) {
