@@ -72,7 +72,10 @@ export interface Limit { key: string; maxStarts: number | null; windowMs: number
 
 /**
  * Sets a cluster-wide limit for jobs enqueued with this `limitKey`; fields not given keep their value,
- * `null` removes one. Jobs over the limit stay queued and are taken by a later claim.
+ * `null` removes one. Jobs over the limit stay queued and are taken by a later claim. Jobs of the key
+ * already running count against a new or lowered `maxRunning` (running jobs are never stopped). It
+ * briefly holds off claims and completions while it counts them; called with your transaction, until
+ * you commit.
  * @example
  * await setLimit(db, "vendor", { maxStarts: 10, window: "1m" });
  * await setLimit(db, "vendor", { maxRunning: 3 });

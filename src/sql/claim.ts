@@ -57,7 +57,8 @@ export function defaultBackoffSql(attempt: SQL): SQL {
  * One atomic statement: recover expired leases (attempt spent, default backoff, `failed` on the last
  * attempt), cancel due jobs that were cancelled or expired, then claim a batch in priority order from
  * unpaused queues, taking a `maxRunning` slot and a `maxStarts` token per limited job. Limit slots and
- * tokens are rows taken with FOR UPDATE SKIP LOCKED, so concurrent claims never over-grant.
+ * tokens are rows taken with FOR UPDATE SKIP LOCKED, so concurrent claims never over-grant. Each limited
+ * key offers only as many jobs as it may start, so it never crowds other jobs out of the batch.
  */
 export function claimJobsStatement(p: ClaimParams): SQL {
   const now = sql`${p.now.toISOString()}::timestamptz`;
