@@ -116,6 +116,23 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       expect(await claimedAt("2026-06-01T12:01:30Z")).toBe(1);
     });
 
+    it("a first maxStarts limit counts the starts its key made just before it was set", async () => {
+      const clock = new ManualClock("2026-06-01T12:00:00Z");
+      const app = createApp({ clock: clock.now });
+      const task = app.task("vendor.call", async () => {});
+      await task.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
+      expect((await runOnce(app, { db: h.db, now: clock.now, batchSize: 2 })).claimed).toBe(2);
+      clock.set("2026-06-01T12:00:20Z");
+      expect((await runOnce(app, { db: h.db, now: clock.now, batchSize: 1 })).claimed).toBe(1);
+
+      await setLimit(h.db, "vendor", { maxStarts: 3, window: "1m" });
+      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(0);
+      clock.set("2026-06-01T12:01:00Z");
+      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(2);
+      clock.set("2026-06-01T12:01:20Z");
+      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(1);
+    });
+
     it("8 concurrent invocations never run more than 3 slow jobs at once under maxRunning 3", async () => {
       const clock = new ManualClock();
       const app = createApp({ clock: clock.now });

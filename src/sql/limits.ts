@@ -39,10 +39,17 @@ export function setLimitStatement(key: string, change: LimitChange): SQL {
       where t.key = r.key and t.slot = r.slot and r.rank > coalesce(l.max_starts, 0)
       returning t.slot
     ),
+    recent_starts as (
+      -- A first maxStarts limit counts the key's latest starts, so jobs started just before it was
+      -- set still use up the window. (Later changes keep the tokens' own history.)
+      select j.started_at, row_number() over (order by j.started_at desc) as g
+      from akadze.jobs j
+      where j.limit_key = ${key} and j.started_at is not null and not exists (select 1 from ranked)
+    ),
     tokens_added as (
       -- New numbers above every existing one: the deletes above run in the same statement.
-      insert into akadze.limit_tokens (key, slot)
-      select l.key, (select coalesce(max(slot), 0) from ranked) + g
+      insert into akadze.limit_tokens (key, slot, last_start)
+      select l.key, (select coalesce(max(slot), 0) from ranked) + g, (select r.started_at from recent_starts r where r.g = g.g)
       from l, generate_series(1, coalesce(l.max_starts, 0) - (select count(*) from ranked)) g
       returning slot
     )
