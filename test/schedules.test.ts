@@ -57,6 +57,30 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       expect(ran).toBe(slots);
     });
 
+    if (driver === "node-postgres") {
+      it("an invocation that waited while another fired the previous slot still fires its own", async () => {
+        const clock = new ManualClock("2026-06-01T12:00:00Z");
+        const app = createApp({ clock: clock.now });
+        app.periodic("minutely", { cron: "* * * * *" }, async () => {});
+        await runOnce(app, { db: h.db, now: clock.now });
+        // Another invocation, a moment behind, is firing 12:01 and holds the row...
+        const other = await (h.db as any).$client.connect();
+        try {
+          await other.query("begin");
+          await other.query("update akadze.schedules set last_slot = '2026-06-01T12:01:00Z' where name = 'minutely'");
+          // ...while this one, already at 12:02, comes to fire 12:02.
+          clock.set("2026-06-01T12:02:00.050Z");
+          const run = runOnce(app, { db: h.db, now: clock.now });
+          await waitFor(async () => (await h.rows(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)).length > 0);
+          await other.query("commit");
+          await run;
+        } finally {
+          other.release();
+        }
+        expect(await slotsOf("minutely")).toEqual(["2026-06-01T12:00:00.000Z", "2026-06-01T12:02:00.000Z"]);
+      });
+    }
+
     it("a Europe/Berlin hourly schedule fires at every UTC hour across both 2026 DST changes", async () => {
       const clock = new ManualClock();
       const app = createApp({ clock: clock.now });
@@ -221,6 +245,15 @@ describe("invalid schedules", () => {
     expect(app.schedules.size).toBe(0);
   });
 });
+
+/** Polls a condition the test cannot await directly; no timers involved. */
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 5_000; i++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error("condition never became true");
+}
 
 function captureError(fn: () => unknown): unknown {
   try { fn(); } catch (error) { return error; }

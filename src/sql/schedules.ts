@@ -19,9 +19,10 @@ export interface DueSlot {
 /**
  * CTEs for the claim's round trip that enqueue each due slot exactly once, whatever the number of
  * concurrent invocations: a slot fires only for the invocation that moves the schedule's
- * `last_slot` forward. Rows are locked with SKIP LOCKED (a locked row is being fired by another
- * invocation), so invocations never wait on each other here; a new schedule's row is inserted with
- * ON CONFLICT DO NOTHING, in name order. `scheduled_jobs` returns the ids of the enqueued jobs.
+ * `last_slot` forward under the row's lock. A concurrent invocation waits for that lock (only while
+ * a slot fires, or once a minute to refresh `seen_at`), then sees the new `last_slot` and fires
+ * nothing. Rows are locked in name order, new rows are inserted (ON CONFLICT DO NOTHING) after every
+ * lock is held, so invocations cannot deadlock. `scheduled_jobs` returns the ids of the enqueued jobs.
  */
 export function enqueueDueSlotsCtes(due: DueSlot[], now: Date): SQL[] {
   const at = sql`${now.toISOString()}::timestamptz`;
@@ -34,12 +35,14 @@ export function enqueueDueSlotsCtes(due: DueSlot[], now: Date): SQL[] {
       select * from jsonb_to_recordset(${payload}::jsonb) as d(name text, task text, slot timestamptz, fire_if_new boolean,
         queue text, args jsonb, priority smallint, max_attempts int)
     )`,
-    // The target list is evaluated on the row version we locked, so `fire` is the truth under the lock.
+    // After waiting for a lock, Postgres re-checks the row as the lock holder left it and computes
+    // the target list from that version, so `fire` is the truth under the lock.
     sql`sched_locked as (
       select s.name, (s.last_slot is null or s.last_slot < d.slot) as fire
       from akadze.schedules s join sched_due d on d.name = s.name
       where s.last_slot is null or s.last_slot < d.slot or s.task <> d.task or s.seen_at < ${at} - interval '${sql.raw(SEEN_REFRESH)}'
-      for update of s skip locked
+      order by s.name
+      for update of s
     )`,
     sql`sched_updated as (
       update akadze.schedules s set
@@ -52,6 +55,7 @@ export function enqueueDueSlotsCtes(due: DueSlot[], now: Date): SQL[] {
       insert into akadze.schedules (name, task, last_slot, seen_at)
       select d.name, d.task, d.slot, ${at} from sched_due d
       where not exists (select 1 from akadze.schedules s where s.name = d.name)
+        and (select count(*) from sched_locked) >= 0 -- take every row lock before inserting (lock order)
       order by d.name
       on conflict (name) do nothing
       returning name
