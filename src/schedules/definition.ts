@@ -9,12 +9,16 @@ import type { TaskDefinition } from "../app/task.js";
 /**
  * When a schedule fires: a cron expression (5 fields, or 6 with seconds first) in an IANA time zone
  * (default UTC), or a fixed period `every`, counted from the Unix epoch ("5m" fires at :00, :05, ...).
+ * @example const hourly: ScheduleTiming = { cron: "0 * * * *", timezone: "Europe/Berlin" };
  */
 export type ScheduleTiming =
   | { cron: string; timezone?: string; every?: never }
   | { every: Duration; cron?: never; timezone?: never };
 
-/** A schedule for an existing task, as `app.addSchedules` takes it. */
+/**
+ * A schedule for an existing task, as `app.addSchedules` takes it.
+ * @example const nightly: ScheduleEntry = { name: "nightly", task: "mail.send", cron: "0 3 * * *", args: { userId: 1 } };
+ */
 export type ScheduleEntry = ScheduleTiming & {
   /** Unique among the app's schedules; the key its last enqueued slot is stored under. */
   name: string;

@@ -6,6 +6,7 @@ import { enqueueDueSlotsCtes, type DueSlot } from "../sql/schedules.js";
  * A schedule seen for the first time (no row yet) fires its latest slot only if that slot came due
  * less than this long ago: deploying an hourly schedule at 10:20 waits for 11:00 instead of running
  * the 10:00 slot late, while the cron-triggered invocation right at 10:00 still fires it.
+ * @example console.log(`a new schedule fires a slot at most ${FIRST_SIGHT_GRACE_MS / 1000}s late`);
  */
 export const FIRST_SIGHT_GRACE_MS = 60_000;
 

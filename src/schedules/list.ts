@@ -2,7 +2,7 @@ import type { App } from "../app/app.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { listSchedulesStatement, type StoredSchedule } from "../sql/schedules.js";
 
-/** A schedule as `schedules list` shows it. */
+/** A schedule as `schedules list` shows it. @example const stale = (await listSchedules(db, { app })).filter((s: ScheduleInfo) => s.defined === false); */
 export interface ScheduleInfo {
   name: string;
   task: string;
