@@ -42,6 +42,8 @@ export const jobs = akadze.table("jobs", {
   check("jobs_state_check", sql`${t.state} in ('queued', 'running', 'succeeded', 'failed', 'cancelled')`),
   check("jobs_attempts_check", sql`${t.maxAttempts} >= 1 and ${t.attempt} >= 0`),
   index("jobs_claim_idx").on(t.queue, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
+  // The claim takes each limited key's next jobs by this index, so a long backlog under a limit stays cheap.
+  index("jobs_limit_idx").on(t.limitKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.limitKey} is not null`),
   index("jobs_lease_idx").on(t.leaseExpiresAt).where(sql`${t.state} = 'running'`),
   index("jobs_owner_idx").on(t.leaseOwner).where(sql`${t.state} = 'running'`),
   index("jobs_finished_idx").on(t.finishedAt).where(sql`${t.state} in ('succeeded', 'failed', 'cancelled')`),

@@ -1,3 +1,4 @@
+import type { SQL } from "drizzle-orm";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { AkadzeError, Cancel, LeaseLost } from "../core/errors.js";
 import type { App } from "../app/app.js";
@@ -5,6 +6,7 @@ import { emitTransitions, type Transition } from "../app/hooks.js";
 import { isNeonHttp, queryJson, type Db } from "../db/driver.js";
 import { claimJobsStatement, type ClaimedJob, type ClaimResult, type SideTransition } from "../sql/claim.js";
 import { completeJobsStatement, type CompletedJob, type Outcome } from "../sql/complete.js";
+import { scheduleClaimParts } from "../schedules/enqueue.js";
 import { CurrentJob } from "./context.js";
 import { executeJob } from "./execute.js";
 import { Heartbeat } from "./heartbeat.js";
@@ -115,22 +117,35 @@ class Invocation {
   }
 
   private async claim(): Promise<ClaimResult> {
+    const batchSize = this.options.batchSize ?? DEFAULT_BATCH_SIZE;
+    const now = this.now();
+    const claim = await this.claimBatch(now, batchSize, scheduleClaimParts(this.app, now));
+    // Jobs the schedules enqueued in that statement were invisible to its claim: take them now if the batch has room.
+    if ((claim.scheduled ?? 0) > 0 && claim.claimed.length < batchSize) {
+      const more = await this.claimBatch(this.now(), batchSize - claim.claimed.length, { extra: [], report: {} });
+      claim.claimed.push(...more.claimed);
+      claim.recovered.push(...more.recovered);
+      claim.cancelled.push(...more.cancelled);
+    }
+    this.summary.claimed = claim.claimed.length;
+    this.summary.recovered = claim.recovered.length;
+    this.summary.cancelled += claim.cancelled.length;
+    return claim;
+  }
+
+  private async claimBatch(now: Date, batchSize: number, parts: { extra: SQL[]; report: Record<string, SQL> }): Promise<ClaimResult> {
     const remaining = this.remainingMs();
     // Only tasks whose declared timeout fits in the budget are worth claiming.
     const tasks = [...this.app.tasks.values()]
       .filter((t) => t.timeoutMs === undefined || t.timeoutMs <= remaining - CLAIM_MARGIN_MS).map((t) => t.name);
     const statement = claimJobsStatement({
-      owner: this.id, now: this.now(), leaseMs: this.leaseMs, batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
-      tasks, queues: this.options.queues ?? null, extra: [],
+      owner: this.id, now, leaseMs: this.leaseMs, batchSize, tasks, queues: this.options.queues ?? null, ...parts,
     });
     const claim = await this.send((db) => queryJson<ClaimResult>(db, statement), (result) => [
       ...result.recovered.map(sideTransition), ...result.cancelled.map(sideTransition),
       ...result.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);
     claim.claimed = claim.claimed.map((j) => ({ ...j, id: Number(j.id) }));
-    this.summary.claimed = claim.claimed.length;
-    this.summary.recovered = claim.recovered.length;
-    this.summary.cancelled += claim.cancelled.length;
     return claim;
   }
 

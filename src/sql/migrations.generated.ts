@@ -27,5 +27,12 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
     "statements": [
       "-- Raises an error from inside a single statement: completeBatch puts its ownership check first in\n-- a neon-http batch, and a batch only rolls back when one of its statements fails.\nCREATE OR REPLACE FUNCTION \"akadze\".\"raise_error\"(message text, code text DEFAULT 'P0001') RETURNS boolean\nLANGUAGE plpgsql AS $$\nBEGIN\n  RAISE EXCEPTION '%', message USING ERRCODE = code;\nEND;\n$$;"
     ]
+  },
+  {
+    "id": 2,
+    "name": "0002_limit_key_index",
+    "statements": [
+      "CREATE INDEX \"jobs_limit_idx\" ON \"akadze\".\"jobs\" USING btree (\"limit_key\",\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"limit_key\" is not null;"
+    ]
   }
 ];
