@@ -22,3 +22,6 @@ export { migrate } from "./migrate.js";
 export { requestCancel, requeue, pauseQueue, resumeQueue, setLimit, deleteLimit, type LimitOptions, type Limit } from "./control.js";
 export { current, CurrentJob } from "./runtime/context.js";
 export { runOnce, type RunOnceOptions, type RunSummary, DEFAULT_SLOTS, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE } from "./runtime/run-once.js";
+export { listSchedules, type ScheduleInfo } from "./schedules/list.js";
+export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
+export type { ScheduleTiming, ScheduleEntry } from "./schedules/definition.js";

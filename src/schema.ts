@@ -44,6 +44,8 @@ export const jobs = akadze.table("jobs", {
   index("jobs_claim_idx").on(t.queue, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
   // The claim's own order across every queue: it reads the first due rows instead of sorting every queued one.
   index("jobs_due_idx").on(t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
+  // The claim takes each limited key's next jobs by this index, so a long backlog under a limit stays cheap.
+  index("jobs_limit_idx").on(t.limitKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.limitKey} is not null`),
   index("jobs_lease_idx").on(t.leaseExpiresAt).where(sql`${t.state} = 'running'`),
   index("jobs_owner_idx").on(t.leaseOwner).where(sql`${t.state} = 'running'`),
   index("jobs_finished_idx").on(t.finishedAt).where(sql`${t.state} in ('succeeded', 'failed', 'cancelled')`),
