@@ -80,7 +80,7 @@ describe("an HTTP Postgres that fails, delays and drops requests", () => {
     const summaries: RunSummary[] = [];
     const errors: string[] = [];
     let rounds = 0;
-    for (; rounds < 80; rounds++) {
+    while (rounds++ < 80) {
       await Promise.all(Array.from({ length: INVOCATIONS }, async () => {
         try {
           summaries.push(await runOnce(app, { db: http, now: clock.now, batchSize: 50, slots: 8 }));
@@ -98,11 +98,11 @@ describe("an HTTP Postgres that fails, delays and drops requests", () => {
     const ledger = await ledgerOf(f);
     const acknowledged = summaries.reduce((n, s) => n + s.succeeded, 0);
     const unrecorded = summaries.reduce((n, s) => n + s.lost, 0);
-    console.log(`fault suite (neon-http, seed ${SEED}): ${ledger.jobs} jobs, ${INVOCATIONS} concurrent invocations x ${rounds + 1} rounds, ` +
+    console.log(`fault suite (neon-http, seed ${SEED}): ${ledger.jobs} jobs, ${INVOCATIONS} concurrent invocations x ${rounds} rounds, ` +
       `${requests} requests, ${faults} faults injected (fail ${FAULTS.failRate}, drop ${FAULTS.dropRate}, delay ${FAULTS.delayMs.join("-")} ms), ` +
-      `${errors.length} invocations failed, ${unrecorded} outcomes reported unrecorded, ${ledger.runs} runs, ${ledger.lostOutcomes} outcomes lost ` +
-      `(re-runs: ${ledger.rerunSuccesses} after a success), ${ledger.lostClaims} claims lost before start, ${cleanups} clean invocations, ` +
-      `states ${JSON.stringify(ledger.states)}, losses ${ledger.losses}`);
+      `${errors.length} invocations failed, ${unrecorded} outcomes unconfirmed (response lost), ${ledger.runs} runs, ${ledger.lostOutcomes} outcomes lost ` +
+      `(re-runs: ${ledger.rerunSuccesses} after a success), ${ledger.lostClaims} claims lost before start, ` +
+      `${ledger.snoozeThenExpiry} snoozes followed by an expiry, ${cleanups} clean invocations, states ${JSON.stringify(ledger.states)}, losses ${ledger.losses}`);
     expectNothingLost(ledger);
     expect(faults).toBeGreaterThan(0);
     // A success an invocation reported is in the table (the table may hold more: a dropped response hides one).
@@ -150,7 +150,8 @@ describe("a worker process killed with SIGKILL mid-batch", () => {
     const ledger = await ledgerOf(f);
     console.log(`fault suite (SIGKILL, seed ${SEED}): ${ledger.jobs} jobs, ${KILLS} kills, ${started} bodies started by killed workers, ` +
       `${orphaned} jobs left running, ${ledger.runs} runs, ${ledger.lostOutcomes} outcomes lost to kills (re-runs: ${ledger.rerunSuccesses} after a success), ` +
-      `${ledger.lostClaims} claims lost before start, ${cleanups} clean invocations, states ${JSON.stringify(ledger.states)}, losses ${ledger.losses}`);
+      `${ledger.lostClaims} claims lost before start, ${ledger.snoozeThenExpiry} snoozes followed by an expiry, ${cleanups} clean invocations, ` +
+      `states ${JSON.stringify(ledger.states)}, losses ${ledger.losses}`);
     expectNothingLost(ledger);
     expect(orphaned).toBeGreaterThan(0); // the kills did land mid-batch
     expect(ledger.lostOutcomes + ledger.lostClaims).toBeGreaterThan(0);
