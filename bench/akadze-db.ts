@@ -6,7 +6,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate, type Db } from "../src/index.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb, neonServerlessDb } from "../test/support/neon.js";
-import { createBenchDatabase } from "./databases.js";
+import { createBenchDatabase, type BenchDatabase } from "./databases.js";
 
 export const AKADZE_DRIVERS = ["node-postgres", "neon-http", "neon-serverless", "pglite"] as const;
 export type AkadzeDriver = (typeof AKADZE_DRIVERS)[number];
@@ -17,9 +17,12 @@ export const POOL_SIZE = 10;
 export interface AkadzeTarget {
   driver: AkadzeDriver;
   db: Db;
+  /** The Postgres database (null for PGlite). */
+  database: string | null;
   /** HTTP requests the local Neon endpoint has answered (neon drivers), to check the statement counts. */
   requests(): number | null;
-  close(): Promise<void>;
+  /** Disconnects, runs `beforeDrop` (connections closed, database still there), then drops the database. */
+  close(beforeDrop?: () => Promise<void>): Promise<void>;
 }
 
 /** A migrated akadze database reached through `driver`. */
@@ -28,27 +31,40 @@ export async function openAkadze(driver: AkadzeDriver, label: string): Promise<A
     const client = new PGlite();
     const db = drizzlePglite(client) as unknown as Db;
     await migrate(db);
-    return { driver, db, requests: () => null, close: () => client.close() };
+    return { driver, db, database: null, requests: () => null, close: async (beforeDrop) => { await client.close(); await beforeDrop?.(); } };
   }
   const database = await createBenchDatabase(`${label}_${driver}`);
-  const closers: (() => Promise<unknown>)[] = [() => database.drop()];
+  const closers: (() => Promise<unknown>)[] = [];
   try {
     const pool = new pg.Pool({ connectionString: database.url, max: POOL_SIZE });
     closers.unshift(() => pool.end());
     await migrate(drizzlePg(pool) as unknown as Db);
-    if (driver === "node-postgres") return target(driver, drizzlePg(pool) as unknown as Db, () => null, closers);
+    const done = { database, closers };
+    if (driver === "node-postgres") return target(driver, drizzlePg(pool) as unknown as Db, () => null, done);
     const endpoint = await startNeonEndpoint({ connectionString: database.url });
     closers.unshift(() => endpoint.close());
-    if (driver === "neon-http") return target(driver, neonHttpDb(endpoint, database.name) as unknown as Db, () => endpoint.stats.requests, closers);
+    if (driver === "neon-http") return target(driver, neonHttpDb(endpoint, database.name) as unknown as Db, () => endpoint.stats.requests, done);
     const serverless = neonServerlessDb(endpoint, database.name);
     closers.unshift(() => serverless.close());
-    return target(driver, serverless.db as unknown as Db, () => endpoint.stats.requests, closers);
+    return target(driver, serverless.db as unknown as Db, () => endpoint.stats.requests, done);
   } catch (error) {
     for (const close of closers) await close().catch(() => {});
+    await database.drop();
     throw error;
   }
 }
 
-function target(driver: AkadzeDriver, db: Db, requests: () => number | null, closers: (() => Promise<unknown>)[]): AkadzeTarget {
-  return { driver, db, requests, close: async () => { for (const close of closers) await close(); } };
+function target(driver: AkadzeDriver, db: Db, requests: () => number | null,
+  done: { database: BenchDatabase; closers: (() => Promise<unknown>)[] }): AkadzeTarget {
+  return {
+    driver, db, database: done.database.name, requests,
+    close: async (beforeDrop) => {
+      try {
+        for (const close of done.closers) await close();
+        await beforeDrop?.();
+      } finally {
+        await done.database.drop();
+      }
+    },
+  };
 }

@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { createApp, runOnce, type App, type Db, type Task } from "../src/index.js";
 import { openAkadze, type AkadzeDriver, type AkadzeTarget } from "./akadze-db.js";
+import { transactionsIn } from "./databases.js";
 import { median, percentile, rate, sleep, timed, wallMs } from "./stats.js";
 
 /** How the burn-down runs: `loops` runOnce loops side by side, each claiming `batchSize` and running `slots` at once. */
@@ -12,7 +13,14 @@ export const ENQUEUE_CHUNK = 1000;
 /** The idle poll of the long-lived loop used for latency. */
 export const POLL_MS = 50;
 
-export interface Throughput { enqueuePerSec: number; processPerSec: number; enqueueMs: number; processMs: number; statements: number }
+export interface Throughput {
+  enqueuePerSec: number;
+  processPerSec: number;
+  enqueueMs: number;
+  processMs: number;
+  /** Postgres transactions (each statement outside a transaction is one) per job, enqueue and processing, from pg_stat_database. */
+  transactionsPerJob: number | null;
+}
 
 function noopApp(): { app: App; noop: Task } {
   const app = createApp();
@@ -47,15 +55,21 @@ export async function drain(app: App, db: Db, shape: { loops: number; batchSize:
 /** Bulk enqueue and burn-down of `count` no-op jobs on a fresh database. */
 export async function akadzeThroughput(driver: AkadzeDriver, count: number): Promise<Throughput> {
   const target = await openAkadze(driver, "tp");
+  let transactions: number | null = null;
+  let result: Omit<Throughput, "transactionsPerJob">;
   try {
+    const before = target.database === null ? NaN : await transactionsIn(target.database);
     const { app, noop } = noopApp();
     const enqueueMs = await enqueueNoops(noop, target.db, count);
     const { ms: processMs, value } = await timed(() => drain(app, target.db, BURN_DOWN));
     if (value.succeeded !== count) throw new Error(`akadze over ${driver} ran ${value.succeeded} of ${count} jobs`);
-    return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, statements: value.roundTrips };
-  } finally {
-    await target.close();
+    result = { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs };
+    await target.close(async () => { if (target.database !== null) transactions = (await transactionsIn(target.database)) - before; });
+  } catch (error) {
+    await target.close().catch(() => {});
+    throw error;
   }
+  return { ...result, transactionsPerJob: transactions === null ? null : transactions / count };
 }
 
 export interface StatementsPerJob {

@@ -41,3 +41,19 @@ export async function postgresVersion(): Promise<string> {
   await client.connect();
   try { return (await client.query("select version() as v")).rows[0].v; } finally { await client.end(); }
 }
+
+/**
+ * Transactions committed or rolled back in `name` so far, from pg_stat_database. Backends report
+ * their counts when they exit (or about once a second while busy), so read it after disconnecting.
+ */
+export async function transactionsIn(name: string): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, 300)); // let exiting backends report
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query("select (xact_commit + xact_rollback)::float8 as n from pg_stat_database where datname = $1", [name]);
+    return rows[0]?.n ?? NaN;
+  } finally {
+    await client.end();
+  }
+}

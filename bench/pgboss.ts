@@ -2,7 +2,7 @@
 import { createRequire } from "node:module";
 import pg from "pg";
 import PgBoss from "pg-boss";
-import { withDatabase } from "./databases.js";
+import { transactionsIn, withDatabase } from "./databases.js";
 import { BURN_DOWN, ENQUEUE_CHUNK, type Latency, type Throughput } from "./akadze.js";
 import { percentile, rate, sleep, timed, wallMs } from "./stats.js";
 import { POOL_SIZE } from "./akadze-db.js";
@@ -41,8 +41,11 @@ async function openJobs(url: string, queue: string): Promise<number> {
 export async function pgbossThroughput(count: number): Promise<Throughput> {
   return withDatabase("tp_pgboss", async (database) => {
     const boss = await startBoss(database.url);
+    let stopped = false;
+    let polls = 0;
     try {
       await boss.createQueue("noop");
+      const before = await transactionsIn(database.name);
       const { ms: enqueueMs } = await timed(async () => {
         for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
           await boss.insert(Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ name: "noop", data: {} })));
@@ -61,11 +64,14 @@ export async function pgbossThroughput(count: number): Promise<Throughput> {
         }
         await handledAll;
         // Its completion statement is not awaited by the worker loop: the burn-down ends when the rows say so.
-        while (await openJobs(database.url, "noop") > 0) await sleep(5);
+        for (polls = 1; await openJobs(database.url, "noop") > 0; polls++) await sleep(5);
       });
-      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, statements: NaN };
-    } finally {
       await boss.stop({ graceful: false, wait: true });
+      stopped = true;
+      const transactions = (await transactionsIn(database.name)) - before - polls; // not the benchmark's own polls
+      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: transactions / count };
+    } finally {
+      if (!stopped) await boss.stop({ graceful: false, wait: true });
     }
   });
 }

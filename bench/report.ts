@@ -14,9 +14,9 @@ export function sections(r: Results): Section[] {
   return [
     {
       title: `Throughput: ${r.settings.jobs.toLocaleString("en-US")} no-op jobs, bulk enqueue then burn-down (median of ${r.settings.rounds} rounds where repeated)`,
-      head: ["system", "enqueue jobs/s", "process jobs/s", ...peers.flatMap((p) => [`enqueue vs ${p}`, `process vs ${p}`])],
+      head: ["system", "enqueue jobs/s", "process jobs/s", "Postgres transactions/job", ...peers.flatMap((p) => [`enqueue vs ${p}`, `process vs ${p}`])],
       rows: Object.entries(r.throughput).map(([name, t]) => [
-        name, fmt(t.enqueuePerSec), fmt(t.processPerSec),
+        name, fmt(t.enqueuePerSec), fmt(t.processPerSec), fmt(t.transactionsPerJob, 3),
         ...peers.flatMap((p) => r.ratios[name] ? [ratio(r.ratios[name][p].enqueue), ratio(r.ratios[name][p].processing)] : ["", ""]),
       ]),
       notes: [...Object.entries(r.settings.systems).map(([name, s]) => `${name}: ${s}`)],
@@ -58,7 +58,7 @@ export function markdown(r: Results): string {
   const out = [
     "# Benchmark results",
     "",
-    `Measured by \`npm run bench\` (\`tsx bench/run.ts\`) on ${r.startedAt}, ${fmt(r.durationS)} s in all. Every system ran on the same local`,
+    `Measured by \`${r.settings.command}\` on ${r.startedAt}, ${fmt(r.durationS)} s in all. Every system ran on the same local`,
     "Postgres, each in a fresh database of its own, in the same run. Numbers from a shared 2-core machine are noisy:",
     "rerun before trusting a difference under ~20 %.",
     "",

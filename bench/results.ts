@@ -9,7 +9,7 @@ export interface Results {
   startedAt: string;
   durationS: number;
   machine: Machine;
-  settings: { jobs: number; rounds: number; systems: Record<string, string> };
+  settings: { command: string; jobs: number; rounds: number; systems: Record<string, string> };
   /** Median over rounds, per system ("akadze/<driver>", "graphile-worker", "pg-boss"). */
   throughput: Record<string, Throughput>;
   /** Every round's sample, for the record. */
@@ -31,7 +31,7 @@ export function medianThroughput(samples: Throughput[]): Throughput {
     processPerSec: median(samples.map((s) => s.processPerSec)),
     enqueueMs: median(samples.map((s) => s.enqueueMs)),
     processMs: median(samples.map((s) => s.processMs)),
-    statements: median(samples.map((s) => s.statements)),
+    transactionsPerJob: samples[0].transactionsPerJob === null ? null : median(samples.map((s) => s.transactionsPerJob ?? NaN)),
   };
 }
 

@@ -28,6 +28,7 @@ const { values: args } = parseArgs({
 const JOBS = positive(args.jobs!, "--jobs");
 const ROUNDS = positive(args.rounds!, "--rounds");
 const LATENCY_SAMPLES = positive(args.latency!, "--latency");
+const WARM_UP_JOBS = 2000;
 const DRIVERS = args.drivers!.split(",").map((d) => {
   if (!(AKADZE_DRIVERS as readonly string[]).includes(d)) throw new Error(`--drivers: unknown driver ${JSON.stringify(d)} (known: ${AKADZE_DRIVERS.join(", ")})`);
   return d as AkadzeDriver;
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
   const results: Results = {
     startedAt: new Date().toISOString(), durationS: 0, machine: await machine(),
     settings: {
-      jobs: JOBS, rounds: ROUNDS,
+      command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), jobs: JOBS, rounds: ROUNDS,
       systems: {
         akadze: `${BURN_DOWN.loops} runOnce loops side by side, batchSize ${BURN_DOWN.batchSize}, slots ${BURN_DOWN.slots}, budget Infinity; ` +
           `enqueueMany, ${ENQUEUE_CHUNK} per statement; node-postgres pool ${POOL_SIZE}; neon drivers through the local endpoint (src/dev/neon-endpoint.ts)`,
@@ -77,6 +78,11 @@ async function main(): Promise<void> {
     log(`${name}: enqueue ${Math.round(t.enqueuePerSec)}/s, process ${Math.round(t.processPerSec)}/s`);
   };
 
+  // A small unrecorded run of each first, so no system pays for loading its code and warming the JIT.
+  log("warm-up");
+  for (const driver of DRIVERS) await akadzeThroughput(driver, WARM_UP_JOBS);
+  await graphileThroughput(WARM_UP_JOBS);
+  await pgbossThroughput(WARM_UP_JOBS);
   // The head-to-head trio is interleaved round by round so machine noise hits all three alike.
   for (let round = 1; round <= ROUNDS; round++) {
     log(`throughput round ${round} of ${ROUNDS}`);
