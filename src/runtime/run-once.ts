@@ -1,3 +1,4 @@
+import type { SQL } from "drizzle-orm";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { AkadzeError, Cancel, LeaseLost } from "../core/errors.js";
 import type { App } from "../app/app.js";
@@ -5,6 +6,8 @@ import { emitTransitions, type Transition } from "../app/hooks.js";
 import { isNeonHttp, queryJson, type Db } from "../db/driver.js";
 import { claimJobsStatement, type ClaimedJob, type ClaimResult, type SideTransition } from "../sql/claim.js";
 import { completeJobsStatement, type CompletedJob, type Outcome } from "../sql/complete.js";
+import { resolveRetention, retentionCtes, type Retention, type RetentionPlan } from "../ops/retention.js";
+import { invocationDoneCte, invocationSeenCte } from "../ops/workers.js";
 import { CurrentJob } from "./context.js";
 import { executeJob } from "./execute.js";
 import { Heartbeat } from "./heartbeat.js";
@@ -37,6 +40,13 @@ export interface RunOnceOptions {
   signal?: AbortSignal;
   /** This invocation's id (lease owner). Default: a random one. */
   id?: string;
+  /**
+   * Finished jobs this invocation prunes in its claim's round trip (a bounded batch): an age for succeeded
+   * and cancelled jobs, `{ finished, failed, batch }`, or `false`. Default `DEFAULT_RETENTION` ("7d"); failed jobs are kept.
+   */
+  retention?: Retention;
+  /** Record this invocation in `akadze.workers` (in its claim and completion statements). Default true; `runWorker` records itself instead. */
+  register?: boolean;
 }
 
 /** What one invocation did. */
@@ -79,6 +89,9 @@ class Invocation {
   private flushError: unknown;
   private readonly controllers = new Map<number, AbortController>();
   private readonly mustStop = new Set<number>();
+  private readonly retention: RetentionPlan | null;
+  /** Jobs completed by completeTx/completeBatch, not yet counted in the workers registry. */
+  private completedAlone = 0;
 
   constructor(private readonly app: App, private readonly options: RunOnceOptions) {
     this.db = options.db;
@@ -88,6 +101,7 @@ class Invocation {
     const budget = options.budget === Infinity ? Infinity : parseDuration(options.budget ?? DEFAULT_BUDGET, "budget");
     this.started = this.now().getTime();
     this.deadline = this.started + budget;
+    this.retention = resolveRetention(options.retention);
     this.summary = { id: this.id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
       recovered: 0, lost: 0, roundTrips: 0, durationMs: 0 };
   }
@@ -110,9 +124,10 @@ class Invocation {
     const remaining = this.remainingMs();
     // Only tasks whose declared timeout fits in the budget are worth claiming.
     const tasks = [...this.app.tasks.values()].filter((t) => t.timeoutMs === undefined || t.timeoutMs <= remaining).map((t) => t.name);
+    const now = this.now();
     const statement = claimJobsStatement({
-      owner: this.id, now: this.now(), leaseMs: this.leaseMs, batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
-      tasks, queues: this.options.queues ?? null, extra: [],
+      owner: this.id, now, leaseMs: this.leaseMs, batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
+      tasks, queues: this.options.queues ?? null, extra: this.claimExtras(now),
     });
     const claim = await this.send((db) => queryJson<ClaimResult>(db, statement), (result) => [
       ...result.recovered.map(sideTransition), ...result.cancelled.map(sideTransition),
@@ -123,6 +138,14 @@ class Invocation {
     this.summary.recovered = claim.recovered.length;
     this.summary.cancelled += claim.cancelled.length;
     return claim;
+  }
+
+  /** Registry and retention ride along with the claim: no extra round trip. */
+  private claimExtras(now: Date): SQL[] {
+    const extras: SQL[] = [];
+    if (this.options.register !== false) extras.push(invocationSeenCte(this.id, this.options.queues ?? null, now));
+    if (this.retention) extras.push(...retentionCtes(this.retention, now));
+    return extras;
   }
 
   private async runBatch(jobs: ClaimedJob[]): Promise<void> {
@@ -161,6 +184,7 @@ class Invocation {
     if (outcome === null) {
       this.controllers.delete(job.id);
       this.summary.succeeded++;
+      this.completedAlone++;
     }
     return outcome;
   }
@@ -198,9 +222,13 @@ class Invocation {
   private async complete(outcomes: Outcome[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const statement = completeJobsStatement(this.id, this.now(), outcomes);
+        const now = this.now();
+        const alone = this.completedAlone;
+        const statement = completeJobsStatement(this.id, now, outcomes,
+          this.options.register !== false ? [invocationDoneCte(this.id, now, alone)] : []);
         const { done } = await this.send((db) => queryJson<{ done: CompletedJob[] }>(db, statement),
           (result) => result.done.map((d): Transition => ({ jobId: Number(d.id), task: d.task, queue: d.queue, from: "running", to: d.to as Transition["to"], attempt: d.attempt })));
+        this.completedAlone -= alone;
         this.count(outcomes, done);
         return;
       } catch (error) {

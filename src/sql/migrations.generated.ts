@@ -27,5 +27,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
     "statements": [
       "-- Raises an error from inside a single statement: completeBatch puts its ownership check first in\n-- a neon-http batch, and a batch only rolls back when one of its statements fails.\nCREATE OR REPLACE FUNCTION \"akadze\".\"raise_error\"(message text, code text DEFAULT 'P0001') RETURNS boolean\nLANGUAGE plpgsql AS $$\nBEGIN\n  RAISE EXCEPTION '%', message USING ERRCODE = code;\nEND;\n$$;"
     ]
+  },
+  {
+    "id": 2,
+    "name": "0002_jobs_finished_by_state",
+    "statements": [
+      "DROP INDEX \"akadze\".\"jobs_finished_idx\";",
+      "CREATE INDEX \"jobs_finished_idx\" ON \"akadze\".\"jobs\" USING btree (\"state\",\"finished_at\") WHERE \"akadze\".\"jobs\".\"state\" in ('succeeded', 'failed', 'cancelled');"
+    ]
   }
 ];
