@@ -22,7 +22,7 @@ const EMPTY_DB = `akadze_ops_cli_empty_${process.pid}`;
 
 /** Runs `akadze ...args` with DATABASE_URL pointing at this file's database unless `env` says otherwise. */
 function akadze(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const merged = { ...process.env, DATABASE_URL: t.url, AKADZE_DEBUG: undefined, ...env };
+  const merged: Record<string, string | undefined> = { ...process.env, DATABASE_URL: t.url, AKADZE_DEBUG: undefined, ...env };
   for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key];
   return new Promise((resolve) => {
     execFile(process.execPath, [BIN, ...args], { env: merged, timeout: 60_000 }, (error, stdout, stderr) => {

@@ -14,16 +14,18 @@ beforeAll(async () => { t = await openTestDatabase("ops_worker"); });
 afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
 
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => { resolve = r; });
+interface Deferred { promise: Promise<void>; resolve: () => void }
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => { resolve = r; });
   return { promise, resolve };
 }
 
 /** An app whose jobs start, tell the test, and wait until the test lets them finish. */
 function gatedApp() {
   const app = createApp();
-  const gates = new Map<string, { started: ReturnType<typeof deferred>; finish: ReturnType<typeof deferred> }>();
+  const gates = new Map<string, { started: Deferred; finish: Deferred }>();
   const gate = (name: string) => {
     if (!gates.has(name)) gates.set(name, { started: deferred(), finish: deferred() });
     return gates.get(name)!;
