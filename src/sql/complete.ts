@@ -55,7 +55,7 @@ export function completeJobsStatement(owner: string, now: Date, outcomes: Outcom
       update akadze.jobs j set
         state = ${newState},
         attempt = case when ${REFUND} then j.attempt - 1 else j.attempt end,
-        run_at = case when o.kind in ('error', 'snooze') then o_now.now + ${msInterval(sql`o.delay_ms`)} else j.run_at end,
+        run_at = case when o.kind in ('error', 'snooze') and ${newState} = 'queued' then o_now.now + ${msInterval(sql`o.delay_ms`)} else j.run_at end,
         finished_at = case when ${newState} in ('queued') then null else o_now.now end,
         result = case when o.kind = 'succeeded' then o.result else j.result end,
         errors = case when o.error is not null and not ${REFUND} then j.errors || jsonb_build_array(o.error) else j.errors end,

@@ -17,7 +17,8 @@ export function requestCancelStatement(jobId: number): SQL {
 export function requeueStatement(jobId: number): SQL {
   return sql`
     with requeued as (
-      update akadze.jobs set state = 'queued', run_at = now(), finished_at = null, cancel_requested = false,
+      -- least(): due at once even when the caller's clock lags the database's
+      update akadze.jobs set state = 'queued', run_at = least(now(), run_at), finished_at = null, cancel_requested = false,
         max_attempts = greatest(max_attempts, attempt + 1)
       where id = ${jobId} and state = 'failed'
       returning id

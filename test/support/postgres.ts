@@ -1,5 +1,4 @@
 // Real Postgres for tests: one database per test file, cloned from a migrated template.
-import { createHash } from "node:crypto";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "../../src/migrate.js";
@@ -7,8 +6,12 @@ import { migrate } from "../../src/migrate.js";
 export const PG_HOST = process.env.PGHOST_TEST ?? "127.0.0.1";
 export const PG_PORT = Number(process.env.PGPORT_TEST ?? 5432);
 export const ADMIN_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
-/** One template per checkout, so test runs in several worktrees do not drop each other's template. */
-export const TEMPLATE_DB = `akadze_tpl_${createHash("sha1").update(process.cwd()).digest("hex").slice(0, 10)}`;
+/**
+ * One template per test run (global setup names it and test workers inherit the name through the
+ * environment), so concurrent runs never drop each other's template.
+ */
+process.env.AKADZE_TEMPLATE_DB ??= `akadze_tpl_${process.pid}`;
+export const TEMPLATE_DB = process.env.AKADZE_TEMPLATE_DB;
 
 export function urlFor(database: string): string {
   return `postgres://postgres@${PG_HOST}:${PG_PORT}/${database}`;
@@ -18,6 +21,11 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: ADMIN_URL });
   await client.connect();
   try { return await fn(client); } finally { await client.end(); }
+}
+
+/** Drops the template at the end of the run. */
+export async function dropTemplate(): Promise<void> {
+  await admin((c) => c.query(`drop database if exists ${TEMPLATE_DB} with (force)`));
 }
 
 /** Creates the migrated template database (once per test run). */
