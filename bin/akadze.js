@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // The `akadze` command. In a checkout (src/ present, tsx installed as a devDependency) it runs the
-// TypeScript sources through tsx, so it never runs a stale build; an installed package runs dist/.
-// When tsx is resolvable either way, its loader stays registered so `akadze worker ./app.ts` can load
-// a TypeScript app.
+// TypeScript sources through tsx: never a stale build, and an app module that imports "akadze" (tsx
+// maps it to src/ through tsconfig paths) shares the CLI's module instances, which `current()` and the
+// Retry/Snooze/Fail/Cancel checks rely on. An installed package has no src/ and runs dist/, as does an
+// app importing the package. When tsx is resolvable either way its loader stays registered, so
+// `akadze worker ./app.ts` can load a TypeScript app.
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 

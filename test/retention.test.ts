@@ -4,6 +4,7 @@ import { Cancel, createApp, Fail, runOnce } from "../src/index.js";
 import { pruneJobs } from "../src/ops/retention.js";
 import { ManualClock } from "./support/clock.js";
 import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { forEachDriver } from "./support/drivers.js";
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -132,5 +133,25 @@ describe("retention", () => {
     expect(await pruneJobs(t.db, { olderThan: "30d", states: ["failed"], now: clock.now() })).toEqual({ deleted: 2 });
     expect(await countByState()).toEqual({ failed: 1 });
     await expect(pruneJobs(t.db, { states: ["queued" as never] })).rejects.toThrow(/succeeded, cancelled or failed/);
+  });
+});
+
+describe("retention and the registry on every driver", () => {
+  forEachDriver((h) => {
+    it("an invocation prunes old finished jobs and records itself in its own statements", async () => {
+      const { clock, app, ok, fails } = setup();
+      await ok.using(h().db).enqueueMany([{}, {}]);
+      await fails.using(h().db).enqueue({});
+      await runOnce(app, { db: h().db, now: clock.now, id: "inv-a" });
+      expect(await h().rows("select id, jobs_done from akadze.workers")).toEqual([{ id: "inv-a", jobs_done: 3 }]);
+      clock.advance(8 * DAY);
+      await ok.using(h().db).enqueue({});
+      const summary = await runOnce(app, { db: h().db, now: clock.now, id: "inv-b" });
+      expect(summary.roundTrips).toBe(2);
+      expect(await h().rows("select state from akadze.jobs order by id")).toEqual([{ state: "failed" }, { state: "succeeded" }]);
+      // inv-a's row went too: registry rows last a day.
+      expect(await h().rows("select id, kind, jobs_done, stopped_at is not null as stopped from akadze.workers order by id")).toEqual([
+        { id: "inv-b", kind: "invocation", jobs_done: 1, stopped: true }]);
+    });
   });
 });

@@ -8,6 +8,9 @@ import { createApp, runOnce } from "../src/index.js";
 import { nextPollDelay, runWorker } from "../src/runtime/worker.js";
 import { FIXTURE_TABLES, gated } from "./fixtures/worker-app.js";
 import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
+import { neonHttpDb } from "./support/neon.js";
+import type { Db } from "../src/db/driver.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_worker"); });
@@ -108,6 +111,35 @@ describe("runWorker", () => {
     expect(summary).toMatchObject({ succeeded: 2, released: 0 });
     expect((await states()).map((j) => [j.args.name, j.state, j.attempt])).toEqual([["a", "succeeded", 1], ["b", "succeeded", 1], ["c", "queued", 0]]);
     expect(await t.rows("select kind, jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ kind: "worker", jobs_done: 2, stopped: true }]);
+  });
+
+  it("rides out a database outage: reports the errors, keeps polling, and runs jobs once the database answers", async () => {
+    const fault = { failRate: 0 };
+    const endpoint = await startNeonEndpoint({ connectionString: t.url, fault });
+    try {
+      const db = neonHttpDb(endpoint, new URL(t.url).pathname.slice(1)) as unknown as Db;
+      const { app, task, gate } = gatedApp();
+      const stop = new AbortController();
+      const up = deferred();
+      const failing = deferred();
+      let errors = 0;
+      const worker = runWorker(app, {
+        db, slots: 2, signal: stop.signal, minPoll: 1, maxPoll: 20, onStart: () => up.resolve(),
+        onError: () => { if (++errors === 5) failing.resolve(); },
+      });
+      await up.promise;
+      fault.failRate = 1; // every request now gets a 503
+      await task.using(t.db).enqueue({ name: "after" });
+      await failing.promise;
+      expect(await states()).toMatchObject([{ state: "queued", attempt: 0 }]);
+      fault.failRate = 0;
+      await gate("after").started.promise;
+      gate("after").finish.resolve();
+      stop.abort();
+      expect(await worker).toMatchObject({ jobsDone: 1, succeeded: 1 });
+    } finally {
+      await endpoint.close();
+    }
   });
 
   it("rejects bad options before touching the database", async () => {

@@ -60,7 +60,8 @@ async function connectNeonHttp(url: string, endpoint: string | undefined, where:
   const [{ neon, neonConfig }, { drizzle }] = await Promise.all([import("@neondatabase/serverless"), import("drizzle-orm/neon-http")]);
   const host = new URL(url).hostname;
   if (endpoint) neonConfig.fetchEndpoint = endpoint;
-  else if (!host.includes(".")) {
+  else if (!host.includes(".") || /^[\d.]+$|^\[/.test(host)) {
+    // Neon's default endpoint is derived from a domain name (api.<rest of the host>); a local host has none.
     throw new UsageError(`--http to ${host} needs the SQL-over-HTTP endpoint: pass --neon-endpoint http://${host}:PORT/sql or set NEON_FETCH_ENDPOINT`);
   }
   return { db: drizzle(neon(url)) as unknown as Db, where: `${where} (over HTTP)`, close: async () => {} };

@@ -13,8 +13,8 @@ export function registerSchedules(program: Command, ctx: CliContext): void {
       if (rows.length === 0) return print("no schedules recorded yet: they appear once an invocation of an app with schedules has run");
       const now = new Date();
       print(renderTable<ScheduleRow>(rows, [
-        ["NAME", (s) => s.name], ["TASK", (s) => s.task], ["LAST SLOT", (s) => formatAgo(s.last_slot, now)],
-        ["SEEN", (s) => formatAgo(s.seen_at, now)],
+        ["NAME", (s) => s.name], ["TASK", (s) => s.task], ["LAST SLOT", (s) => formatAgo(s.lastSlot, now)],
+        ["SEEN", (s) => formatAgo(s.seenAt, now)],
       ]));
     }));
 }

@@ -71,7 +71,7 @@ export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobSumma
   const rows = await queryJson<JobSummary[] | null>(db, sql`
     select jsonb_agg(jsonb_build_object(${SUMMARY_FIELDS}) order by id desc) as r
     from (select * from akadze.jobs where ${sql.join(where, sql` and `)} order by id desc limit ${f.limit ?? DEFAULT_LIST_LIMIT}) j`);
-  return (rows ?? []).map((row) => ({ ...row, id: Number(row.id) }));
+  return (rows ?? []).map(summaryOf);
 }
 
 /**
@@ -85,5 +85,23 @@ export async function getJob(db: Db, jobId: number): Promise<JobDetail | null> {
       'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'leaseOwner', lease_owner,
       'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested) as r
     from akadze.jobs where id = ${id}`);
-  return row ? { ...row, id: Number(row.id) } : null;
+  if (!row) return null;
+  return {
+    ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
+    expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, leaseOwner: row.leaseOwner,
+    leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested,
+  };
+}
+
+// jsonb sorts object keys and prints timestamps its own way: rebuild in a reading order, with ISO times.
+function summaryOf(row: JobSummary): JobSummary {
+  return {
+    id: Number(row.id), task: row.task, queue: row.queue, state: row.state, attempt: row.attempt, maxAttempts: row.maxAttempts,
+    priority: row.priority, runAt: iso(row.runAt)!, createdAt: iso(row.createdAt)!, finishedAt: iso(row.finishedAt),
+  };
+}
+
+/** A timestamp from jsonb ("2026-06-01T12:00:00.123+00:00") as an ISO string, or null. */
+export function iso(value: string | null | undefined): string | null {
+  return value == null ? null : new Date(value).toISOString();
 }

@@ -25,5 +25,8 @@ export async function listLimits(db: Db, options: { now?: Date } = {}): Promise<
       'startsInWindow', case when l.window_ms is null then 0 else (select count(*) from akadze.limit_tokens t
         where t.key = l.key and t.last_start > ${now} - (l.window_ms::float8 * interval '1 millisecond')) end) order by l.key) as r
     from akadze.limits l`);
-  return rows ?? [];
+  return (rows ?? []).map((l) => ({
+    key: l.key, maxStarts: l.maxStarts, windowMs: l.windowMs === null ? null : Number(l.windowMs), maxRunning: l.maxRunning,
+    running: l.running, startsInWindow: l.startsInWindow,
+  }));
 }

@@ -41,5 +41,8 @@ export async function listQueues(db: Db, options: { now?: Date } = {}): Promise<
       'succeeded', coalesce(c.succeeded, 0), 'failed', coalesce(c.failed, 0), 'cancelled', coalesce(c.cancelled, 0),
       'oldestDueSeconds', coalesce(round(extract(epoch from ${now} - c.oldest_due)::numeric, 3), 0)) order by n.queue) as r
     from names n left join counts c on c.queue = n.queue left join akadze.queues q on q.name = n.queue`);
-  return (rows ?? []).map((row) => ({ ...row, oldestDueSeconds: Number(row.oldestDueSeconds) }));
+  return (rows ?? []).map((q) => ({
+    queue: q.queue, paused: q.paused, due: q.due, scheduled: q.scheduled, running: q.running, succeeded: q.succeeded,
+    failed: q.failed, cancelled: q.cancelled, oldestDueSeconds: Number(q.oldestDueSeconds),
+  }));
 }

@@ -3,6 +3,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
 import { parseOrThrow } from "../app/options.js";
 import { queryJson, type Db } from "../db/driver.js";
+import { iso } from "./jobs.js";
 
 /** A serverless invocation (one `runOnce`) or a long-lived worker process (`runWorker`). */
 export type WorkerKind = "invocation" | "worker";
@@ -110,5 +111,8 @@ export async function listWorkers(db: Db, options: { since?: Duration; all?: boo
       'jobsDone', jobs_done, 'running', held) order by last_seen_at desc, id) as r
     from (select * from s where ${o.all ? sql`true` : sql`status = 'live' or last_seen_at >= ${sinceCut}`}
           order by last_seen_at desc, id limit ${o.limit ?? 100}) s`);
-  return rows ?? [];
+  return (rows ?? []).map((w) => ({
+    id: w.id, kind: w.kind, status: w.status, queues: w.queues, running: Number(w.running), jobsDone: w.jobsDone,
+    startedAt: iso(w.startedAt)!, lastSeenAt: iso(w.lastSeenAt)!, stoppedAt: iso(w.stoppedAt),
+  }));
 }
