@@ -26,3 +26,9 @@ export function collect(value: string, previous: string[] | undefined): string[]
   if (value.trim() === "") throw new InvalidArgumentError("must not be empty.");
   return [...(previous ?? []), value];
 }
+
+/** A TCP port; 0 lets the system pick a free one. */
+export function port(value: string): number {
+  if (!/^\d+$/.test(value.trim()) || Number(value) > 65534) throw new InvalidArgumentError("expected a port number (0 picks a free one).");
+  return Number(value);
+}
