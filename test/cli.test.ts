@@ -152,13 +152,14 @@ describe("akadze", () => {
     expectOneLineError(unknown, 1, /^akadze: job is not active \(no job 987654\)$/m);
   });
 
-  it("jobs requeue moves a failed job back to queued, and exits 1 for any other job", async () => {
+  it("jobs requeue moves a failed job back to queued and exits 1 for any other job; an unknown id exits 1", async () => {
     const requeued = await akadze(["jobs", "requeue", String(ids.doomed), "--json"]);
     expect(requeued).toMatchObject({ code: 0, stderr: "" });
     expect(JSON.parse(requeued.stdout)).toEqual({ id: ids.doomed, state: "queued" });
     expect(await t.rows("select state, attempt, max_attempts from akadze.jobs where id = $1", [ids.doomed])).toEqual([{ state: "queued", attempt: 1, max_attempts: 3 }]);
-    const succeeded = await akadze(["jobs", "requeue", String(ids.echo[0])]);
+    const [succeeded, unknown] = await Promise.all([akadze(["jobs", "requeue", String(ids.echo[0])]), akadze(["jobs", "show", "987654"])]);
     expectOneLineError(succeeded, 1, /job \d+ is succeeded: only failed jobs can be requeued/);
+    expectOneLineError(unknown, 1, /^akadze: no job 987654$/m);
   });
 
   it("limits set, list and delete a limit", async () => {
@@ -207,6 +208,14 @@ describe("akadze", () => {
     const jobs = families.find((f) => f.name === "akadze_jobs")!;
     expect(jobs.type).toBe("GAUGE");
     expect(jobs.metrics).toContainEqual({ labels: { queue: "default", task: "fixture.echo", state: "succeeded" }, value: "2" });
+  });
+
+  it("jobs prune deletes finished jobs now, failed ones only when asked", async () => {
+    const kept = await akadze(["jobs", "prune", "--older-than", "1d"]);
+    expect(kept).toMatchObject({ code: 0, stdout: "deleted 0 succeeded/cancelled jobs\n", stderr: "" });
+    const failed = await akadze(["jobs", "prune", "--only-failed", "--older-than", "0"]);
+    expect(failed).toMatchObject({ code: 0, stdout: "deleted 1 failed job\n", stderr: "" });
+    expect(await t.rows("select count(*)::int as n from akadze.jobs where state = 'failed'")).toEqual([{ n: 0 }]);
   });
 
   it("beat explains that schedules run inside every invocation", async () => {
