@@ -2,9 +2,11 @@ import * as v from "valibot";
 import { DurationSchema, type Duration } from "./core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "./core/errors.js";
 import { parseOrThrow } from "./app/options.js";
-import { queryJson, type Db } from "./db/driver.js";
+import { queryJson, runAtomically, type Db } from "./db/driver.js";
 import { requestCancelStatement, requeueStatement, setQueuePausedStatement } from "./sql/control.js";
-import { deleteLimitStatement, setLimitStatement } from "./sql/limits.js";
+import {
+  clearLimitSlotsStatement, deleteLimitStatement, fillLimitSlotsStatement, lockLimitTablesStatement, setLimitStatement,
+} from "./sql/limits.js";
 
 const JobId = v.pipe(v.number("a job id must be a number"), v.integer("a job id must be an integer"), v.minValue(1, "a job id must be positive"));
 const QueueName = v.pipe(v.string(), v.minLength(1, "a queue name must not be empty"));
@@ -45,7 +47,7 @@ export async function resumeQueue(db: Db, queue: string): Promise<void> {
   await queryJson(db, setQueuePausedStatement(parseOrThrow(QueueName, queue, "queue"), false));
 }
 
-/** A limit on the jobs enqueued with a `limitKey`. */
+/** A limit on the jobs enqueued with a `limitKey`. @example const vendorLimit: LimitOptions = { maxStarts: 10, window: "1m" }; */
 export interface LimitOptions {
   /** At most this many starts in any sliding `window`. */
   maxStarts?: number | null;
@@ -65,12 +67,15 @@ const LimitOptionsSchema = v.pipe(
   v.check((o) => (o.maxStarts == null) === (o.window == null), "maxStarts and window go together"),
 );
 
-/** The limit as stored. */
+/** The limit as stored. @example const { maxRunning }: Limit = await setLimit(db, "vendor", { maxRunning: 3 }); */
 export interface Limit { key: string; maxStarts: number | null; windowMs: number | null; maxRunning: number | null }
 
 /**
  * Sets a cluster-wide limit for jobs enqueued with this `limitKey`; fields not given keep their value,
- * `null` removes one. Jobs over the limit stay queued and are taken by a later claim.
+ * `null` removes one. Jobs over the limit stay queued and are taken by a later claim. Jobs of the key
+ * already running count against a new or lowered `maxRunning` (running jobs are never stopped). It
+ * briefly holds off claims and completions while it counts them; called with your transaction, until
+ * you commit.
  * @example
  * await setLimit(db, "vendor", { maxStarts: 10, window: "1m" });
  * await setLimit(db, "vendor", { maxRunning: 3 });
@@ -79,7 +84,16 @@ export async function setLimit(db: Db, key: string, options: LimitOptions): Prom
   const k = parseOrThrow(LimitKey, key, "limit key");
   const o = parseOrThrow(LimitOptionsSchema, options, `limit for ${JSON.stringify(key)}`);
   if (o.maxStarts === undefined && o.window === undefined && o.maxRunning === undefined) throw new InvalidInput("nothing to set");
-  return queryJson<Limit>(db, setLimitStatement(k, { maxStarts: o.maxStarts, windowMs: o.window, maxRunning: o.maxRunning }));
+  const change = { maxStarts: o.maxStarts, windowMs: o.window, maxRunning: o.maxRunning };
+  // One transaction (one request on neon-http): with claims held off, the slots are rebuilt from the
+  // jobs running right now, so a limit set or lowered while jobs run counts them.
+  const [, [limit]] = await runAtomically(db, (d) => [
+    d.execute(lockLimitTablesStatement()),
+    d.execute(setLimitStatement(k, change)),
+    d.execute(clearLimitSlotsStatement(k)),
+    d.execute(fillLimitSlotsStatement(k)),
+  ]);
+  return (limit as { r: Limit }).r;
 }
 
 /** Removes a limit; true if there was one. @example await deleteLimit(db, "vendor"); */

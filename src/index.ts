@@ -13,7 +13,7 @@ export { App, createApp, type AppOptions } from "./app/app.js";
 export { Task, type TaskOptions, type Handler, type JobContext, type Enqueuer, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS } from "./app/task.js";
 export type { EnqueueOptions } from "./app/options.js";
 export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRunHook, type TransitionHook } from "./app/hooks.js";
-export { AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
+export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
 export { parseDuration, type Duration } from "./core/duration.js";
 export { defaultBackoffMs, type BackoffPolicy } from "./core/backoff.js";
 export { JOB_STATES, type JobState } from "./core/states.js";
@@ -29,3 +29,6 @@ export { listWorkers, LIVE_WITHIN, type WorkerRow, type WorkerKind } from "./ops
 export { listJobs, getJob, type JobSummary, type JobDetail, type JobFilter } from "./ops/jobs.js";
 export { listQueues, type QueueRow } from "./ops/queues.js";
 export { listLimits, type LimitRow } from "./ops/limits.js";
+export { listSchedules, type ScheduleInfo } from "./schedules/list.js";
+export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
+export type { ScheduleTiming, ScheduleEntry } from "./schedules/definition.js";

@@ -7,6 +7,7 @@
  * const failed = await db.select().from(jobs).where(eq(jobs.state, "failed"));
  */
 import { sql } from "drizzle-orm";
+import type { ErrorEntry } from "./core/errors.js";
 import {
   bigint, boolean, check, index, integer, jsonb, pgSchema, primaryKey, smallint, text, timestamp, uniqueIndex,
 } from "drizzle-orm/pg-core";
@@ -32,7 +33,7 @@ export const jobs = akadze.table("jobs", {
   leaseOwner: text("lease_owner"),
   leaseExpiresAt: tz("lease_expires_at"),
   cancelRequested: boolean("cancel_requested").notNull().default(false),
-  errors: jsonb("errors").notNull().default([]),
+  errors: jsonb("errors").$type<ErrorEntry[]>().notNull().default([]),
   result: jsonb("result"),
   createdAt: tz("created_at").notNull().defaultNow(),
   startedAt: tz("started_at"),
@@ -41,6 +42,8 @@ export const jobs = akadze.table("jobs", {
   check("jobs_state_check", sql`${t.state} in ('queued', 'running', 'succeeded', 'failed', 'cancelled')`),
   check("jobs_attempts_check", sql`${t.maxAttempts} >= 1 and ${t.attempt} >= 0`),
   index("jobs_claim_idx").on(t.queue, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
+  // The claim takes each limited key's next jobs by this index, so a long backlog under a limit stays cheap.
+  index("jobs_limit_idx").on(t.limitKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.limitKey} is not null`),
   index("jobs_lease_idx").on(t.leaseExpiresAt).where(sql`${t.state} = 'running'`),
   index("jobs_owner_idx").on(t.leaseOwner).where(sql`${t.state} = 'running'`),
   // (state, finished_at): retention prunes one state by age without walking the failed jobs it keeps.

@@ -208,6 +208,15 @@ forEachDriver((h, driver) => {
       expect(events).toEqual(["ok: queued -> running", "before ok#1", "after ok 42", "ok: running -> succeeded"]);
     });
 
+    it("onTransition carries the error recorded with a failed attempt", async () => {
+      const { app, clock } = setup();
+      const seen: unknown[] = [];
+      app.hooks.onTransition((t) => { if (t.from === "running") seen.push({ to: t.to, error: t.error }); });
+      await app.task("bad", { maxAttempts: 1 }, async () => { throw new TypeError("wrong shape"); }).using(h().db).enqueue({});
+      await run(app, clock);
+      expect(seen).toEqual([{ to: "failed", error: { kind: "TypeError", message: "wrong shape" } }]);
+    });
+
     it("afterRun is skipped when the body threw", async () => {
       const { app, clock } = setup();
       const after: unknown[] = [];

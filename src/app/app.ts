@@ -1,8 +1,9 @@
 import { InvalidInput } from "../core/errors.js";
+import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type ScheduleTiming } from "../schedules/definition.js";
 import { Hooks } from "./hooks.js";
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
 
-/** Options of `createApp`. */
+/** Options of `createApp`. @example const app = createApp({ clock: () => new Date() }); */
 export interface AppOptions {
   /** The clock every enqueue and invocation of this app reads (tests pass their own). Default: `new Date()`. */
   clock?: () => Date;
@@ -17,13 +18,15 @@ export interface AppOptions {
 export class App {
   readonly tasks = new Map<string, TaskDefinition>();
   readonly hooks = new Hooks();
+  /** Schedules every invocation of this app checks, by name. */
+  readonly schedules = new Map<string, Schedule>();
   readonly clock: () => Date;
 
   constructor(options: AppOptions = {}) {
     this.clock = options.clock ?? (() => new Date());
   }
 
-  /** Declares a task: a name, optional options, and the handler. */
+  /** Declares a task: a name, optional options, and the handler. @example app.task("export.poll", async () => {}); */
   task<S extends ArgsSchema>(name: string, handler: Handler<S>): Task<S>;
   task<S extends ArgsSchema>(name: string, options: TaskOptions<S>, handler: Handler<S>): Task<S>;
   task<S extends ArgsSchema>(name: string, a: TaskOptions<S> | Handler<S>, b?: Handler<S>): Task<S> {
@@ -34,18 +37,46 @@ export class App {
     return new Task<S>(definition, this.clock);
   }
 
-  /** Registers a plain function as a task (for factories and legacy code). */
+  /** Registers a plain function as a task (for factories and legacy code). @example app.register("legacy.fn", plainFunction, { queue: "legacy" }); */
   register<S extends ArgsSchema>(name: string, fn: Handler<S>, options: TaskOptions<S> = {}): Task<S> {
     return this.task(name, options, fn);
   }
 
-  /** Lets a module register its tasks: `export function register(app: App) { app.task(...) }`. */
+  /** Lets a module register its tasks. @example export function register(app: App) { app.task("a", async () => {}); } app.include(register); */
   include(register: (app: App) => void): this {
     register(this);
     return this;
   }
 
-  /** The handle of a registered task, by name. */
+  /**
+   * Declares a task and a schedule of the same name that enqueues it (with args `{}`); the options
+   * also take the task's options. Every invocation enqueues the slots that came due, each exactly
+   * once across concurrent invocations; after a gap only the latest missed slot. A schedule seen for
+   * the first time fires its latest slot only if it came due under a minute ago.
+   * @example app.periodic("report.hourly", { cron: "0 * * * *", timezone: "Europe/Berlin" }, async () => {});
+   */
+  periodic<S extends ArgsSchema>(name: string, options: ScheduleTiming & TaskOptions<S>, handler: Handler<S>): Task<S> {
+    if (typeof options !== "object" || options === null) throw new InvalidInput(`periodic ${name}: give { cron } or { every }`);
+    if (this.tasks.has(name)) throw new InvalidInput(`task ${name} is already registered`);
+    if (this.schedules.has(name)) throw new InvalidInput(`schedule ${name} is already defined`);
+    const { cron, every, timezone, ...taskOptions } = options;
+    const definition = defineTask(name, taskOptions as TaskOptions<S>, handler);
+    const schedule = defineSchedule(name, definition, { cron, every, timezone });
+    this.tasks.set(name, definition);
+    this.schedules.set(name, schedule);
+    return new Task<S>(definition, this.clock);
+  }
+
+  /**
+   * Adds schedules for tasks already registered; all are validated before any is added.
+   * @example app.addSchedules([{ name: "nightly", task: "mail.send", cron: "0 3 * * *", args: { userId: 1 } }]);
+   */
+  addSchedules(entries: ScheduleEntry[]): this {
+    for (const schedule of defineSchedules(entries, this.tasks, new Set(this.schedules.keys()))) this.schedules.set(schedule.name, schedule);
+    return this;
+  }
+
+  /** The handle of a registered task, by name. @example await app.taskByName("mail.send").using(db).enqueue({ userId: 1 }); */
   taskByName(name: string): Task {
     const definition = this.tasks.get(name);
     if (!definition) throw new InvalidInput(`unknown task ${JSON.stringify(name)}`);

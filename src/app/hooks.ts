@@ -2,10 +2,10 @@ import type { JobState } from "../core/states.js";
 import type { Db } from "../db/driver.js";
 import type { JobContext } from "./task.js";
 
-/** A job as hooks see it: its context plus its args. */
+/** A job as hooks see it: its context plus its args. @example app.hooks.beforeRun((job: HookJob) => console.log(job.args)); */
 export interface HookJob extends JobContext { args: unknown }
 
-/** One state change of one job. */
+/** One state change of one job. @example app.hooks.onTransition((t: Transition) => console.log(t.jobId, t.from, "->", t.to)); */
 export interface Transition {
   jobId: number;
   task: string;
@@ -17,9 +17,14 @@ export interface Transition {
   error?: { kind: string; message: string };
 }
 
+/** Called before a body runs. @example app.hooks.beforeRun((job) => log.info("start", job.id)); */
 export type BeforeRunHook = (job: HookJob) => unknown;
+/** Called after a body returned. @example app.hooks.afterRun((job, result) => metrics.done(job.task)); */
 export type AfterRunHook = (job: HookJob, result: unknown) => unknown;
-/** Sees every state change; `tx` is the transaction the change is made in (see docs for neon-http). */
+/**
+ * Sees every state change; `tx` is the transaction the change is made in (on neon-http, right after it commits).
+ * @example app.hooks.onTransition(async (t, tx) => { if (t.to === "failed") await tx.insert(alerts).values({ job: t.jobId }); });
+ */
 export type TransitionHook = (transition: Transition, tx: Db) => unknown;
 
 /**

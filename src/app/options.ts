@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { DurationSchema, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
 
-/** Options of one enqueue; they are stored on the job row and never mixed into its args. */
+/** Options of one enqueue; they are stored on the job row and never mixed into its args. @example task.using(db, { delay: "30s", priority: 5, uniqueKey: "welcome-7" }) */
 export interface EnqueueOptions {
   /** Run no sooner than this long from now. */
   delay?: Duration;

@@ -7,10 +7,12 @@ import { queryJson, type BatchItem, type Db } from "../db/driver.js";
 import { insertJobsStatement, type NewJob } from "../sql/enqueue.js";
 import { parseEnqueueOptions, parseOrThrow, type EnqueueOptions } from "./options.js";
 
+/** The queue of a task that names none. @example app.task("t", async () => {}); // queue "default" */
 export const DEFAULT_QUEUE = "default";
+/** The attempt budget of a task that sets none, including the first run. @example app.task("sms", { maxAttempts: 1 }, send); // never twice */
 export const DEFAULT_MAX_ATTEMPTS = 3;
 
-/** What a task body sees of its job. */
+/** What a task body sees of its job. @example app.task("t", async (_args, job: JobContext) => { if (job.signal.aborted) return; }); */
 export interface JobContext {
   id: number;
   task: string;
@@ -24,7 +26,7 @@ export interface JobContext {
 
 export type ArgsSchema = v.GenericSchema<any, any>;
 
-/** A task's options; every one has a default. */
+/** A task's options; every one has a default. @example app.task("mail.send", { queue: "mail", maxAttempts: 6, timeout: "60s" }, send); */
 export interface TaskOptions<S extends ArgsSchema = ArgsSchema> {
   /** Valibot schema of the args, checked at enqueue and again at run time. Default `v.object({})`. */
   args?: S;
@@ -42,6 +44,7 @@ export interface TaskOptions<S extends ArgsSchema = ArgsSchema> {
   priority?: number;
 }
 
+/** A task body: validated args and the job context. @example const handler: Handler<typeof Args> = async ({ userId }, job) => ({ userId, attempt: job.attempt }); */
 export type Handler<S extends ArgsSchema> = (args: v.InferOutput<S>, job: JobContext) => unknown;
 
 /** A registered task, resolved with its defaults. */
@@ -77,7 +80,7 @@ export function defineTask<S extends ArgsSchema>(name: string, options: TaskOpti
   };
 }
 
-/** Enqueue operations bound to a database or transaction and a set of options. */
+/** Enqueue operations bound to a database or transaction and a set of options. @example const ids = await sendMail.using(db).enqueueMany([{ userId: 1 }, { userId: 2 }]); */
 export interface Enqueuer<S extends ArgsSchema> {
   /** Inserts one job in the caller's database or transaction; resolves to its id. */
   enqueue(args: v.InferInput<S>): Promise<number>;
@@ -94,8 +97,10 @@ export interface Enqueuer<S extends ArgsSchema> {
 export class Task<S extends ArgsSchema = ArgsSchema> {
   constructor(readonly definition: TaskDefinition, private readonly clock: () => Date) {}
 
+  /** The task's registered name. @example sendMail.name // "mail.send" */
   get name(): string { return this.definition.name; }
 
+  /** Binds enqueueing to `db` (a database or a transaction) and options. @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 }); */
   using(db: Db, options?: EnqueueOptions): Enqueuer<S> {
     const rowsFor = (list: unknown[]) => list.map((args) => buildJobRow(this.definition, args, options, this.clock()));
     return {

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 
-/** A span of time: milliseconds as a number, or a string such as `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`. */
+/** A span of time: milliseconds as a number, or a string such as `"500ms"`, `"30s"`, `"5m"`, `"2h"`, `"1d"`. @example const d: Duration = "30s"; */
 export type Duration = number | `${number}${"ms" | "s" | "m" | "h" | "d"}`;
 
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;

@@ -1,6 +1,9 @@
 import { parseDuration, type Duration } from "./duration.js";
 
-/** Base class of every error akadze raises itself. */
+/** One entry of a job's `errors` history: every failed attempt appends one. @example const last = (row.errors as ErrorEntry[]).at(-1); */
+export interface ErrorEntry { attempt: number; at: string; kind: string; message: string; stack: string | null }
+
+/** Base class of every error akadze raises itself. @example if (error instanceof AkadzeError) console.error(error.message); */
 export class AkadzeError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -46,23 +49,23 @@ export class Cancel extends AkadzeError {
   constructor(message = "cancelled by the task") { super(message); }
 }
 
-/** Enqueue refused: a job with the same `uniqueKey` is queued or running. */
+/** Enqueue refused: a job with the same `uniqueKey` is queued or running. @example try { await t.using(db, { uniqueKey: "k" }).enqueue({}); } catch (e) { if (!(e instanceof DuplicateJob)) throw e; } */
 export class DuplicateJob extends AkadzeError {
   constructor(readonly uniqueKey: string, options?: { cause?: unknown }) {
     super(`a job with uniqueKey ${JSON.stringify(uniqueKey)} is already queued or running`, options);
   }
 }
 
-/** Arguments or options that fail validation; nothing was written. */
+/** Arguments or options that fail validation; nothing was written. @example await sendMail.using(db).enqueue({ userId: "x" }); // throws InvalidInput */
 export class InvalidInput extends AkadzeError {}
 
-/** A job outcome could not be recorded because this run no longer owns the job's lease. */
+/** This run no longer owns the job's lease; completeTx/completeBatch rolled back. @example catch (e) { if (e instanceof LeaseLost) return; } */
 export class LeaseLost extends AkadzeError {}
 
-/** A task returned a value that is not JSON (Date, Map, class instance, BigInt, cycle). */
+/** A task returned a value that is not JSON (Date, Map, class instance, BigInt, cycle); an attempt is spent. @example return { at: date.toISOString() }; // not `date` */
 export class ResultNotJson extends AkadzeError {}
 
-/** A task ran past its timeout. */
+/** A task ran past its timeout; `job.signal` aborted with it and an attempt is spent. @example app.task("t", { timeout: "5s" }, async (_a, job) => fetch(url, { signal: job.signal })); */
 export class JobTimeout extends AkadzeError {}
 
 /** Postgres unique_violation on the active-unique-key index, from any driver's error shape. */

@@ -6,7 +6,9 @@
  * - `failed`: attempts spent or `Fail` thrown. Terminal until `requeue`.
  * - `cancelled`: cancelled before or during its run, expired, or `Cancel` thrown. Terminal.
  */
+/** @example if (JOB_STATES.includes(s)) ... */
 export const JOB_STATES = ["queued", "running", "succeeded", "failed", "cancelled"] as const;
+/** One of JOB_STATES. @example const s: JobState = "queued"; */
 export type JobState = (typeof JOB_STATES)[number];
 export const ACTIVE_STATES: readonly JobState[] = ["queued", "running"];
 export const FINISHED_STATES: readonly JobState[] = ["succeeded", "failed", "cancelled"];

@@ -1,11 +1,15 @@
 import { entityKind, type SQL } from "drizzle-orm";
+import type { BatchItem as DrizzleBatchItem } from "drizzle-orm/batch";
 import type { PgDatabase } from "drizzle-orm/pg-core";
 
-/** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. */
+/** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. @example const db: Db = drizzle(pool); */
 export type Db = PgDatabase<any, any, any>;
 
-/** A query drizzle can run alone (`await q`) or inside `db.batch([...])` on neon-http. */
-export type BatchItem = ReturnType<Db["execute"]>;
+/**
+ * A query drizzle can run alone (`await q`) or inside `db.batch([...])` on neon-http: `db.execute`,
+ * insert, update, delete, select. @example const q: BatchItem = sendMail.using(db).enqueueQuery({ userId: 7 });
+ */
+export type BatchItem = DrizzleBatchItem<"pg"> & PromiseLike<unknown>;
 
 function kindOf(db: Db): string {
   return String((db as any)?.constructor?.[entityKind] ?? "");

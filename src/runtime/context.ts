@@ -4,7 +4,7 @@ import { emitTransitions, type Hooks } from "../app/hooks.js";
 import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/driver.js";
 import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete.js";
 
-/** The job a body is running, with ways to complete it together with the body's own writes. */
+/** The job a body is running, with ways to complete it together with the body's own writes. @example const job: CurrentJob = current(); */
 export class CurrentJob {
   /** True once completeTx/completeBatch committed: the job is `succeeded` whatever the body does next. */
   completed = false;

@@ -6,20 +6,29 @@ import { emitTransitions, type Transition } from "../app/hooks.js";
 import { isNeonHttp, queryJson, type Db } from "../db/driver.js";
 import { claimJobsStatement, type ClaimedJob, type ClaimResult, type SideTransition } from "../sql/claim.js";
 import { completeJobsStatement, type CompletedJob, type Outcome } from "../sql/complete.js";
+import { scheduleClaimParts } from "../schedules/enqueue.js";
 import { resolveRetention, retentionCtes, type Retention, type RetentionPlan } from "../ops/retention.js";
 import { invocationDoneCte, invocationSeenCte } from "../ops/workers.js";
 import { CurrentJob } from "./context.js";
 import { executeJob } from "./execute.js";
 import { Heartbeat } from "./heartbeat.js";
 
+/** Jobs an invocation runs at once unless told. @example runOnce(app, { db, slots: DEFAULT_SLOTS * 2 }) */
 export const DEFAULT_SLOTS = 8;
+/** Jobs an invocation claims unless told. @example runOnce(app, { db, batchSize: DEFAULT_BATCH_SIZE }) */
 export const DEFAULT_BATCH_SIZE = 50;
+/** An invocation's wall time unless told: inside Vercel's and Cloudflare's limits. @example runOnce(app, { db, budget: DEFAULT_BUDGET }) */
 export const DEFAULT_BUDGET = "25s";
-/** How long a claim holds a job before any invocation may recover it; heartbeats renew it. */
+/** How long a claim holds a job before any invocation may recover it; heartbeats renew it. @example runOnce(app, { db, lease: DEFAULT_LEASE }) */
 export const DEFAULT_LEASE = "30s";
 const COMPLETE_TRIES = 3;
+/**
+ * A task is claimed only if its timeout fits the remaining budget with this much to spare: the claim's
+ * own round trip passes before the first job starts, and a job that no longer fits is only released.
+ */
+export const CLAIM_MARGIN_MS = 1000;
 
-/** Options of one invocation. */
+/** Options of one invocation. @example const options: RunOnceOptions = { db, queues: ["mail"], budget: "25s" }; */
 export interface RunOnceOptions {
   db: Db;
   /** Queues to claim from; default: every queue. */
@@ -49,7 +58,7 @@ export interface RunOnceOptions {
   register?: boolean;
 }
 
-/** What one invocation did. */
+/** What one invocation did. @example const { succeeded, roundTrips }: RunSummary = await runOnce(app, { db }); */
 export interface RunSummary {
   id: string;
   claimed: number;
@@ -121,26 +130,40 @@ class Invocation {
   }
 
   private async claim(): Promise<ClaimResult> {
-    const remaining = this.remainingMs();
-    // Only tasks whose declared timeout fits in the budget are worth claiming.
-    const tasks = [...this.app.tasks.values()].filter((t) => t.timeoutMs === undefined || t.timeoutMs <= remaining).map((t) => t.name);
+    const batchSize = this.options.batchSize ?? DEFAULT_BATCH_SIZE;
     const now = this.now();
-    const statement = claimJobsStatement({
-      owner: this.id, now, leaseMs: this.leaseMs, batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
-      tasks, queues: this.options.queues ?? null, extra: this.claimExtras(now),
-    });
-    const claim = await this.send((db) => queryJson<ClaimResult>(db, statement), (result) => [
-      ...result.recovered.map(sideTransition), ...result.cancelled.map(sideTransition),
-      ...result.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
-    ]);
-    claim.claimed = claim.claimed.map((j) => ({ ...j, id: Number(j.id) }));
+    const schedules = scheduleClaimParts(this.app, now);
+    const claim = await this.claimBatch(now, batchSize, { extra: [...this.claimExtras(now), ...schedules.extra], report: schedules.report });
+    // Jobs the schedules enqueued in that statement were invisible to its claim: take them now if the batch has room.
+    if ((claim.scheduled ?? 0) > 0 && claim.claimed.length < batchSize) {
+      const more = await this.claimBatch(this.now(), batchSize - claim.claimed.length, { extra: [], report: {} });
+      claim.claimed.push(...more.claimed);
+      claim.recovered.push(...more.recovered);
+      claim.cancelled.push(...more.cancelled);
+    }
     this.summary.claimed = claim.claimed.length;
     this.summary.recovered = claim.recovered.length;
     this.summary.cancelled += claim.cancelled.length;
     return claim;
   }
 
-  /** Registry and retention ride along with the claim: no extra round trip. */
+  private async claimBatch(now: Date, batchSize: number, parts: { extra: SQL[]; report: Record<string, SQL> }): Promise<ClaimResult> {
+    const remaining = this.remainingMs();
+    // Only tasks whose declared timeout fits in the budget are worth claiming.
+    const tasks = [...this.app.tasks.values()]
+      .filter((t) => t.timeoutMs === undefined || t.timeoutMs <= remaining - CLAIM_MARGIN_MS).map((t) => t.name);
+    const statement = claimJobsStatement({
+      owner: this.id, now, leaseMs: this.leaseMs, batchSize, tasks, queues: this.options.queues ?? null, ...parts,
+    });
+    const claim = await this.send((db) => queryJson<ClaimResult>(db, statement), (result) => [
+      ...result.recovered.map(sideTransition), ...result.cancelled.map(sideTransition),
+      ...result.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
+    ]);
+    claim.claimed = claim.claimed.map((j) => ({ ...j, id: Number(j.id) }));
+    return claim;
+  }
+
+  /** Registry and retention ride along with the first claim: no extra round trip. */
   private claimExtras(now: Date): SQL[] {
     const extras: SQL[] = [];
     if (this.options.register !== false) extras.push(invocationSeenCte(this.id, this.options.queues ?? null, now));
@@ -227,7 +250,10 @@ class Invocation {
         const statement = completeJobsStatement(this.id, now, outcomes,
           this.options.register !== false ? [invocationDoneCte(this.id, now, alone)] : []);
         const { done } = await this.send((db) => queryJson<{ done: CompletedJob[] }>(db, statement),
-          (result) => result.done.map((d): Transition => ({ jobId: Number(d.id), task: d.task, queue: d.queue, from: "running", to: d.to as Transition["to"], attempt: d.attempt })));
+          (result) => result.done.map((d): Transition => ({
+            jobId: Number(d.id), task: d.task, queue: d.queue, from: "running", to: d.to as Transition["to"], attempt: d.attempt,
+            ...(d.error ? { error: d.error } : {}),
+          })));
         this.completedAlone -= alone;
         this.count(outcomes, done);
         return;

@@ -17,6 +17,8 @@ export interface ClaimParams {
    * They run in the same snapshot, so they must not touch the queued or running jobs the claim moves.
    */
   extra?: SQL[];
+  /** Values the extra CTEs report, as `name: (select ... from some_cte)`; they appear under those names in the result. */
+  report?: Record<string, SQL>;
 }
 
 /** A job handed to this invocation. */
@@ -37,6 +39,8 @@ export interface ClaimResult {
   claimed: ClaimedJob[];
   recovered: SideTransition[];
   cancelled: SideTransition[];
+  /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
+  scheduled?: number;
 }
 
 /** A number of milliseconds as an interval. */
@@ -53,12 +57,21 @@ export function defaultBackoffSql(attempt: SQL): SQL {
  * One atomic statement: recover expired leases (attempt spent, default backoff, `failed` on the last
  * attempt), cancel due jobs that were cancelled or expired, then claim a batch in priority order from
  * unpaused queues, taking a `maxRunning` slot and a `maxStarts` token per limited job. Limit slots and
- * tokens are rows taken with FOR UPDATE SKIP LOCKED, so concurrent claims never over-grant.
+ * tokens are rows taken with FOR UPDATE SKIP LOCKED, so concurrent claims never over-grant. Each limited
+ * key offers only as many jobs as it may start, so it never crowds other jobs out of the batch.
  */
 export function claimJobsStatement(p: ClaimParams): SQL {
   const now = sql`${p.now.toISOString()}::timestamptz`;
   const queueFilter = p.queues === null ? sql`true` : sql`j.queue in (select jsonb_array_elements_text(${JSON.stringify(p.queues)}::jsonb))`;
   const extra = (p.extra ?? []).map((cte) => sql`${cte},`);
+  const reported = Object.entries(p.report ?? {}).map(([name, value]) => sql`${name}::text, ${value}`);
+  const report = reported.length === 0 ? sql`` : sql` || jsonb_build_object(${sql.join(reported, sql`, `)})`;
+  const stop = sql`(j.cancel_requested or coalesce(j.expires_at <= ${now}, false))`;
+  const eligible = sql`j.state = 'queued'
+        and (j.run_at <= ${now} or j.expires_at <= ${now} or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text(${JSON.stringify(p.tasks)}::jsonb)))
+        and ${queueFilter}
+        and j.queue not in (select name from akadze.queues where paused)`;
   return sql`
     with ${sql.join(extra, sql` `)} recovered as (
       update akadze.jobs j set
@@ -76,33 +89,66 @@ export function claimJobsStatement(p: ClaimParams): SQL {
     freed as (
       update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id returning s.key
     ),
-    saturated as (
-      select l.key from akadze.limits l
-      where (l.max_running is not null and not exists (
-              select 1 from akadze.limit_slots s where s.key = l.key and s.job_id is null))
-         or (l.max_starts is not null and not exists (
-              select 1 from akadze.limit_tokens t where t.key = l.key
-                and (t.last_start is null or t.last_start <= ${now} - ${msInterval(sql`l.window_ms`)})))
+    occupied as (
+      select l.key, l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) as room
+      from akadze.limits l where l.max_running is not null
     ),
-    candidates as (
-      select j.id, j.limit_key, j.priority, j.run_at,
-             (j.cancel_requested or coalesce(j.expires_at <= ${now}, false)) as stop
+    room as (
+      -- How many more jobs each limited key may start, read from the snapshot. It only sizes the
+      -- per-key candidate lists; the locked slots and tokens below decide what is granted.
+      select l.key, least(${p.batchSize},
+        coalesce((select o.room from occupied o where o.key = l.key), ${p.batchSize}),
+        case when l.max_starts is null then ${p.batchSize}
+             else (select count(*) from akadze.limit_tokens t where t.key = l.key
+                     and (t.last_start is null or t.last_start <= ${now} - ${msInterval(sql`l.window_ms`)})) end) as n
+      from akadze.limits l
+    ),
+    unlimited_candidates as (
+      select j.id, j.limit_key, j.priority, j.run_at, ${stop} as stop
       from akadze.jobs j
-      where j.state = 'queued'
-        and (j.run_at <= ${now} or j.expires_at <= ${now} or j.cancel_requested)
-        and j.task in (select jsonb_array_elements_text(${JSON.stringify(p.tasks)}::jsonb))
-        and ${queueFilter}
-        and j.queue not in (select name from akadze.queues where paused)
-        and (j.limit_key is null or j.limit_key not in (select key from saturated))
-      order by j.priority desc, j.run_at, j.id
+      where ${eligible} and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
+      order by j.priority desc nulls last, j.run_at, j.id
       limit ${p.batchSize}
       for update of j skip locked
     ),
+    limited_candidates as (
+      -- Each limited key brings at most the jobs it has room for, so a key over its limit never
+      -- fills the batch and holds back other keys or unlimited jobs.
+      -- (The constant inner limit lets the planner walk jobs_limit_idx; the outer one stops it, and
+      -- so the locking, after r.n rows.)
+      select x.* from room r cross join lateral (
+        select * from (
+          select j.id, j.limit_key, j.priority, j.run_at, ${stop} as stop
+          from akadze.jobs j
+          where j.limit_key = r.key and ${eligible}
+          order by j.priority desc nulls last, j.run_at, j.id
+          -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
+          limit ${p.batchSize}
+          for update of j skip locked
+        ) y limit r.n
+      ) x
+      where r.n > 0
+    ),
+    candidates as (
+      select * from (select * from unlimited_candidates union all select * from limited_candidates) c
+      order by c.priority desc, c.run_at, c.id
+      limit ${p.batchSize}
+    ),
     due as (select * from candidates where not stop),
+    slot_room as (
+      -- Only the first (maxRunning - occupied) free slots of a key may be taken. Slots outnumber
+      -- maxRunning after a limit was lowered below the running count; this keeps the extra ones inert,
+      -- and concurrent claims aim at the same first slots, so their row locks keep them apart.
+      select s.key, s.slot from (
+        select f.key, f.slot, row_number() over (partition by f.key order by f.slot) as rank
+        from akadze.limit_slots f where f.key in (select limit_key from due) and f.job_id is null
+      ) s join occupied o on o.key = s.key
+      where s.rank <= o.room
+    ),
     free_slots as (
       select s.key, s.slot, row_number() over (partition by s.key order by s.slot) as rn
       from (select key, slot from akadze.limit_slots
-            where key in (select limit_key from due) and job_id is null for update skip locked) s
+            where (key, slot) in (select key, slot from slot_room) and job_id is null for update skip locked) s
     ),
     free_tokens as (
       select t.key, t.slot, row_number() over (partition by t.key order by t.slot) as rn
@@ -156,5 +202,5 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       'cancelled', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::jsonb),
       'slots', (select count(*) from took_slots) + (select count(*) from took_tokens) + (select count(*) from freed)
-    ) as r`;
+    )${report} as r`;
 }

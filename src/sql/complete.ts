@@ -14,8 +14,8 @@ import { msInterval } from "./claim.js";
  */
 export type OutcomeKind = "succeeded" | "error" | "fail" | "cancel" | "snooze" | "release";
 
-/** One entry of a job's `errors` history. */
-export interface ErrorEntry { attempt: number; at: string; kind: string; message: string; stack: string | null }
+import type { ErrorEntry } from "../core/errors.js";
+export type { ErrorEntry };
 
 export interface Outcome {
   id: number;
@@ -26,10 +26,13 @@ export interface Outcome {
 }
 
 /** A job the completion statement moved, for summaries and transition hooks. */
-export interface CompletedJob { id: number; task: string; queue: string; attempt: number; from: "running"; to: string; kind: OutcomeKind }
+export interface CompletedJob {
+  id: number; task: string; queue: string; attempt: number; from: "running"; to: string; kind: OutcomeKind;
+  error: { kind: string; message: string } | null;
+}
 
 const STOP = sql`(j.cancel_requested or coalesce(j.expires_at <= o_now.now, false))`;
-const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze') and ${STOP}))`;
+const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and ${STOP}))`;
 
 /**
  * Records many outcomes in one statement, each only if `owner` still holds the job's lease, and frees
@@ -62,13 +65,15 @@ export function completeJobsStatement(owner: string, now: Date, outcomes: Outcom
         lease_owner = null, lease_expires_at = null
       from o, o_now
       where j.id = o.id and j.state = 'running' and j.lease_owner = ${owner}
-      returning j.id, j.task, j.queue, j.attempt, j.state, o.kind
+      returning j.id, j.task, j.queue, j.attempt, j.state, o.kind, o.error
     ),
     freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
     ${sql.join(after.map((cte) => sql`, ${cte}`), sql` `)}
     select jsonb_build_object(
       'done', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state, 'kind', kind)) from done), '[]'::jsonb),
+        'from', 'running', 'to', state, 'kind', kind,
+        'error', case when error is not null then jsonb_build_object('kind', error->>'kind', 'message', error->>'message') end))
+        from done), '[]'::jsonb),
       'freed', (select count(*) from freed)) as r`;
 }
 

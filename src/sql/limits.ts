@@ -4,8 +4,17 @@ import { sql, type SQL } from "drizzle-orm";
 export interface LimitChange { maxStarts?: number | null; windowMs?: number | null; maxRunning?: number | null }
 
 /**
- * Creates or changes a limit in one statement and sizes its slot rows (one per concurrent run) and
- * token rows (one per start inside the window) to match.
+ * Holds off claims and completions while a limit's slots and tokens are rebuilt, so the rebuild reads
+ * a still picture of what is running. Plain reads (`limits list`) are not blocked. Run it first in the
+ * same transaction (or neon-http batch) as the statements below.
+ */
+export function lockLimitTablesStatement(): SQL {
+  return sql`lock table akadze.limit_slots, akadze.limit_tokens in exclusive mode`;
+}
+
+/**
+ * Creates or changes a limit and resizes its `maxStarts` tokens (one per start inside the window).
+ * Shrinking keeps the most recent starts, so the new, lower limit already counts them.
  */
 export function setLimitStatement(key: string, change: LimitChange): SQL {
   const keep = (value: number | null | undefined) => (value === undefined ? sql`null` : sql`${value}::bigint`);
@@ -21,21 +30,58 @@ export function setLimitStatement(key: string, change: LimitChange): SQL {
         updated_at = now()
       returning key, max_starts, window_ms, max_running
     ),
-    slots_added as (
-      insert into akadze.limit_slots (key, slot)
-      select l.key, g from l, generate_series(1, coalesce(l.max_running, 0)) g on conflict do nothing returning slot
-    ),
-    slots_removed as (
-      delete from akadze.limit_slots s using l where s.key = l.key and s.slot > coalesce(l.max_running, 0) returning slot
-    ),
-    tokens_added as (
-      insert into akadze.limit_tokens (key, slot)
-      select l.key, g from l, generate_series(1, coalesce(l.max_starts, 0)) g on conflict do nothing returning slot
+    ranked as (
+      select t.key, t.slot, row_number() over (order by t.last_start desc nulls last, t.slot) as rank
+      from akadze.limit_tokens t where t.key = ${key}
     ),
     tokens_removed as (
-      delete from akadze.limit_tokens t using l where t.key = l.key and t.slot > coalesce(l.max_starts, 0) returning slot
+      delete from akadze.limit_tokens t using ranked r, l
+      where t.key = r.key and t.slot = r.slot and r.rank > coalesce(l.max_starts, 0)
+      returning t.slot
+    ),
+    recent_starts as (
+      -- A first maxStarts limit counts the key's latest starts, so jobs started just before it was
+      -- set still use up the window. (Later changes keep the tokens' own history.)
+      select j.started_at, row_number() over (order by j.started_at desc) as g
+      from akadze.jobs j
+      where j.limit_key = ${key} and j.started_at is not null and not exists (select 1 from ranked)
+    ),
+    tokens_added as (
+      -- New numbers above every existing one: the deletes above run in the same statement.
+      insert into akadze.limit_tokens (key, slot, last_start)
+      select l.key, (select coalesce(max(slot), 0) from ranked) + g, (select r.started_at from recent_starts r where r.g = g.g)
+      from l, generate_series(1, coalesce(l.max_starts, 0) - (select count(*) from ranked)) g
+      returning slot
     )
     select (select jsonb_build_object('key', key, 'maxStarts', max_starts, 'windowMs', window_ms, 'maxRunning', max_running) from l) as r`;
+}
+
+/** Empties a key's `maxRunning` slots before `fillLimitSlotsStatement` (two statements: the numbers are reused). */
+export function clearLimitSlotsStatement(key: string): SQL {
+  return sql`delete from akadze.limit_slots where key = ${key}`;
+}
+
+/**
+ * Gives every running job of the key a slot (a limit set while jobs run counts them) and adds free
+ * slots up to `maxRunning`. After a limit is lowered below the running count the slots outnumber
+ * it; the claim only grants the first `maxRunning - occupied` free slots, so the extra ones are inert.
+ */
+export function fillLimitSlotsStatement(key: string): SQL {
+  return sql`
+    with l as (select key, max_running from akadze.limits where key = ${key} and max_running is not null),
+    running as (
+      select j.id, row_number() over (order by j.id) as slot
+      from akadze.jobs j where j.limit_key = ${key} and j.state = 'running'
+    ),
+    filled as (
+      insert into akadze.limit_slots (key, slot, job_id)
+      select l.key, r.slot, r.id from l, running r
+      union all
+      select l.key, (select count(*) from running) + g, null
+      from l, generate_series(1, l.max_running - (select count(*) from running)) g
+      returning job_id
+    )
+    select jsonb_build_object('slots', (select count(*) from filled), 'running', (select count(*) from filled where job_id is not null)) as r`;
 }
 
 /** Removes a limit with its slots and tokens; running jobs keep running. */

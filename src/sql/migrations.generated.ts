@@ -30,7 +30,14 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
   },
   {
     "id": 2,
-    "name": "0002_jobs_finished_by_state",
+    "name": "0002_limit_key_index",
+    "statements": [
+      "CREATE INDEX \"jobs_limit_idx\" ON \"akadze\".\"jobs\" USING btree (\"limit_key\",\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"limit_key\" is not null;"
+    ]
+  },
+  {
+    "id": 3,
+    "name": "0003_jobs_finished_by_state",
     "statements": [
       "DROP INDEX \"akadze\".\"jobs_finished_idx\";",
       "CREATE INDEX \"jobs_finished_idx\" ON \"akadze\".\"jobs\" USING btree (\"state\",\"finished_at\") WHERE \"akadze\".\"jobs\".\"state\" in ('succeeded', 'failed', 'cancelled');"

@@ -1,0 +1,1 @@
+CREATE INDEX "jobs_limit_idx" ON "akadze"."jobs" USING btree ("limit_key","priority" DESC NULLS LAST,"run_at","id") WHERE "akadze"."jobs"."state" = 'queued' and "akadze"."jobs"."limit_key" is not null;

@@ -1,0 +1,57 @@
+// Measures the minified Worker bundle as `wrangler deploy --minify` builds it, and what of it is
+// dependencies, akadze and the example app; then the same stack without akadze (examples/size-baseline.ts).
+// Run: npx tsx scripts/measure-worker-size.ts
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { gzipSync } from "node:zlib";
+
+interface Meta { outputs: Record<string, { bytes: number; inputs: Record<string, { bytesInOutput: number }> }> }
+
+function bundle(entry?: string): { bytes: number; gzip: number; parts: Map<string, number> } {
+  const dir = mkdtempSync(join(tmpdir(), "akadze-size-"));
+  try {
+    // Another entry needs its own config: wrangler takes `main` from wrangler.toml over a script argument.
+    const config = entry ? join(dir, "wrangler.toml") : "wrangler.toml";
+    if (entry) {
+      writeFileSync(config, `name = "size"\nmain = ${JSON.stringify(resolve(entry))}\ncompatibility_date = "2026-04-01"\ncompatibility_flags = ["nodejs_compat"]\n`);
+    }
+    execFileSync("node_modules/.bin/wrangler", ["deploy", "--dry-run", "--minify", "--outdir", join(dir, "out"), "--metafile", join(dir, "out", "bundle-meta.json"), "--config", config],
+      { env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" }, stdio: "pipe" });
+    const name = entry ? entry.split("/").pop()!.replace(/\.ts$/, ".js") : "cloudflare.js";
+    const code = readFileSync(join(dir, "out", name));
+    const meta = JSON.parse(readFileSync(join(dir, "out", "bundle-meta.json"), "utf8")) as Meta;
+    const output = Object.entries(meta.outputs).find(([path]) => path.endsWith(`/${name}`))![1];
+    const parts = new Map<string, number>();
+    for (const [path, input] of Object.entries(output.inputs)) {
+      const part = partOf(path);
+      parts.set(part, (parts.get(part) ?? 0) + input.bytesInOutput);
+    }
+    return { bytes: code.length, gzip: gzipSync(code).length, parts };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function partOf(path: string): string {
+  const i = path.lastIndexOf("node_modules/");
+  if (i >= 0) {
+    const rest = path.slice(i + "node_modules/".length).split("/");
+    return rest[0].startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0];
+  }
+  if (/(^|\/)src\//.test(path)) return "akadze (src/)";
+  if (/(^|\/)functions\//.test(path)) return "example app (functions/)";
+  return "other";
+}
+
+const kb = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
+const worker = bundle();
+const baseline = bundle("examples/size-baseline.ts");
+const deps = [...worker.parts].filter(([p]) => !p.startsWith("akadze") && !p.startsWith("example"));
+console.log(`| | minified | gzip |\n|---|---:|---:|`);
+console.log(`| functions/cloudflare.ts (akadze + example app + dependencies) | ${kb(worker.bytes)} | ${kb(worker.gzip)} |`);
+console.log(`| examples/size-baseline.ts (Hono + valibot + drizzle neon-http, no akadze) | ${kb(baseline.bytes)} | ${kb(baseline.gzip)} |`);
+console.log(`\nInside the Worker bundle (minified bytes by origin):\n\n| part | minified |\n|---|---:|`);
+for (const [part, bytes] of [...worker.parts].sort((a, b) => b[1] - a[1])) console.log(`| ${part} | ${kb(bytes)} |`);
+console.log(`| dependencies together | ${kb(deps.reduce((n, [, b]) => n + b, 0))} |`);

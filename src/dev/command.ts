@@ -1,0 +1,106 @@
+// `akadze dev`: what the CLI's `dev` subcommand runs.
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import * as v from "valibot";
+import { InvalidInput } from "../core/errors.js";
+import { parseOrThrow } from "../app/options.js";
+import type { RunSummary } from "../runtime/run-once.js";
+import { runDemo } from "./demo.js";
+import { DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "./dev-server.js";
+
+/** The module `akadze dev` serves when none is named: the example application. */
+export const DEFAULT_DEV_MODULE = "functions/dev.ts";
+
+export interface DevCommandOptions {
+  /** A postgres:// URL, a PGlite directory or "memory://". Default: DATABASE_URL, else `.akadze/pglite`; the demo uses memory. */
+  database?: string;
+  /** The app's port (the Neon endpoint takes the next). Default 4000; the demo picks free ports. */
+  port?: number;
+  /** Send the module's sample requests, show progress live, print a summary and return when all jobs are terminal. */
+  demo?: boolean;
+  /** Serve the app and tick its work route (default true); false runs only the Neon endpoint, for `wrangler dev`. */
+  http?: boolean;
+  /** Module exporting `app`, `web` and optionally `setup` and `demo`. Default `functions/dev.ts`. */
+  app?: string;
+}
+
+const Options = v.object({
+  database: v.optional(v.pipe(v.string(), v.minLength(1, "--database must not be empty"))),
+  port: v.optional(v.pipe(v.number("--port must be a number"), v.integer("--port must be a whole number"),
+    v.minValue(0, "--port must be 0-65534"), v.maxValue(65534, "--port must be 0-65534"))),
+  demo: v.optional(v.boolean()),
+  http: v.optional(v.boolean()),
+  app: v.optional(v.string()),
+});
+
+/**
+ * Runs `akadze dev` until Ctrl-C, or with `demo` until the demo is done.
+ * @example await runDevCommand({ demo: true });
+ */
+export async function runDevCommand(options: DevCommandOptions = {}): Promise<void> {
+  const o = parseOrThrow(Options, options, "dev options");
+  if (o.demo && o.http === false) throw new InvalidInput("--demo needs the HTTP app: drop --no-http");
+  const module = await loadDevModule(o.app ?? DEFAULT_DEV_MODULE);
+  if (o.demo && !module.demo) throw new InvalidInput(`${o.app ?? DEFAULT_DEV_MODULE} exports no demo`);
+  // The demo never touches a real database unless told to.
+  const database = o.database ?? (o.demo ? "memory://" : process.env.DATABASE_URL ?? DEV_DATA_DIR);
+  if (!/^postgres(ql)?:/.test(database)) process.stdout.write("Starting PGlite (embedded Postgres, a few seconds)...\n");
+  const server = await startDevServer({
+    module,
+    database,
+    port: o.port ?? (o.demo ? 0 : DEV_PORT),
+    http: o.http ?? true,
+    onTick: o.demo ? undefined : logTick,
+  });
+  try {
+    if (o.demo) await runDemo(server, module.demo!, process.stdout);
+    else {
+      process.stdout.write(banner(server));
+      await untilSignal();
+      process.stdout.write("\nstopping: letting running jobs finish\n");
+    }
+  } finally {
+    await server.close();
+  }
+}
+
+async function loadDevModule(path: string): Promise<DevModule> {
+  let module: Partial<DevModule>;
+  try {
+    module = await import(pathToFileURL(resolve(path)).href);
+  } catch (error) {
+    throw new InvalidInput(`cannot load ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  if (!module.app || typeof module.web?.fetch !== "function") throw new InvalidInput(`${path} must export app (createApp()) and web (a Hono app)`);
+  return module as DevModule;
+}
+
+function banner(server: DevServer): string {
+  const { env } = server;
+  const lines = [
+    "akadze dev",
+    `  database  ${server.backing}, migrated`,
+    `  neon      ${env.NEON_FETCH_ENDPOINT} (Neon's HTTP protocol; WebSocket at the same port)`,
+  ];
+  if (server.appUrl) {
+    lines.push(`  app       ${server.appUrl}`, `  cron      POST ${server.appUrl}${WORK_PATH} every second (Authorization: Bearer ${env.CRON_SECRET})`);
+  }
+  lines.push("", "For `wrangler dev`, put this in .dev.vars:", `  DATABASE_URL=${env.DATABASE_URL}`,
+    `  NEON_FETCH_ENDPOINT=${env.NEON_FETCH_ENDPOINT}`, `  CRON_SECRET=${env.CRON_SECRET}`, "", "Ctrl-C stops.", "");
+  return lines.join("\n");
+}
+
+function logTick(summary: RunSummary): void {
+  if (summary.claimed + summary.recovered + summary.cancelled === 0) return;
+  const parts = (["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered"] as const)
+    .filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
+  process.stdout.write(`${new Date().toISOString().slice(11, 19)} invocation: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms)\n`);
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => { process.off("SIGINT", stop); process.off("SIGTERM", stop); resolve(); };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+}

@@ -1,0 +1,141 @@
+/**
+ * akadze's HTTP surface as a Hono sub-app: run an invocation, read metrics, cancel and requeue jobs.
+ * It only touches Web `Request`/`Response`, so the same routes run on Workers, Vercel, Node and Bun.
+ *
+ * @example
+ * import { Hono } from "hono";
+ * import { akadzeRoutes } from "akadze/hono";
+ * const web = new Hono<{ Bindings: { DATABASE_URL: string; CRON_SECRET: string } }>();
+ * web.route("/akadze", akadzeRoutes(app, { getDb: (c) => dbFor(c.env), getSecret: (c) => c.env.CRON_SECRET }));
+ */
+import { Hono, type Context, type Env } from "hono";
+import { sql } from "drizzle-orm";
+import type { App } from "../app/app.js";
+import { parseDuration, type Duration } from "../core/duration.js";
+import { requestCancel, requeue } from "../control.js";
+import { queryJson, type Db } from "../db/driver.js";
+import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
+import { bearerToken, secretMatches } from "./auth.js";
+import { renderQueueDepth } from "./metrics.js";
+import { parseRequest, problemOf, RouteProblem } from "./problems.js";
+import { JobIdParam, queryObject, WorkRequest } from "./requests.js";
+
+/** Where `akadzeRoutes` gets its database, secret and limits. */
+export interface AkadzeRoutesOptions<E extends Env = Env> {
+  /** The database, or `getDb` to build one per request (e.g. from Worker bindings). */
+  db?: Db;
+  getDb?: (c: Context<E>) => Db | Promise<Db>;
+  /** The bearer secret every request must carry, or `getSecret` to read it per request. */
+  secret?: string;
+  getSecret?: (c: Context<E>) => string | undefined;
+  /** Budget of `POST /work` when the request names none. Default "25s". */
+  budget?: Duration;
+  /** The most a request may ask for; keep it inside the platform's time limit. Default: `budget`. */
+  maxBudget?: Duration;
+  /** Other `runOnce` options applied to every `/work` call (lease, heartbeat, id). */
+  run?: Omit<RunOnceOptions, "db" | "queues" | "slots" | "batchSize" | "budget">;
+  /** Renders `GET /metrics`. Default: jobs by queue and state. */
+  metrics?: (db: Db) => Promise<string>;
+}
+
+/**
+ * The routes, each behind `Authorization: Bearer <secret>` (Vercel Cron's `CRON_SECRET` header as is):
+ * - `POST /work` (and `GET /work`, which Vercel Cron sends): one `runOnce`; `queues`, `slots`,
+ *   `batchSize`, `budget` from the query or a JSON body; answers with the invocation's summary.
+ * - `GET /metrics`: Prometheus text.
+ * - `POST /jobs/:id/cancel`, `POST /jobs/:id/requeue`.
+ * Errors are JSON `{ error: { code, message, issues? } }`: 400 malformed, 401 no or wrong secret,
+ * 404 unknown job, 409 job in the wrong state.
+ * @example web.route("/akadze", akadzeRoutes(app, { db, secret: process.env.CRON_SECRET }));
+ */
+export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoutesOptions<E>): Hono<E> {
+  if (!options.db === !options.getDb) throw new TypeError("akadzeRoutes needs exactly one of db and getDb");
+  if (options.secret === undefined && !options.getSecret) throw new TypeError("akadzeRoutes needs secret or getSecret");
+  const budgetMs = parseDuration(options.budget ?? DEFAULT_BUDGET, "budget");
+  const maxBudgetMs = options.maxBudget === undefined ? budgetMs : parseDuration(options.maxBudget, "maxBudget");
+  if (budgetMs > maxBudgetMs) throw new TypeError("akadzeRoutes: budget must not exceed maxBudget");
+  const getDb = options.getDb ?? (() => options.db!);
+  const renderMetrics = options.metrics ?? renderQueueDepth;
+
+  const routes = new Hono<E>();
+  routes.onError((error, c) => {
+    const { status, body } = problemOf(error);
+    return c.json(body, status as 400);
+  });
+  routes.use("*", async (c, next) => {
+    const secret = options.getSecret ? options.getSecret(c) : options.secret;
+    if (!secret) throw new RouteProblem(500, "no_secret", "akadze routes have no secret configured; set one (e.g. CRON_SECRET) so requests can be authorised");
+    const token = bearerToken(c.req.header("authorization"));
+    if (token === undefined) throw new RouteProblem(401, "unauthorized", "missing Authorization: Bearer <secret> header");
+    if (!(await secretMatches(token, secret))) throw new RouteProblem(401, "unauthorized", "wrong secret");
+    await next();
+  });
+
+  const work = async (c: Context<E>) => {
+    const request = parseRequest(WorkRequest, { ...queryObject(new URL(c.req.url)), ...(await jsonBody(c)) }, "work request");
+    const budget = request.budget ?? budgetMs;
+    if (budget > maxBudgetMs) {
+      throw new RouteProblem(400, "invalid_request", `Invalid work request: budget: at most ${maxBudgetMs} ms is allowed here`,
+        { issues: [{ path: "budget", message: `at most ${maxBudgetMs} ms is allowed here` }] });
+    }
+    const summary = await runOnce(app, {
+      ...options.run, db: await getDb(c), queues: request.queues, slots: request.slots, batchSize: request.batchSize, budget,
+    });
+    return c.json(summary);
+  };
+  routes.post("/work", work);
+  routes.get("/work", work);
+
+  routes.get("/metrics", async (c) => {
+    const text = await renderMetrics(await getDb(c));
+    return c.text(text, 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" });
+  });
+
+  routes.post("/jobs/:id/cancel", async (c) => {
+    const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
+    const db = await getDb(c);
+    if (!(await requestCancel(db, id))) await refuseInactive(db, id, "only a queued or running job can be cancelled");
+    return c.json({ id, cancelRequested: true });
+  });
+
+  routes.post("/jobs/:id/requeue", async (c) => {
+    const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
+    const db = await getDb(c);
+    if (!(await requeue(db, id))) await refuseInactive(db, id, "only a failed job can be requeued");
+    return c.json({ id, state: "queued" });
+  });
+
+  // Mounted sub-apps fall through to the parent's notFound (plain text); keep akadze's answers JSON.
+  routes.all("*", (c) => { throw new RouteProblem(404, "not_found", `no akadze route ${c.req.method} ${new URL(c.req.url).pathname}`); });
+
+  return routes;
+}
+
+/** The JSON body as an object, `{}` when there is none; malformed JSON is a 400. */
+async function jsonBody(c: Context): Promise<Record<string, unknown>> {
+  const text = await c.req.text();
+  if (text.trim() === "") return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new RouteProblem(400, "malformed_json", `the request body is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new RouteProblem(400, "invalid_request", "the request body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
+}
+
+/** After a control operation changed nothing: 404 if the job does not exist, else 409 with its state. */
+async function refuseInactive(db: Db, id: number, rule: string): Promise<never> {
+  const state = await queryJson<string | null>(db, sql`select to_jsonb((select state from akadze.jobs where id = ${id})) as r`);
+  if (state === null || state === undefined) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
+  throw new RouteProblem(409, "conflict", `job ${id} is ${state}; ${rule}`, { state });
+}
+
+export { nudge, NUDGE_BUDGET } from "./nudge.js";
+export { scheduledInvocation, type ScheduledOptions } from "./workers.js";
+export { vercelHandlers } from "./vercel.js";
+export { renderQueueDepth } from "./metrics.js";
+export { RouteProblem, type ProblemBody } from "./problems.js";

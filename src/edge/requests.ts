@@ -1,0 +1,57 @@
+// Valibot schemas of what akadze's routes accept. Queries arrive as strings, so counts and
+// durations accept their string spelling too; JSON bodies may use numbers.
+import * as v from "valibot";
+import { DurationSchema } from "../core/duration.js";
+
+/** Upper bounds that keep one request from asking for an absurd invocation. */
+export const MAX_SLOTS = 1_000;
+export const MAX_BATCH_SIZE = 10_000;
+
+const Count = (what: string, max: number) => v.pipe(
+  v.union([v.number(), v.pipe(v.string(), v.regex(/^\d+$/, `${what} must be a whole number`), v.transform(Number))],
+    `${what} must be a whole number`),
+  v.integer(`${what} must be a whole number`),
+  v.minValue(1, `${what} must be at least 1`),
+  v.maxValue(max, `${what} must be at most ${max}`),
+);
+
+const QueueList = v.pipe(
+  v.union([v.string(), v.array(v.string())], "queues must be a queue name, a comma-separated list or an array of names"),
+  v.transform((value) => (Array.isArray(value) ? value : [value]).flatMap((s) => s.split(",")).map((s) => s.trim())),
+  v.check((names) => names.length > 0 && names.every((n) => n.length > 0), "queues must not contain an empty name"),
+);
+
+// A bare number in a query string means milliseconds, as a Duration number does.
+const Budget = v.pipe(
+  v.unknown(),
+  v.transform((value) => (typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value)),
+  DurationSchema,
+  v.minValue(1, "budget must be longer than zero"),
+);
+
+/** `POST /work`: which queues, how many jobs at once and in all, and the wall-time budget (ms once parsed). */
+export const WorkRequest = v.strictObject({
+  queues: v.optional(QueueList),
+  slots: v.optional(Count("slots", MAX_SLOTS)),
+  batchSize: v.optional(Count("batchSize", MAX_BATCH_SIZE)),
+  budget: v.optional(Budget),
+});
+
+export type WorkRequest = v.InferOutput<typeof WorkRequest>;
+
+/** A job id in a path: digits only, so `abc` or `-1` are a 400, not a 404. */
+export const JobIdParam = v.pipe(
+  v.string(),
+  v.regex(/^[1-9]\d{0,15}$/, "a job id is a positive whole number"),
+  v.transform(Number),
+);
+
+/** The fields of a query string; a repeated key becomes an array (`?queues=a&queues=b`). */
+export function queryObject(url: URL): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const key of new Set(url.searchParams.keys())) {
+    const values = url.searchParams.getAll(key);
+    out[key] = values.length === 1 ? values[0] : values;
+  }
+  return out;
+}

@@ -1,0 +1,43 @@
+// The pure core: durations, backoff curves, the JSON check. No database.
+import { describe, expect, it } from "vitest";
+import { parseDuration } from "../src/core/duration.js";
+import { backoffMs, defaultBackoffMs, POLICY_MAX_DELAY_MS } from "../src/core/backoff.js";
+import { isJsonValue } from "../src/core/json.js";
+
+describe("durations", () => {
+  it("accept milliseconds and unit strings", () => {
+    expect([500, "500ms", "30s", "5m", "2h", "1d", "1.5s"].map((d) => parseDuration(d))).toEqual([500, 500, 30_000, 300_000, 7_200_000, 86_400_000, 1500]);
+  });
+  it("refuse anything else with a sentence naming the value", () => {
+    for (const bad of ["5", "5 minutes", "-1s", -1, Number.NaN, Infinity, null, {}]) {
+      expect(() => parseDuration(bad, "timeout")).toThrow(/timeout must be milliseconds or a string like/);
+    }
+  });
+});
+
+describe("backoff", () => {
+  it("the default curve doubles from 1 s, stops at 300 s, and jitters within [50 %, 100 %]", () => {
+    expect([1, 2, 3, 9, 10, 30].map((a) => defaultBackoffMs(a, () => 1))).toEqual([1000, 2000, 4000, 256_000, 300_000, 300_000]);
+    expect(defaultBackoffMs(3, () => 0)).toBe(2000);
+  });
+  it("a policy's delay is clamped to 365 days and its failures fall back to the curve", () => {
+    expect(backoffMs(1, () => "400d")).toBe(POLICY_MAX_DELAY_MS);
+    expect(backoffMs(2, () => "3m")).toBe(180_000);
+    expect(backoffMs(1, () => { throw new Error("x"); }, () => 1)).toBe(1000);
+    expect(backoffMs(2, () => undefined as any, () => 1)).toBe(2000);
+  });
+});
+
+describe("the JSON check of results", () => {
+  it("accepts plain JSON values", () => {
+    for (const ok of [null, 1, "s", true, [1, { a: [null] }], { a: { b: "c" } }, Object.create(null)]) expect(isJsonValue(ok)).toBe(true);
+  });
+  it("refuses Dates, Maps, class instances, BigInts, cycles and non-finite numbers", () => {
+    const cycle: any = { a: 1 }; cycle.self = cycle;
+    for (const bad of [new Date(), new Map(), new (class X {})(), 10n, cycle, Number.NaN, [Infinity], () => 1]) expect(isJsonValue(bad)).toBe(false);
+  });
+  it("allows the same object twice when it is not a cycle", () => {
+    const shared = { x: 1 };
+    expect(isJsonValue({ a: shared, b: shared })).toBe(true);
+  });
+});

@@ -1,0 +1,112 @@
+// `akadze dev`: the Neon endpoint over PGlite or a real Postgres, the example app on localhost, the
+// cron tick, the demo, and the bundled Worker (what `wrangler dev` runs) pointed at it.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { sql } from "drizzle-orm";
+import { Miniflare } from "miniflare";
+import pg from "pg";
+import { queryJson } from "../src/db/driver.js";
+import { runDemo } from "../src/dev/demo.js";
+import { startDevServer, type DevServer } from "../src/dev/dev-server.js";
+import * as example from "../functions/dev.js";
+import { createTestDatabase } from "./support/postgres.js";
+import { waitFor } from "./support/wait-for.js";
+
+const postOrder = (server: DevServer, body: object) => fetch(`${server.appUrl}/orders`, {
+  method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+});
+const jobStates = (server: DevServer) => queryJson<{ task: string; state: string }[]>(server.db,
+  sql`select coalesce(jsonb_agg(jsonb_build_object('task', task, 'state', state) order by id), '[]'::jsonb) as r from akadze.jobs`);
+
+describe("akadze dev on PGlite", () => {
+  let server: DevServer;
+  beforeAll(async () => {
+    server = await startDevServer({ module: example, database: "memory://", port: 0, tickMs: 200 });
+  }, 60_000);
+  afterAll(async () => { await server?.close(); });
+
+  it("runs the demo: every job ends terminal and the summary names the failure", async () => {
+    let printed = "";
+    const result = await runDemo(server, example.demo, { write: (text: string) => { printed += text; } });
+    expect(result.counts).toEqual({
+      "orders.charge": { succeeded: 4, failed: 1 },
+      "orders.ship": { succeeded: 4 },
+      "orders.notify": { succeeded: 4 },
+    });
+    expect(printed).toContain("-> 409"); // the duplicate reference
+    expect(printed).toMatch(/12 succeeded, 1 failed/);
+    expect(printed).toContain("card declined");
+    expect(printed).toContain("Orders: 1 placed, 4 shipped.");
+    expect(server.ticks).toBeGreaterThan(0);
+  });
+
+  it("serves the Neon endpoint that the bundled Worker reaches with the values printed for .dev.vars", async () => {
+    const outdir = await mkdtemp(join(tmpdir(), "akadze-edge-devworker-"));
+    const mf = await (async () => {
+      await promisify(execFile)("node_modules/.bin/wrangler", ["deploy", "--dry-run", "--outdir", outdir], {
+        env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
+      });
+      return new Miniflare({
+        scriptPath: join(outdir, "cloudflare.js"), modulesRoot: outdir, modules: true,
+        compatibilityDate: "2026-04-01", compatibilityFlags: ["nodejs_compat"], bindings: { ...server.env },
+      });
+    })();
+    try {
+      const res = await mf.dispatchFetch("http://worker/orders", {
+        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ reference: "W-1", item: "tray", quantity: 1 }),
+      });
+      expect(res.status).toBe(201);
+      const { id } = await res.json() as { id: string };
+      // The Worker wrote through the endpoint; the dev server reads it back through the same one.
+      await waitFor(async () => (await queryJson<string | null>(server.db, sql`select to_jsonb(status) as r from orders where id = ${id}`)) === "paid", "the Worker's nudge");
+    } finally {
+      await mf.dispose();
+      await rm(outdir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe("akadze dev with DATABASE_URL", () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let server: DevServer;
+  beforeAll(async () => {
+    database = await createTestDatabase("edge_dev");
+    // A long tick interval: this test calls the tick itself.
+    server = await startDevServer({ module: example, database: database.url, port: 0, tickMs: 3_600_000 });
+  });
+  afterAll(async () => {
+    await server?.close().catch(() => {});
+    await database?.drop();
+  });
+
+  it("migrates that database, serves the app on it, and its tick runs what the nudge left", async () => {
+    const res = await postOrder(server, { reference: "P-1", item: "bowl", quantity: 2 });
+    expect(res.status).toBe(201);
+    await server.idle(); // the nudge ran the charge; the shipment waits for its warehouse
+    expect(await jobStates(server)).toEqual([{ task: "orders.charge", state: "succeeded" }, { task: "orders.ship", state: "queued" }]);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      expect((await client.query("select item, status from orders")).rows).toEqual([{ item: "bowl", status: "paid" }]);
+      await client.query(`update akadze.jobs set args = jsonb_set(args, '{readyAt}', '"2000-01-01T00:00:00Z"') where task = 'orders.ship'`);
+    } finally {
+      await client.end();
+    }
+    expect(await server.tick()).toMatchObject({ claimed: 1, succeeded: 1 });
+    expect(await server.tick()).toMatchObject({ claimed: 1, succeeded: 1 });
+    expect(await jobStates(server)).toEqual([
+      { task: "orders.charge", state: "succeeded" }, { task: "orders.ship", state: "succeeded" }, { task: "orders.notify", state: "succeeded" },
+    ]);
+  });
+
+  it("answers the work route only with the dev secret", async () => {
+    const res = await fetch(`${server.appUrl}/akadze/work`, { method: "POST" });
+    expect(res.status).toBe(401);
+    const ok = await fetch(`${server.appUrl}/akadze/metrics`, { headers: { authorization: `Bearer ${server.env.CRON_SECRET}` } });
+    expect(await ok.text()).toContain('akadze_jobs{queue="orders",state="succeeded"} 3');
+  });
+});

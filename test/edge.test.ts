@@ -1,0 +1,175 @@
+// akadze's Hono routes, driven by real Request objects against real Postgres.
+import { describe, expect, it } from "vitest";
+import { Hono } from "hono";
+import { createApp, Fail, runOnce, type App, type Duration } from "akadze";
+import { akadzeRoutes } from "akadze/hono";
+import { secretMatches, bearerToken } from "../src/edge/auth.js";
+import { forEachDriver } from "./support/drivers.js";
+
+const SECRET = "s3cret-for-tests";
+const auth = { authorization: `Bearer ${SECRET}` };
+
+describe("the bearer secret", () => {
+  it("matches only the exact secret", async () => {
+    expect(await secretMatches("abc", "abc")).toBe(true);
+    for (const wrong of ["abd", "ab", "abcd", "", "ABC"]) expect(await secretMatches(wrong, "abc")).toBe(false);
+    expect(await secretMatches(undefined, "abc")).toBe(false);
+  });
+
+  it("is read from an Authorization: Bearer header only", () => {
+    expect(bearerToken("Bearer abc")).toBe("abc");
+    expect(bearerToken("bearer abc")).toBe("abc");
+    expect(bearerToken("Basic abc")).toBeUndefined();
+    expect(bearerToken("Bearer")).toBeUndefined();
+    expect(bearerToken(null)).toBeUndefined();
+  });
+});
+
+forEachDriver((h) => {
+  function setup(options: { maxBudget?: Duration; secret?: string } = {}) {
+    const app = createApp();
+    const ok = app.task("ok", async () => "done");
+    const other = app.task("other", { queue: "other" }, async () => "done");
+    const broken = app.task("broken", async () => { throw new Fail("no"); });
+    const web = new Hono().route("/akadze", akadzeRoutes(app, { db: h().db, secret: options.secret ?? SECRET, maxBudget: options.maxBudget }));
+    const call = (path: string, init: RequestInit = {}) =>
+      web.fetch(new Request(`http://test${path}`, { method: "POST", ...init, headers: { ...auth, ...init.headers as object } }));
+    return { app, ok, other, broken, call };
+  }
+  const jobState = async (id: number) => (await h().rows(`select state, attempt from akadze.jobs where id = ${id}`))[0];
+
+  it("a request without the secret is refused with 401 and changes nothing", async () => {
+    const { ok, call } = setup();
+    const id = await ok.using(h().db).enqueue({});
+    for (const headers of [{ authorization: "" }, { authorization: "Bearer wrong" }, { authorization: `Basic ${SECRET}` }]) {
+      const res = await call("/akadze/work", { headers });
+      expect(res.status).toBe(401);
+      expect((await res.json()).error.code).toBe("unauthorized");
+    }
+    expect(await jobState(id)).toEqual({ state: "queued", attempt: 0 });
+  });
+
+  it("routes with no secret configured refuse every request", async () => {
+    const { call } = setup({ secret: "" });
+    const res = await call("/akadze/work");
+    expect(res.status).toBe(500);
+    expect((await res.json()).error.code).toBe("no_secret");
+  });
+
+  it("POST /work runs one invocation and answers with its summary", async () => {
+    const { ok, call } = setup();
+    const [a, b] = await ok.using(h().db).enqueueMany([{}, {}]);
+    const res = await call("/akadze/work");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ claimed: 2, succeeded: 2, failed: 0, released: 0 });
+    expect(await jobState(a)).toMatchObject({ state: "succeeded" });
+    expect(await jobState(b)).toMatchObject({ state: "succeeded" });
+  });
+
+  it("a JSON body chooses the queues and the batch size", async () => {
+    const { ok, other, call } = setup();
+    await ok.using(h().db).enqueueMany([{}, {}]);
+    const [first] = await other.using(h().db).enqueueMany([{}, {}]);
+    const res = await call("/akadze/work", { body: JSON.stringify({ queues: ["other"], batchSize: 1, slots: 1, budget: "5s" }) });
+    expect(await res.json()).toMatchObject({ claimed: 1, succeeded: 1 });
+    expect(await jobState(first)).toMatchObject({ state: "succeeded" });
+    expect(await h().rows(`select task from akadze.jobs where state = 'queued' order by id`)).toEqual([{ task: "ok" }, { task: "ok" }, { task: "other" }]);
+  });
+
+  it("GET /work takes the same options from the query string, as Vercel Cron calls it", async () => {
+    const { ok, other, call } = setup();
+    await ok.using(h().db).enqueue({});
+    await other.using(h().db).enqueue({});
+    const res = await call("/akadze/work?queues=default,nothing&batchSize=5&budget=5000", { method: "GET" });
+    expect(await res.json()).toMatchObject({ claimed: 1, succeeded: 1 });
+  });
+
+  it("a malformed work request is a 400 naming each bad field, and runs nothing", async () => {
+    const { ok, call } = setup({ maxBudget: "30s" });
+    const id = await ok.using(h().db).enqueue({});
+    const bad = await call("/akadze/work?slots=0&batchSize=many", { body: JSON.stringify({ budget: "soon", queue: "typo" }) });
+    expect(bad.status).toBe(400);
+    const body = await bad.json();
+    expect(body.error.code).toBe("invalid_request");
+    expect(body.error.issues.map((i: any) => i.path).sort()).toEqual(["batchSize", "budget", "queue", "slots"]);
+    const notJson = await call("/akadze/work", { body: "{oops" });
+    expect(notJson.status).toBe(400);
+    expect((await notJson.json()).error.code).toBe("malformed_json");
+    const tooLong = await call("/akadze/work", { body: JSON.stringify({ budget: "31s" }) });
+    expect(tooLong.status).toBe(400);
+    expect((await tooLong.json()).error.issues).toEqual([{ path: "budget", message: "at most 30000 ms is allowed here" }]);
+    expect(await jobState(id)).toEqual({ state: "queued", attempt: 0 });
+  });
+
+  it("GET /metrics counts jobs by queue and state in Prometheus text", async () => {
+    const { app, ok, other, broken, call } = setup();
+    await ok.using(h().db).enqueueMany([{}, {}]);
+    await broken.using(h().db).enqueue({});
+    await runOnce(app, { db: h().db, queues: ["default"] });
+    await other.using(h().db).enqueue({});
+    const res = await call("/akadze/metrics", { method: "GET" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    const lines = (await res.text()).split("\n");
+    expect(lines).toContain("# TYPE akadze_jobs gauge");
+    expect(lines).toContain('akadze_jobs{queue="default",state="succeeded"} 2');
+    expect(lines).toContain('akadze_jobs{queue="default",state="failed"} 1');
+    expect(lines).toContain('akadze_jobs{queue="default",state="queued"} 0');
+    expect(lines).toContain('akadze_jobs{queue="other",state="queued"} 1');
+  });
+
+  it("POST /jobs/:id/cancel cancels a queued job; 404 for an unknown job, 409 for a finished one, 400 for a bad id", async () => {
+    const { app, ok, call } = setup();
+    const queued = await ok.using(h().db).enqueue({});
+    const res = await call(`/akadze/jobs/${queued}/cancel`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: queued, cancelRequested: true });
+    expect(await jobState(queued)).toMatchObject({ state: "cancelled" });
+
+    const done = await ok.using(h().db).enqueue({});
+    await runOnce(app, { db: h().db });
+    const conflict = await call(`/akadze/jobs/${done}/cancel`);
+    expect(conflict.status).toBe(409);
+    expect((await conflict.json()).error).toMatchObject({ code: "conflict", state: "succeeded" });
+
+    const missing = await call("/akadze/jobs/999999/cancel");
+    expect(missing.status).toBe(404);
+    expect((await missing.json()).error.code).toBe("not_found");
+
+    const bad = await call("/akadze/jobs/abc/cancel");
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.code).toBe("invalid_request");
+  });
+
+  it("POST /jobs/:id/requeue puts a failed job back in the queue and refuses an active one", async () => {
+    const { app, broken, call } = setup();
+    const id = await broken.using(h().db).enqueue({});
+    const early = await call(`/akadze/jobs/${id}/requeue`);
+    expect(early.status).toBe(409);
+    expect((await early.json()).error.state).toBe("queued");
+    await runOnce(app, { db: h().db });
+    expect(await jobState(id)).toMatchObject({ state: "failed", attempt: 1 });
+    const res = await call(`/akadze/jobs/${id}/requeue`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id, state: "queued" });
+    expect(await jobState(id)).toMatchObject({ state: "queued", attempt: 1 });
+    expect((await call("/akadze/jobs/424242/requeue")).status).toBe(404);
+  });
+
+  it("an unknown path or method under the routes is a JSON 404", async () => {
+    const { call } = setup();
+    for (const [path, method] of [["/akadze/nothing", "GET"], ["/akadze/jobs/1/cancel", "GET"]]) {
+      const res = await call(path, { method });
+      expect(res.status).toBe(404);
+      expect((await res.json()).error.code).toBe("not_found");
+    }
+  });
+
+  it("an error inside a route is a JSON 500, not an HTML page", async () => {
+    const app: App = createApp();
+    const web = new Hono().route("/akadze", akadzeRoutes(app, { getDb: () => { throw new Error("database is down"); }, secret: SECRET }));
+    const res = await web.fetch(new Request("http://test/akadze/work", { method: "POST", headers: auth }));
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({ error: { code: "internal_error", message: "database is down" } });
+  });
+}, ["node-postgres", "neon-http"]);

@@ -1,0 +1,120 @@
+// Leases: a vanished invocation's jobs are recovered; stopping on purpose and the budget release jobs unspent.
+import { expect, it } from "vitest";
+import * as v from "valibot";
+import { createApp, runOnce } from "../src/index.js";
+import { queryJson } from "../src/db/driver.js";
+import { claimJobsStatement, type ClaimResult } from "../src/sql/claim.js";
+import { forEachDriver } from "./support/drivers.js";
+import { ManualClock } from "./support/clock.js";
+
+const LEASE_MS = 30_000;
+
+forEachDriver((h) => {
+  const job = async (id: number) => (await h().rows(`select state, attempt, errors, run_at, lease_owner from akadze.jobs where id = ${id}`))[0];
+
+  /** An invocation that claims and then vanishes: the claim statement alone, never completed. */
+  const vanish = (clock: ManualClock, tasks: string[]) => queryJson<ClaimResult>(h().db, claimJobsStatement({
+    owner: "vanished-invocation", now: clock.now(), leaseMs: LEASE_MS, batchSize: 10, tasks, queues: null,
+  }));
+
+  it("a vanished invocation's job is recovered after its lease expires, with an attempt spent and the default curve", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    let runs = 0;
+    const id = await app.task("t", { backoff: () => "1h" }, async () => { runs++; }).using(h().db).enqueue({});
+    expect((await vanish(clock, ["t"])).claimed).toHaveLength(1);
+
+    clock.advance(LEASE_MS - 1000);
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ claimed: 0, recovered: 0 });
+    expect(await job(id)).toMatchObject({ state: "running", lease_owner: "vanished-invocation" });
+
+    clock.advance(2000);
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ recovered: 1 });
+    const recovered = await job(id);
+    expect(recovered).toMatchObject({ state: "queued", attempt: 1, lease_owner: null });
+    expect(recovered.errors).toMatchObject([{ attempt: 1, kind: "LeaseExpired" }]);
+    const delay = new Date(recovered.run_at).getTime() - clock.now().getTime();
+    expect(delay).toBeGreaterThanOrEqual(500); // the default curve, not the task's "1h" policy
+    expect(delay).toBeLessThanOrEqual(1000);
+
+    clock.advance(1000);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(runs).toBe(1);
+    expect(await job(id)).toMatchObject({ state: "succeeded", attempt: 2 });
+  });
+
+  it("a vanished invocation's job on its last attempt is failed by the recovery", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const id = await app.task("t", { maxAttempts: 1 }, async () => {}).using(h().db).enqueue({});
+    await vanish(clock, ["t"]);
+    clock.advance(LEASE_MS + 1);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(await job(id)).toMatchObject({ state: "failed", attempt: 1 });
+  });
+
+  it("a run that lost its lease mid-body records nothing: the recovering invocation's view stands", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    let inner: unknown;
+    const id = await app.task("t", async () => {
+      if (inner) return "second run";
+      clock.advance(LEASE_MS + 1);
+      inner = await runOnce(app, { db: h().db, now: clock.now }); // another invocation recovers this job
+      return "first run";
+    }).using(h().db).enqueue({});
+    const outer = await runOnce(app, { db: h().db, now: clock.now, heartbeat: 3_600_000 });
+    expect(inner).toMatchObject({ recovered: 1 });
+    expect(outer).toMatchObject({ succeeded: 0, lost: 1 });
+    expect(await job(id)).toMatchObject({ state: "queued", attempt: 1 });
+  });
+
+  it("stopping on purpose releases claimed jobs that never started, attempts unspent", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const stop = new AbortController();
+    let runs = 0;
+    const task = app.task("t", async () => { runs++; stop.abort(); });
+    await task.using(h().db).enqueueMany([{}, {}, {}, {}]);
+    const summary = await runOnce(app, { db: h().db, now: clock.now, slots: 1, signal: stop.signal });
+    expect(summary).toMatchObject({ claimed: 4, succeeded: 1, released: 3 });
+    expect(runs).toBe(1);
+    expect(await h().rows("select state, attempt from akadze.jobs where state = 'queued' order by id"))
+      .toEqual([{ state: "queued", attempt: 0 }, { state: "queued", attempt: 0 }, { state: "queued", attempt: 0 }]);
+  });
+
+  it("no job starts whose timeout would outlive the budget; the unstarted go back unspent and the next invocation finishes them", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const task = app.task("slow", { timeout: "10s", args: v.object({ n: v.number() }) }, async () => { clock.advance(10_000); });
+    await task.using(h().db).enqueueMany([1, 2, 3, 4, 5].map((n) => ({ n })));
+    const first = await runOnce(app, { db: h().db, now: clock.now, slots: 1, budget: "25s" });
+    expect(first).toMatchObject({ claimed: 5, succeeded: 2, released: 3 });
+    expect(await h().rows("select attempt from akadze.jobs where state = 'queued'")).toEqual([{ attempt: 0 }, { attempt: 0 }, { attempt: 0 }]);
+    const second = await runOnce(app, { db: h().db, now: clock.now, slots: 1, budget: "35s" });
+    expect(second).toMatchObject({ claimed: 3, succeeded: 3, released: 0 });
+  });
+
+  it("tasks whose timeout exceeds the budget are not claimed at all", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    await app.task("long", { timeout: "60s" }, async () => {}).using(h().db).enqueue({});
+    expect(await runOnce(app, { db: h().db, now: clock.now, budget: "25s" })).toMatchObject({ claimed: 0 });
+    expect(await runOnce(app, { db: h().db, now: clock.now, budget: "90s" })).toMatchObject({ claimed: 1, succeeded: 1 });
+  });
+
+  it("the statements of runOnce for a batch of B no-op jobs do not grow with B", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const noop = app.task("noop", async () => {});
+    const trips: number[] = [];
+    for (const size of [1, 10, 100, 400]) {
+      await noop.using(h().db).enqueueMany(Array.from({ length: size }, () => ({})));
+      const summary = await runOnce(app, { db: h().db, now: clock.now, batchSize: size, slots: size });
+      expect(summary.succeeded).toBe(size);
+      trips.push(summary.roundTrips);
+    }
+    // One claim plus at most two coalesced completions, whatever the batch size.
+    for (const t of trips) expect(t).toBeLessThanOrEqual(3);
+  });
+});

@@ -1,0 +1,151 @@
+// functions/cloudflare.ts as Cloudflare would run it: bundled by wrangler, executed by real workerd
+// (miniflare), talking Neon's HTTP protocol to a real Postgres through the local Neon endpoint.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import pg from "pg";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { Miniflare } from "miniflare";
+import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";
+import type { Db } from "../src/index.js";
+import { charge, orders, setup } from "../functions/app.js";
+import { createTestDatabase } from "./support/postgres.js";
+import { waitFor } from "./support/wait-for.js";
+
+const SECRET = "workerd-test-secret";
+const CRON = "* * * * *";
+
+let outdir: string;
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let pool: pg.Pool;
+let db: Db;
+let endpoint: NeonEndpoint;
+let mf: Miniflare;
+
+/** Bundles the Worker exactly as `wrangler deploy` would, without uploading it. */
+async function bundleWorker(dir: string): Promise<string> {
+  await promisify(execFile)("node_modules/.bin/wrangler", ["deploy", "--dry-run", "--outdir", dir], {
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
+  });
+  return join(dir, "cloudflare.js");
+}
+
+beforeAll(async () => {
+  outdir = await mkdtemp(join(tmpdir(), "akadze-edge-worker-"));
+  const [scriptPath, created] = await Promise.all([bundleWorker(outdir), createTestDatabase("edge_workerd")]);
+  database = created;
+  pool = new pg.Pool({ connectionString: database.url });
+  db = drizzle(pool) as unknown as Db;
+  await setup(db);
+  endpoint = await startNeonEndpoint({ connectionString: database.url });
+  mf = new Miniflare({
+    scriptPath,
+    modules: true,
+    modulesRoot: outdir, // module names are paths relative to it; the default (cwd) cannot reach /tmp
+    compatibilityDate: "2026-04-01",
+    compatibilityFlags: ["nodejs_compat"],
+    bindings: {
+      // The endpoint reads only the database name from the URL; the host could be Neon's.
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${endpoint.port}/${database.name}`,
+      NEON_FETCH_ENDPOINT: endpoint.fetchEndpoint,
+      CRON_SECRET: SECRET,
+    },
+  });
+  await mf.ready;
+}, 120_000);
+
+afterAll(async () => {
+  // Each step runs even if an earlier one (or beforeAll) failed, so no database or directory is left behind.
+  await mf?.dispose().catch(() => {});
+  await endpoint?.close().catch(() => {});
+  await pool?.end().catch(() => {});
+  await database?.drop();
+  if (outdir) await rm(outdir, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  await pool.query("truncate orders, akadze.jobs restart identity");
+});
+
+const rows = async (text: string, values: unknown[] = []) => (await pool.query(text, values)).rows;
+const post = (path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  mf.dispatchFetch(`http://worker${path}`, {
+    method: "POST", headers: { "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+describe("the Cloudflare Worker in workerd", () => {
+  it("POST /orders writes the order and its charge job in one transaction", async () => {
+    const res = await post("/orders", { reference: "A-1", item: "teapot", quantity: 2 });
+    expect(res.status).toBe(201);
+    const { id } = await res.json() as { id: string };
+    expect(await rows("select reference, item, quantity from orders")).toEqual([{ reference: "A-1", item: "teapot", quantity: 2 }]);
+    expect(await rows("select task, args from akadze.jobs where task = 'orders.charge'")).toEqual([{ task: "orders.charge", args: { orderId: id, payment: "ok" } }]);
+    await waitFor(async () => (await rows("select 1 from akadze.jobs where state = 'running'")).length === 0);
+  });
+
+  it("a write that fails inside the batch leaves neither the order nor the job", async () => {
+    // A real constraint makes the second statement of the batch (the enqueue) fail after the order insert ran.
+    await pool.query("alter table akadze.jobs add constraint edge_test_no_declined check (args->>'payment' is distinct from 'declined')");
+    try {
+      const res = await post("/orders", { reference: "B-1", item: "kettle", quantity: 1, payment: "declined" });
+      expect(res.status).toBe(500);
+    } finally {
+      await pool.query("alter table akadze.jobs drop constraint edge_test_no_declined");
+    }
+    expect(await rows("select * from orders")).toEqual([]);
+    expect(await rows("select * from akadze.jobs")).toEqual([]);
+
+    const first = await post("/orders", { reference: "B-2", item: "kettle", quantity: 1, payment: "declined" });
+    expect(first.status).toBe(201);
+    const again = await post("/orders", { reference: "B-2", item: "other", quantity: 5 });
+    expect(again.status).toBe(409);
+    expect((await again.json() as any).error.code).toBe("duplicate_order");
+    expect(await rows("select item from orders")).toEqual([{ item: "kettle" }]);
+    expect(await rows("select count(*)::int as n from akadze.jobs")).toEqual([{ n: 1 }]);
+    await waitFor(async () => (await rows("select 1 from akadze.jobs where state in ('queued', 'running')")).length === 0);
+  });
+
+  it("a nudged job starts before any scheduled event fires", async () => {
+    const res = await post("/orders", { reference: "C-1", item: "cup", quantity: 3 });
+    const { id } = await res.json() as { id: string };
+    // No scheduled event is dispatched in this test: only the route's waitUntil can run the charge.
+    await waitFor(async () => (await rows("select status from orders where id = $1", [id]))[0]?.status === "paid");
+    expect(await rows("select task, state, attempt from akadze.jobs order by id")).toEqual([
+      { task: "orders.charge", state: "succeeded", attempt: 1 },
+      { task: "orders.ship", state: "queued", attempt: 0 },
+    ]);
+  });
+
+  it("a scheduled event runs the queued jobs", async () => {
+    const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    await drizzle(pool).insert(orders).values(ids.map((id, i) => ({ id, reference: `D-${i}`, item: "plate", quantity: 1 })));
+    await charge.using(db).enqueueMany([
+      { orderId: ids[0], payment: "ok" }, { orderId: ids[1], payment: "ok" }, { orderId: ids[2], payment: "declined" },
+    ]);
+    // miniflare types its Fetcher against @cloudflare/workers-types, which this project does not install.
+    const worker = await mf.getWorker() as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> };
+    const result = await worker.scheduled({ cron: CRON });
+    expect(result.outcome).toBe("ok");
+    expect(await rows("select task, state, args->>'orderId' as order from akadze.jobs where task = 'orders.charge' order by id")).toEqual([
+      { task: "orders.charge", state: "succeeded", order: ids[0] },
+      { task: "orders.charge", state: "succeeded", order: ids[1] },
+      { task: "orders.charge", state: "failed", order: ids[2] },
+    ]);
+    expect(await rows("select status from orders order by reference")).toEqual([{ status: "paid" }, { status: "paid" }, { status: "placed" }]);
+    expect(await rows("select count(*)::int as n from akadze.jobs where task = 'orders.ship' and state = 'queued'")).toEqual([{ n: 2 }]);
+  });
+
+  it("akadze's routes refuse a request without the secret and serve one with it", async () => {
+    for (const headers of [{}, { authorization: "Bearer nope" }] as Record<string, string>[]) {
+      const res = await post("/akadze/work", undefined, headers);
+      expect(res.status).toBe(401);
+      expect((await res.json() as any).error.code).toBe("unauthorized");
+    }
+    const ok = await post("/akadze/work", { budget: "5s" }, { authorization: `Bearer ${SECRET}` });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ claimed: 0, succeeded: 0 });
+  });
+});
