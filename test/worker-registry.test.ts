@@ -118,6 +118,10 @@ describe("workers registry", () => {
     expect(await listWorkers(t.db, { now: clock.now() })).toMatchObject([{ id, kind: "worker", status: "live", queues: ["default"] }]);
     expect(await listWorkers(t.db, { now: new Date(clock.now().getTime() + 2 * MINUTE) })).toMatchObject([{ id, status: "lost" }]);
     await bothDone.promise;
+    // The queue ran dry, so the worker reports its jobs done at once rather than at the next 15 s interval.
+    const reported = async () => (await listWorkers(t.db, { now: clock.now() }))[0];
+    for (let i = 0; i < 200 && (await reported()).jobsDone < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await reported()).toMatchObject({ id, status: "live", jobsDone: 2 });
     stop.abort();
     const summary = await worker;
     expect(summary).toMatchObject({ id, jobsDone: 2, succeeded: 2, released: 0 });

@@ -81,11 +81,16 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
 
   // The one statement a worker sends at start: it also proves the database is there and migrated.
   await queryJson(db, workerStatements.started(id, o.queues ?? null, now()));
-  const seen = setInterval(() => {
+  // Alive and jobs done, told to the registry every interval and whenever a claim finds nothing to do.
+  let reporting: Promise<void> | null = null;
+  const report = () => {
+    if (reporting) return;
     const jobs = unreported;
     unreported = 0;
-    queryJson(db, workerStatements.seen(id, now(), jobs)).catch((error) => { unreported += jobs; options.onError?.(error); });
-  }, parseDuration(WORKER_SEEN_INTERVAL));
+    reporting = queryJson(db, workerStatements.seen(id, now(), jobs)).then(() => {}, (error) => { unreported += jobs; options.onError?.(error); })
+      .finally(() => { reporting = null; });
+  };
+  const seen = setInterval(report, parseDuration(WORKER_SEEN_INTERVAL));
   options.onStart?.(id);
 
   const lane = async (group: QueueGroup): Promise<void> => {
@@ -119,7 +124,11 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         if (polling) group.polling = false;
       }
       if (claimed > 0) group.found();
-      else group.empty(poll, polling);
+      else {
+        // An empty claim is when the worker has time: report what it did (the idle poller flushes any rest).
+        if (unreported > 0) report();
+        group.empty(poll, polling);
+      }
     }
   };
 
@@ -128,6 +137,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     await Promise.all(groups.flatMap((group) => Array.from({ length: o.slots ?? DEFAULT_SLOTS }, () => lane(group))));
   } finally {
     clearInterval(seen);
+    await reporting;
     await queryJson(db, workerStatements.stopped(id, now(), unreported)).catch((error) => options.onError?.(error));
   }
   return summary;
