@@ -48,7 +48,8 @@ export const jobs = akadze.table("jobs", {
   index("jobs_limit_idx").on(t.limitKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.limitKey} is not null`),
   index("jobs_lease_idx").on(t.leaseExpiresAt).where(sql`${t.state} = 'running'`),
   index("jobs_owner_idx").on(t.leaseOwner).where(sql`${t.state} = 'running'`),
-  index("jobs_finished_idx").on(t.finishedAt).where(sql`${t.state} in ('succeeded', 'failed', 'cancelled')`),
+  // (state, finished_at): retention prunes one state by age without walking the failed jobs it keeps.
+  index("jobs_finished_idx").on(t.state, t.finishedAt).where(sql`${t.state} in ('succeeded', 'failed', 'cancelled')`),
   uniqueIndex("jobs_unique_key_active").on(t.uniqueKey).where(sql`${t.state} in ('queued', 'running')`),
 ]);
 

@@ -111,11 +111,12 @@ forEachDriver((h) => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/plain");
     const lines = (await res.text()).split("\n");
+    // The same text as `akadze metrics` (renderMetrics).
     expect(lines).toContain("# TYPE akadze_jobs gauge");
-    expect(lines).toContain('akadze_jobs{queue="default",state="succeeded"} 2');
-    expect(lines).toContain('akadze_jobs{queue="default",state="failed"} 1');
-    expect(lines).toContain('akadze_jobs{queue="default",state="queued"} 0');
-    expect(lines).toContain('akadze_jobs{queue="other",state="queued"} 1');
+    expect(lines).toContain('akadze_jobs{queue="default",task="ok",state="succeeded"} 2');
+    expect(lines).toContain('akadze_jobs{queue="default",task="broken",state="failed"} 1');
+    expect(lines).toContain('akadze_jobs{queue="other",task="other",state="queued"} 1');
+    expect(lines).toContain('akadze_queue_running_jobs{queue="default"} 0');
   });
 
   it("POST /jobs/:id/cancel cancels a queued job; 404 for an unknown job, 409 for a finished one, 400 for a bad id", async () => {

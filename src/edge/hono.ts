@@ -16,7 +16,7 @@ import { requestCancel, requeue } from "../control.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
 import { bearerToken, secretMatches } from "./auth.js";
-import { renderQueueDepth } from "./metrics.js";
+import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
 import { parseRequest, problemOf, RouteProblem } from "./problems.js";
 import { JobIdParam, queryObject, WorkRequest } from "./requests.js";
 
@@ -34,7 +34,7 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
   maxBudget?: Duration;
   /** Other `runOnce` options applied to every `/work` call (lease, heartbeat, id). */
   run?: Omit<RunOnceOptions, "db" | "queues" | "slots" | "batchSize" | "budget">;
-  /** Renders `GET /metrics`. Default: jobs by queue and state. */
+  /** Renders `GET /metrics`. Default: the same text as `akadze metrics` (`renderMetrics`). */
   metrics?: (db: Db) => Promise<string>;
 }
 
@@ -55,7 +55,7 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   const maxBudgetMs = options.maxBudget === undefined ? budgetMs : parseDuration(options.maxBudget, "maxBudget");
   if (budgetMs > maxBudgetMs) throw new TypeError("akadzeRoutes: budget must not exceed maxBudget");
   const getDb = options.getDb ?? (() => options.db!);
-  const renderMetrics = options.metrics ?? renderQueueDepth;
+  const renderMetrics = options.metrics ?? ((db: Db) => renderAllMetrics(db));
 
   const routes = new Hono<E>();
   routes.onError((error, c) => {
@@ -137,5 +137,4 @@ async function refuseInactive(db: Db, id: number, rule: string): Promise<never> 
 export { nudge, NUDGE_BUDGET } from "./nudge.js";
 export { scheduledInvocation, type ScheduledOptions } from "./workers.js";
 export { vercelHandlers } from "./vercel.js";
-export { renderQueueDepth } from "./metrics.js";
 export { RouteProblem, type ProblemBody } from "./problems.js";

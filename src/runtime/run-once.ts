@@ -7,6 +7,8 @@ import { isNeonHttp, queryJson, type Db } from "../db/driver.js";
 import { claimJobsStatement, type ClaimedJob, type ClaimResult, type SideTransition } from "../sql/claim.js";
 import { completeJobsStatement, type CompletedJob, type Outcome } from "../sql/complete.js";
 import { scheduleClaimParts } from "../schedules/enqueue.js";
+import { resolveRetention, retentionCtes, type Retention, type RetentionPlan } from "../ops/retention.js";
+import { invocationDoneCte, invocationSeenCte } from "../ops/workers.js";
 import { CurrentJob } from "./context.js";
 import { executeJob } from "./execute.js";
 import { Heartbeat } from "./heartbeat.js";
@@ -47,6 +49,13 @@ export interface RunOnceOptions {
   signal?: AbortSignal;
   /** This invocation's id (lease owner). Default: a random one. */
   id?: string;
+  /**
+   * Finished jobs this invocation prunes in its claim's round trip (a bounded batch): an age for succeeded
+   * and cancelled jobs, `{ finished, failed, batch }`, or `false`. Default `DEFAULT_RETENTION` ("7d"); failed jobs are kept.
+   */
+  retention?: Retention;
+  /** Record this invocation in `akadze.workers` (in its claim and completion statements). Default true; `runWorker` records itself instead. */
+  register?: boolean;
 }
 
 /** What one invocation did. @example const { succeeded, roundTrips }: RunSummary = await runOnce(app, { db }); */
@@ -89,6 +98,9 @@ class Invocation {
   private flushError: unknown;
   private readonly controllers = new Map<number, AbortController>();
   private readonly mustStop = new Set<number>();
+  private readonly retention: RetentionPlan | null;
+  /** Jobs completed by completeTx/completeBatch, not yet counted in the workers registry. */
+  private completedAlone = 0;
 
   constructor(private readonly app: App, private readonly options: RunOnceOptions) {
     this.db = options.db;
@@ -98,6 +110,7 @@ class Invocation {
     const budget = options.budget === Infinity ? Infinity : parseDuration(options.budget ?? DEFAULT_BUDGET, "budget");
     this.started = this.now().getTime();
     this.deadline = this.started + budget;
+    this.retention = resolveRetention(options.retention);
     this.summary = { id: this.id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
       recovered: 0, lost: 0, roundTrips: 0, durationMs: 0 };
   }
@@ -119,7 +132,8 @@ class Invocation {
   private async claim(): Promise<ClaimResult> {
     const batchSize = this.options.batchSize ?? DEFAULT_BATCH_SIZE;
     const now = this.now();
-    const claim = await this.claimBatch(now, batchSize, scheduleClaimParts(this.app, now));
+    const schedules = scheduleClaimParts(this.app, now);
+    const claim = await this.claimBatch(now, batchSize, { extra: [...this.claimExtras(now), ...schedules.extra], report: schedules.report });
     // Jobs the schedules enqueued in that statement were invisible to its claim: take them now if the batch has room.
     if ((claim.scheduled ?? 0) > 0 && claim.claimed.length < batchSize) {
       const more = await this.claimBatch(this.now(), batchSize - claim.claimed.length, { extra: [], report: {} });
@@ -147,6 +161,14 @@ class Invocation {
     ]);
     claim.claimed = claim.claimed.map((j) => ({ ...j, id: Number(j.id) }));
     return claim;
+  }
+
+  /** Registry and retention ride along with the first claim: no extra round trip. */
+  private claimExtras(now: Date): SQL[] {
+    const extras: SQL[] = [];
+    if (this.options.register !== false) extras.push(invocationSeenCte(this.id, this.options.queues ?? null, now));
+    if (this.retention) extras.push(...retentionCtes(this.retention, now));
+    return extras;
   }
 
   private async runBatch(jobs: ClaimedJob[]): Promise<void> {
@@ -185,6 +207,7 @@ class Invocation {
     if (outcome === null) {
       this.controllers.delete(job.id);
       this.summary.succeeded++;
+      this.completedAlone++;
     }
     return outcome;
   }
@@ -222,12 +245,16 @@ class Invocation {
   private async complete(outcomes: Outcome[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const statement = completeJobsStatement(this.id, this.now(), outcomes);
+        const now = this.now();
+        const alone = this.completedAlone;
+        const statement = completeJobsStatement(this.id, now, outcomes,
+          this.options.register !== false ? [invocationDoneCte(this.id, now, alone)] : []);
         const { done } = await this.send((db) => queryJson<{ done: CompletedJob[] }>(db, statement),
           (result) => result.done.map((d): Transition => ({
             jobId: Number(d.id), task: d.task, queue: d.queue, from: "running", to: d.to as Transition["to"], attempt: d.attempt,
             ...(d.error ? { error: d.error } : {}),
           })));
+        this.completedAlone -= alone;
         this.count(outcomes, done);
         return;
       } catch (error) {

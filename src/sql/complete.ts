@@ -36,9 +36,10 @@ const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fai
 
 /**
  * Records many outcomes in one statement, each only if `owner` still holds the job's lease, and frees
- * the limit slots of every job that left `running`.
+ * the limit slots of every job that left `running`. `after` adds CTEs (`name as (...)`) to the same round
+ * trip; they may read `done` (id, task, queue, attempt, state, kind), e.g. the workers registry count.
  */
-export function completeJobsStatement(owner: string, now: Date, outcomes: Outcome[]): SQL {
+export function completeJobsStatement(owner: string, now: Date, outcomes: Outcome[], after: SQL[] = []): SQL {
   const payload = JSON.stringify(outcomes.map((o) => ({
     id: o.id, kind: o.kind, result: o.result === undefined ? null : o.result, error: o.error ?? null, delay_ms: o.delayMs ?? 0,
   })));
@@ -67,6 +68,7 @@ export function completeJobsStatement(owner: string, now: Date, outcomes: Outcom
       returning j.id, j.task, j.queue, j.attempt, j.state, o.kind, o.error
     ),
     freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
+    ${sql.join(after.map((cte) => sql`, ${cte}`), sql` `)}
     select jsonb_build_object(
       'done', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state, 'kind', kind,

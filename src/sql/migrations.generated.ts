@@ -37,7 +37,15 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
   },
   {
     "id": 3,
-    "name": "0003_jobs_due_index",
+    "name": "0003_jobs_finished_by_state",
+    "statements": [
+      "DROP INDEX \"akadze\".\"jobs_finished_idx\";",
+      "CREATE INDEX \"jobs_finished_idx\" ON \"akadze\".\"jobs\" USING btree (\"state\",\"finished_at\") WHERE \"akadze\".\"jobs\".\"state\" in ('succeeded', 'failed', 'cancelled');"
+    ]
+  },
+  {
+    "id": 4,
+    "name": "0004_jobs_due_index",
     "statements": [
       "CREATE INDEX \"jobs_due_idx\" ON \"akadze\".\"jobs\" USING btree (\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued';"
     ]

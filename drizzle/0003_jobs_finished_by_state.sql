@@ -1,0 +1,2 @@
+DROP INDEX "akadze"."jobs_finished_idx";--> statement-breakpoint
+CREATE INDEX "jobs_finished_idx" ON "akadze"."jobs" USING btree ("state","finished_at") WHERE "akadze"."jobs"."state" in ('succeeded', 'failed', 'cancelled');

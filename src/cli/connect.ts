@@ -1,0 +1,68 @@
+import type { Db } from "../db/driver.js";
+import { CliError, UsageError } from "./errors.js";
+
+/** How the CLI reaches the database: the global options every command shares. */
+export interface ConnectionOptions {
+  /** A postgres:// URL or a PGlite directory; default DATABASE_URL. */
+  database?: string;
+  /** Talk to the URL over Neon's SQL-over-HTTP (the neon-http driver) instead of TCP. */
+  http?: boolean;
+  /** The SQL-over-HTTP endpoint for --http; default NEON_FETCH_ENDPOINT, else Neon's own. */
+  neonEndpoint?: string;
+}
+
+export interface Connection {
+  db: Db;
+  /** Where we are connected, without any password, for messages. */
+  where: string;
+  close(): Promise<void>;
+}
+
+const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+const ANY_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/** The database argument without its password, for messages. */
+export function redact(database: string): string {
+  return database.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
+}
+
+/**
+ * Opens the database the options point at: node-postgres for a postgres:// URL, neon-http for one with
+ * --http, PGlite for a directory path. Nothing is sent until the first statement.
+ */
+export async function connect(options: ConnectionOptions): Promise<Connection> {
+  const database = options.database ?? process.env.DATABASE_URL;
+  if (!database) throw new UsageError("no database: set DATABASE_URL or pass --database <postgres://... | directory>");
+  const where = redact(database);
+  if (POSTGRES_URL.test(database)) {
+    if (options.http) return connectNeonHttp(database, options.neonEndpoint ?? process.env.NEON_FETCH_ENDPOINT, where);
+    const [{ default: pg }, { drizzle }] = await Promise.all([import("pg"), import("drizzle-orm/node-postgres")]);
+    // A bounded connect timeout, so an unreachable host is a clear error rather than a hang.
+    const pool = new pg.Pool({ connectionString: database, max: 4, connectionTimeoutMillis: 10_000 });
+    pool.on("error", () => {}); // an idle client dropped by the server; the next query reports it
+    return { db: drizzle(pool) as unknown as Db, where, close: () => pool.end() };
+  }
+  if (options.http) throw new UsageError("--http needs a postgres:// URL");
+  if (ANY_URL.test(database) && !database.startsWith("memory://")) {
+    throw new UsageError(`unsupported database ${JSON.stringify(where)}: use a postgres:// URL or a PGlite directory`);
+  }
+  const [{ PGlite }, { drizzle }] = await Promise.all([import("@electric-sql/pglite"), import("drizzle-orm/pglite")]);
+  let client: InstanceType<typeof PGlite>;
+  try {
+    client = await PGlite.create(database);
+  } catch (error) {
+    throw new CliError(`cannot open the PGlite database in ${database}: ${(error as Error)?.message ?? error}`, { cause: error });
+  }
+  return { db: drizzle(client) as unknown as Db, where, close: () => client.close() };
+}
+
+async function connectNeonHttp(url: string, endpoint: string | undefined, where: string): Promise<Connection> {
+  const [{ neon, neonConfig }, { drizzle }] = await Promise.all([import("@neondatabase/serverless"), import("drizzle-orm/neon-http")]);
+  const host = new URL(url).hostname;
+  if (endpoint) neonConfig.fetchEndpoint = endpoint;
+  else if (!host.includes(".") || /^[\d.]+$|^\[/.test(host)) {
+    // Neon's default endpoint is derived from a domain name (api.<rest of the host>); a local host has none.
+    throw new UsageError(`--http to ${host} needs the SQL-over-HTTP endpoint: pass --neon-endpoint http://${host}:PORT/sql or set NEON_FETCH_ENDPOINT`);
+  }
+  return { db: drizzle(neon(url)) as unknown as Db, where: `${where} (over HTTP)`, close: async () => {} };
+}

@@ -1,0 +1,70 @@
+import { InvalidInput } from "../core/errors.js";
+
+/** A failure the CLI reports as one line and exit code 1. */
+export class CliError extends Error {
+  constructor(message: string, options?: { cause?: unknown; readonly exitCode?: number }) {
+    super(message, options);
+    this.name = "CliError";
+    this.exitCode = options?.exitCode ?? 1;
+  }
+  readonly exitCode: number;
+}
+
+/** Bad input on the command line: one line and exit code 2, like any other usage error. */
+export class UsageError extends CliError {
+  constructor(message: string) {
+    super(message, { exitCode: 2 });
+    this.name = "UsageError";
+  }
+}
+
+const NETWORK_CODES: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host not found",
+  ETIMEDOUT: "timed out",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ECONNRESET: "connection reset",
+};
+
+/** The errors an error wraps, outermost first (drizzle wraps driver errors, fetch wraps socket errors). */
+function chain(error: unknown): any[] {
+  const out: any[] = [];
+  for (let e: any = error; e && out.length < 10; e = e.cause) {
+    out.push(e);
+    if (e instanceof AggregateError && e.errors.length > 0 && !e.cause) out.push(...e.errors.slice(0, 1));
+  }
+  return out;
+}
+
+/** The exit code for an error: 2 for bad input, 1 for anything else. */
+export function exitCodeOf(error: unknown): number {
+  if (error instanceof CliError) return error.exitCode;
+  if (chain(error).some((e) => e instanceof InvalidInput || e?.name === "InvalidInput")) return 2;
+  return 1;
+}
+
+/**
+ * One line that says what went wrong, for stderr: no stack, no SQL text. The database being unreachable,
+ * missing tables and Postgres errors get their own sentences.
+ */
+export function describeError(error: unknown, where?: string): string {
+  const errors = chain(error);
+  const network = errors.find((e) => typeof e?.code === "string" && e.code in NETWORK_CODES);
+  if (network) return `cannot reach the database${where ? ` at ${where}` : ""}: ${NETWORK_CODES[network.code]} (${network.code})`;
+  const pgError = errors.find((e) => typeof e?.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && e.severity !== undefined);
+  if (pgError) {
+    if (pgError.code === "42P01" || pgError.code === "3F000") return "akadze's tables are missing in this database: run `akadze migrate` first";
+    return `database error: ${firstLine(pgError.message)}`;
+  }
+  const known = errors.find((e) => e instanceof CliError || e instanceof InvalidInput || e instanceof TypeError);
+  const e = known ?? errors.at(-1) ?? error;
+  const message = firstLine(e instanceof Error ? e.message : String(e));
+  if (/^fetch failed$|^Server error \(HTTP status/.test(message)) return `cannot reach the database${where ? ` at ${where}` : ""}: ${message}`;
+  return message || String(e?.name ?? "unknown error");
+}
+
+function firstLine(text: string): string {
+  return String(text).split("\n")[0].trim();
+}

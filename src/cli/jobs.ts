@@ -1,0 +1,106 @@
+import { Option, type Command } from "commander";
+import { requestCancel, requeue } from "../control.js";
+import { JOB_STATES } from "../core/states.js";
+import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.js";
+import { DEFAULT_RETENTION, pruneJobs } from "../ops/retention.js";
+import { CliError } from "./errors.js";
+import type { CliContext } from "./main.js";
+import { formatAgo, formatSpan, formatTime, print, printJson, renderFields, renderTable } from "./output.js";
+import { duration, jobId, positiveInt } from "./parse.js";
+
+/** `akadze jobs list|show|cancel|requeue|prune`. */
+export function registerJobs(program: Command, ctx: CliContext): void {
+  const jobs = program.command("jobs").description("list, inspect, cancel, requeue and prune jobs");
+
+  jobs.command("list").description("the newest jobs first")
+    .addOption(new Option("--status <state>", "only jobs in this state").choices(JOB_STATES))
+    .option("--queue <name>", "only jobs of this queue")
+    .option("--task <name>", "only jobs of this task")
+    .option("--limit <n>", "show at most this many (default 50, at most 1000)", positiveInt)
+    .action((opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      const rows = await listJobs(db, { state: opts.status, queue: opts.queue, task: opts.task, limit: opts.limit });
+      if (ctx.json(cmd)) return printJson(rows);
+      if (rows.length === 0) return print("no jobs match");
+      const now = new Date();
+      print(renderTable<JobSummary>(rows, [
+        ["ID", (j) => j.id], ["TASK", (j) => j.task], ["QUEUE", (j) => j.queue], ["STATE", (j) => j.state],
+        ["ATTEMPT", (j) => `${j.attempt}/${j.maxAttempts}`], ["RUN AT", (j) => formatAgo(j.runAt, now)],
+        ["CREATED", (j) => formatAgo(j.createdAt, now)], ["FINISHED", (j) => formatAgo(j.finishedAt, now)],
+      ]));
+    }));
+
+  jobs.command("show").description("one job: args, result, errors history and timings")
+    .argument("<id>", "the job id", jobId)
+    .action((id: number, _opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      const job = await getJob(db, id);
+      if (!job) throw new CliError(`no job ${id}`);
+      if (ctx.json(cmd)) return printJson(job);
+      print(renderJob(job));
+    }));
+
+  jobs.command("cancel").description("cancel a queued job, or ask a running one to stop (exit 1 if it is not active)")
+    .argument("<id>", "the job id", jobId)
+    .action((id: number, _opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      const marked = await requestCancel(db, id);
+      const job = await getJob(db, id);
+      if (!marked) throw new CliError(`job is not active (${job ? `job ${id} is ${job.state}` : `no job ${id}`})`);
+      if (ctx.json(cmd)) return printJson({ id, cancelRequested: true, state: job?.state });
+      print(job?.state === "running"
+        ? `job ${id}: cancel requested; its body sees job.signal abort at the next heartbeat`
+        : `job ${id}: cancelled`);
+    }));
+
+  jobs.command("requeue").description("move a failed job back to queued for one more run")
+    .argument("<id>", "the job id", jobId)
+    .action((id: number, _opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      if (!(await requeue(db, id))) {
+        const job = await getJob(db, id);
+        throw new CliError(job ? `job ${id} is ${job.state}: only failed jobs can be requeued` : `no job ${id}`);
+      }
+      if (ctx.json(cmd)) return printJson({ id, state: "queued" });
+      print(`job ${id}: queued again`);
+    }));
+
+  jobs.command("prune").description("delete finished jobs now (invocations also do this, a batch at a time)")
+    .option("--older-than <age>", `finished longer ago than this (default ${DEFAULT_RETENTION})`, duration)
+    .option("--failed", "also delete failed jobs (kept by default until requeued)")
+    .option("--only-failed", "delete failed jobs only")
+    .action((opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      const states: ("succeeded" | "cancelled" | "failed")[] = opts.onlyFailed ? ["failed"]
+        : opts.failed ? ["succeeded", "cancelled", "failed"] : ["succeeded", "cancelled"];
+      const { deleted } = await pruneJobs(db, { olderThan: opts.olderThan, states });
+      if (ctx.json(cmd)) return printJson({ deleted, states });
+      print(`deleted ${deleted} ${states.join("/")} job${deleted === 1 ? "" : "s"}`);
+    }));
+}
+
+function renderJob(job: JobDetail): string {
+  const now = new Date();
+  const ran = job.startedAt && job.finishedAt ? formatSpan(new Date(job.finishedAt).getTime() - new Date(job.startedAt).getTime()) : "-";
+  const fields: [string, string | number][] = [
+    ["id", job.id], ["task", job.task], ["queue", job.queue],
+    ["state", job.state + (job.cancelRequested && job.state === "running" ? " (cancel requested)" : "")],
+    ["attempt", `${job.attempt} of ${job.maxAttempts}`], ["priority", job.priority],
+    ["args", JSON.stringify(job.args)], ["result", job.result === null ? "-" : JSON.stringify(job.result)],
+    ["created", `${formatTime(job.createdAt)} (${formatAgo(job.createdAt, now)})`],
+    ["run at", `${formatTime(job.runAt)} (${formatAgo(job.runAt, now)})`],
+    ["started", formatTime(job.startedAt)], ["finished", formatTime(job.finishedAt)], ["ran for", ran],
+  ];
+  if (job.expiresAt) fields.push(["expires", formatTime(job.expiresAt)]);
+  if (job.uniqueKey) fields.push(["unique key", job.uniqueKey]);
+  if (job.limitKey) fields.push(["limit key", job.limitKey]);
+  if (job.leaseOwner) fields.push(["lease", `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`]);
+  const out = [renderFields(fields)];
+  if (job.errors.length === 0) out.push("", "errors: none");
+  else {
+    out.push("", `errors (${job.errors.length}):`, renderTable(job.errors, [
+      ["ATTEMPT", (e) => e.attempt], ["AT", (e) => formatTime(e.at)], ["KIND", (e) => e.kind], ["MESSAGE", (e) => oneLine(e.message)],
+    ]));
+  }
+  return out.join("\n");
+}
+
+function oneLine(text: string): string {
+  const line = String(text ?? "").replace(/\s+/g, " ").trim();
+  return line.length > 120 ? `${line.slice(0, 117)}...` : line;
+}

@@ -1,0 +1,75 @@
+import { Command, CommanderError } from "commander";
+import type { Db } from "../db/driver.js";
+import { registerAdmin } from "./admin.js";
+import { connect, type Connection } from "./connect.js";
+import { registerDev } from "./dev.js";
+import { describeError, exitCodeOf } from "./errors.js";
+import { registerJobs } from "./jobs.js";
+import { registerLimits } from "./limits.js";
+import { registerQueues } from "./queues.js";
+import { registerSchedules } from "./schedules.js";
+import { registerWorker } from "./worker.js";
+import { registerWorkers } from "./workers.js";
+
+/** What every command group gets from the program. */
+export interface CliContext {
+  /** Opens the database from the global options, runs `fn`, and closes it whatever happens. */
+  withDb<T>(cmd: Command, fn: (db: Db, connection: Connection) => Promise<T>): Promise<T>;
+  /** True when --json was given. */
+  json(cmd: Command): boolean;
+}
+
+/** The `akadze` program; `runCli` parses argv with it. */
+export function buildProgram(): { program: Command; where: () => string | undefined } {
+  let where: string | undefined;
+  const ctx: CliContext = {
+    async withDb(cmd, fn) {
+      const globals = cmd.optsWithGlobals();
+      const connection = await connect({ database: globals.database, http: globals.http, neonEndpoint: globals.neonEndpoint });
+      where = connection.where;
+      try {
+        return await fn(connection.db, connection);
+      } finally {
+        await connection.close().catch(() => {});
+      }
+    },
+    json: (cmd) => Boolean(cmd.optsWithGlobals().json),
+  };
+  const program = new Command("akadze")
+    .description("akadze: a Postgres job queue for serverless and edge runtimes")
+    .option("--database <url|dir>", "postgres:// URL or PGlite directory (default: DATABASE_URL)")
+    .option("--http", "reach the postgres:// URL over Neon's SQL-over-HTTP (neon-http driver)")
+    .option("--neon-endpoint <url>", "SQL-over-HTTP endpoint for --http (default: NEON_FETCH_ENDPOINT, else Neon's)")
+    .option("--json", "machine-readable output")
+    .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(`akadze: ${text.replace(/^error: /, "").trim()}\n`) })
+    .showSuggestionAfterError(true);
+  registerAdmin(program, ctx);
+  registerWorker(program, ctx);
+  registerDev(program, ctx);
+  registerJobs(program, ctx);
+  registerWorkers(program, ctx);
+  registerLimits(program, ctx);
+  registerQueues(program, ctx);
+  registerSchedules(program, ctx);
+  return { program, where: () => where };
+}
+
+/**
+ * Runs the CLI and resolves with the exit code: 0, 1 for a failure, 2 for bad input. Every error is one
+ * line on stderr (AKADZE_DEBUG=1 adds the stack).
+ * @example process.exitCode = await runCli(process.argv);
+ */
+export async function runCli(argv: string[]): Promise<number> {
+  const { program, where } = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander already said why
+    process.stderr.write(`akadze: ${describeError(error, where())}\n`);
+    if (process.env.AKADZE_DEBUG) process.stderr.write(`${(error as Error)?.stack ?? error}\n`);
+    return exitCodeOf(error);
+  }
+}

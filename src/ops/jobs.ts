@@ -1,0 +1,107 @@
+import * as v from "valibot";
+import { sql } from "drizzle-orm";
+import { JOB_STATES, type JobState } from "../core/states.js";
+import { parseOrThrow } from "../app/options.js";
+import { queryJson, type Db } from "../db/driver.js";
+import type { ErrorEntry } from "../sql/complete.js";
+
+/** `jobs list` shows this many jobs unless told otherwise. */
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 1000;
+
+/** A job as `jobs list` shows it. Timestamps are ISO strings. */
+export interface JobSummary {
+  id: number;
+  task: string;
+  queue: string;
+  state: JobState;
+  attempt: number;
+  maxAttempts: number;
+  priority: number;
+  runAt: string;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+/** Everything about one job, for `jobs show`. */
+export interface JobDetail extends JobSummary {
+  args: unknown;
+  result: unknown;
+  errors: ErrorEntry[];
+  expiresAt: string | null;
+  startedAt: string | null;
+  uniqueKey: string | null;
+  limitKey: string | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: string | null;
+  cancelRequested: boolean;
+}
+
+export interface JobFilter {
+  state?: JobState;
+  queue?: string;
+  task?: string;
+  /** Default 50, at most 1000. */
+  limit?: number;
+}
+
+const Name = (what: string) => v.pipe(v.string(), v.minLength(1, `${what} must not be empty`));
+const FilterSchema = v.strictObject({
+  state: v.optional(v.picklist(JOB_STATES, `state must be one of ${JOB_STATES.join(", ")}`)),
+  queue: v.optional(Name("queue")),
+  task: v.optional(Name("task")),
+  limit: v.optional(v.pipe(v.number(), v.integer("limit must be an integer"), v.minValue(1, "limit must be at least 1"),
+    v.maxValue(MAX_LIST_LIMIT, `limit must be at most ${MAX_LIST_LIMIT}`))),
+});
+const JobId = v.pipe(v.number("a job id must be a number"), v.integer("a job id must be an integer"), v.minValue(1, "a job id must be positive"));
+
+const SUMMARY_FIELDS = sql`'id', id, 'task', task, 'queue', queue, 'state', state, 'attempt', attempt, 'maxAttempts', max_attempts,
+  'priority', priority, 'runAt', run_at, 'createdAt', created_at, 'finishedAt', finished_at`;
+
+/**
+ * The newest jobs first, optionally of one state, queue and task.
+ * @example const failed = await listJobs(db, { state: "failed", queue: "mail", limit: 20 });
+ */
+export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobSummary[]> {
+  const f = parseOrThrow(FilterSchema, filter, "job filter");
+  const where = [sql`true`];
+  if (f.state) where.push(sql`state = ${f.state}`);
+  if (f.queue) where.push(sql`queue = ${f.queue}`);
+  if (f.task) where.push(sql`task = ${f.task}`);
+  const rows = await queryJson<JobSummary[] | null>(db, sql`
+    select jsonb_agg(jsonb_build_object(${SUMMARY_FIELDS}) order by id desc) as r
+    from (select * from akadze.jobs where ${sql.join(where, sql` and `)} order by id desc limit ${f.limit ?? DEFAULT_LIST_LIMIT}) j`);
+  return (rows ?? []).map(summaryOf);
+}
+
+/**
+ * One job with its args, result, errors history and timings; `null` for an unknown id.
+ * @example const job = await getJob(db, 42); console.log(job?.errors);
+ */
+export async function getJob(db: Db, jobId: number): Promise<JobDetail | null> {
+  const id = parseOrThrow(JobId, jobId, "job id");
+  const row = await queryJson<JobDetail | null>(db, sql`
+    select jsonb_build_object(${SUMMARY_FIELDS}, 'args', args, 'result', result, 'errors', errors, 'expiresAt', expires_at,
+      'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'leaseOwner', lease_owner,
+      'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested) as r
+    from akadze.jobs where id = ${id}`);
+  if (!row) return null;
+  return {
+    ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
+    expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, leaseOwner: row.leaseOwner,
+    leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested,
+  };
+}
+
+// jsonb sorts object keys and prints timestamps its own way: rebuild in a reading order, with ISO times.
+function summaryOf(row: JobSummary): JobSummary {
+  return {
+    id: Number(row.id), task: row.task, queue: row.queue, state: row.state, attempt: row.attempt, maxAttempts: row.maxAttempts,
+    priority: row.priority, runAt: iso(row.runAt)!, createdAt: iso(row.createdAt)!, finishedAt: iso(row.finishedAt),
+  };
+}
+
+/** A timestamp from jsonb ("2026-06-01T12:00:00.123+00:00") as an ISO string, or null. */
+export function iso(value: string | null | undefined): string | null {
+  return value == null ? null : new Date(value).toISOString();
+}

@@ -1,0 +1,192 @@
+import * as v from "valibot";
+import { hostname } from "node:os";
+import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
+import { parseOrThrow } from "../app/options.js";
+import type { App } from "../app/app.js";
+import { queryJson, type Db } from "../db/driver.js";
+import { WORKER_SEEN_INTERVAL, workerStatements } from "../ops/workers.js";
+import type { Retention } from "../ops/retention.js";
+import { DEFAULT_SLOTS, runOnce, type RunSummary } from "./run-once.js";
+
+/** The first wait after a claim came back empty; it doubles up to `maxPoll` and resets when work appears. */
+export const DEFAULT_MIN_POLL = "50ms";
+export const DEFAULT_MAX_POLL = "2s";
+
+/** Options of a long-lived worker. */
+export interface WorkerOptions {
+  db: Db;
+  /** Queues to run; each gets its own `slots`. Default: every queue, sharing `slots`. */
+  queues?: string[];
+  /** Jobs running at once per queue. Default 8. */
+  slots?: number;
+  /** Aborting it stops gracefully: no new job starts, running ones finish, claimed-but-unstarted ones go back to `queued`. */
+  signal?: AbortSignal;
+  /** This worker's id in `akadze.workers`. Default: host, pid and a random suffix. */
+  id?: string;
+  lease?: Duration;
+  /** Idle polling backs off from `minPoll` to `maxPoll`. Defaults "50ms" and "2s". */
+  minPoll?: Duration;
+  maxPoll?: Duration;
+  /** Passed to every invocation; see `RunOnceOptions.retention`. */
+  retention?: Retention;
+  now?: () => Date;
+  /** A claim or completion that failed (database unreachable...); the worker backs off and carries on. */
+  onError?: (error: unknown) => void;
+  /** Called once the worker has recorded itself and starts claiming. */
+  onStart?: (id: string) => void;
+  /** Called after every invocation that claimed something. */
+  onInvocation?: (summary: RunSummary) => void;
+}
+
+/** What a worker did over its life. */
+export interface WorkerSummary {
+  id: string;
+  /** Runs that reached an outcome (succeeded, retried, snoozed, failed, cancelled): a retried job counts each run. */
+  jobsDone: number;
+  succeeded: number;
+  retried: number;
+  failed: number;
+  /** Claimed but never started because the worker was stopping; back in `queued`, attempt unspent. */
+  released: number;
+  invocations: number;
+}
+
+const WorkerOptionsSchema = v.object({
+  queues: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, "a queue name must not be empty"))), v.minLength(1, "give at least one queue"))),
+  slots: v.optional(v.pipe(v.number(), v.integer("slots must be an integer"), v.minValue(1, "slots must be at least 1"), v.maxValue(1000, "slots must be at most 1000"))),
+  minPoll: v.optional(DurationSchema),
+  maxPoll: v.optional(DurationSchema),
+});
+
+/**
+ * Runs jobs until `signal` aborts, then stops gracefully and resolves with a summary. Every queue gets
+ * `slots` lanes; a lane is a loop of one-job invocations, so a slot refills the moment its job ends.
+ * While a queue is idle only one of its lanes polls, backing off from `minPoll` to `maxPoll`; when it
+ * finds work the other lanes wake at once.
+ * @example
+ * const stop = new AbortController();
+ * process.on("SIGTERM", () => stop.abort());
+ * await runWorker(app, { db, queues: ["mail", "default"], slots: 8, signal: stop.signal });
+ */
+export async function runWorker(app: App, options: WorkerOptions): Promise<WorkerSummary> {
+  const o = parseOrThrow(WorkerOptionsSchema, options, "worker options");
+  const { db } = options;
+  const now = options.now ?? app.clock;
+  const id = options.id ?? `wrk-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  const poll = { min: o.minPoll ?? parseDuration(DEFAULT_MIN_POLL), max: o.maxPoll ?? parseDuration(DEFAULT_MAX_POLL) };
+  const stopping = options.signal ?? new AbortController().signal;
+  const summary: WorkerSummary = { id, jobsDone: 0, succeeded: 0, retried: 0, failed: 0, released: 0, invocations: 0 };
+  let unreported = 0;
+  let seq = 0;
+
+  // The one statement a worker sends at start: it also proves the database is there and migrated.
+  await queryJson(db, workerStatements.started(id, o.queues ?? null, now()));
+  // Alive and jobs done, told to the registry every interval and whenever a claim finds nothing to do.
+  let reporting: Promise<void> | null = null;
+  const report = () => {
+    if (reporting) return;
+    const jobs = unreported;
+    unreported = 0;
+    reporting = queryJson(db, workerStatements.seen(id, now(), jobs)).then(() => {}, (error) => { unreported += jobs; options.onError?.(error); })
+      .finally(() => { reporting = null; });
+  };
+  const seen = setInterval(report, parseDuration(WORKER_SEEN_INTERVAL));
+  options.onStart?.(id);
+
+  const lane = async (group: QueueGroup): Promise<void> => {
+    while (!stopping.aborted) {
+      if (group.idle && group.polling) { await group.nextWork(stopping); continue; }
+      const polling = group.idle;
+      if (polling) {
+        group.polling = true;
+        await sleep(group.delay, stopping);
+        if (stopping.aborted) { group.polling = false; break; }
+      }
+      let claimed = 0;
+      try {
+        const s = await runOnce(app, {
+          db, queues: group.queues ?? undefined, slots: 1, batchSize: 1, budget: Infinity, signal: options.signal,
+          id: `${id}.${++seq}`, lease: options.lease, now, retention: options.retention, register: false,
+        });
+        claimed = s.claimed;
+        const done = s.claimed - s.released - s.lost;
+        summary.invocations++;
+        summary.jobsDone += done;
+        summary.succeeded += s.succeeded;
+        summary.retried += s.retried;
+        summary.failed += s.failed;
+        summary.released += s.released;
+        unreported += done;
+        if (s.claimed > 0) options.onInvocation?.(s);
+      } catch (error) {
+        options.onError?.(error);
+      } finally {
+        if (polling) group.polling = false;
+      }
+      if (claimed > 0) group.found();
+      else {
+        // An empty claim is when the worker has time: report what it did (the idle poller flushes any rest).
+        if (unreported > 0) report();
+        group.empty(poll, polling);
+      }
+    }
+  };
+
+  const groups = (o.queues ?? [null]).map((queue) => new QueueGroup(queue === null ? null : [queue]));
+  try {
+    await Promise.all(groups.flatMap((group) => Array.from({ length: o.slots ?? DEFAULT_SLOTS }, () => lane(group))));
+  } finally {
+    clearInterval(seen);
+    await reporting;
+    await queryJson(db, workerStatements.stopped(id, now(), unreported)).catch((error) => options.onError?.(error));
+  }
+  return summary;
+}
+
+/** The shared idle state of one queue's lanes. */
+class QueueGroup {
+  idle = false;
+  /** True while one lane is the poller of an idle queue; the others wait for it to find work. */
+  polling = false;
+  delay = 0;
+  private waiters: (() => void)[] = [];
+
+  constructor(readonly queues: string[] | null) {}
+
+  found(): void {
+    this.idle = false;
+    this.delay = 0;
+    for (const wake of this.waiters.splice(0)) wake();
+  }
+
+  empty(poll: { min: number; max: number }, polling: boolean): void {
+    this.idle = true;
+    this.delay = nextPollDelay(this.delay, polling, poll);
+  }
+
+  /** Resolves when the poller finds work, when the queue stops being polled, or on stop. */
+  nextWork(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => { signal.removeEventListener("abort", done); resolve(); };
+      this.waiters.push(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+/**
+ * The wait before an idle queue's next poll: doubles from `min` up to `max` with each empty poll. Only
+ * the poller's empty claims back off; lanes that all woke to a burst and found it gone do not.
+ */
+export function nextPollDelay(current: number, polling: boolean, poll: { min: number; max: number }): number {
+  return Math.min(poll.max, Math.max(poll.min, polling ? current * 2 : current));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => { clearTimeout(timer); signal.removeEventListener("abort", done); resolve(); };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,101 @@
+// renderMetrics: valid Prometheus text that a Prometheus parser reads back into the numbers we set up.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import parsePrometheusTextFormat from "parse-prometheus-text-format";
+import { createApp, Fail, pauseQueue, runOnce, setLimit } from "../src/index.js";
+import { escapeLabelValue, renderMetrics } from "../src/ops/metrics.js";
+import { ManualClock } from "./support/clock.js";
+import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+
+let t: TestDatabase;
+beforeAll(async () => { t = await openTestDatabase("ops_metrics"); });
+afterAll(async () => { await t?.close(); });
+
+type Family = { name: string; help: string; type: string; metrics: { value: string; labels?: Record<string, string> }[] };
+
+function sample(families: Family[], name: string, labels: Record<string, string>): number | undefined {
+  const family = families.find((f) => f.name === name);
+  const found = family?.metrics.find((m) => JSON.stringify(m.labels ?? {}) === JSON.stringify(labels));
+  return found === undefined ? undefined : Number(found.value);
+}
+
+const WEIRD = 'we"ird\\queue\nname';
+
+describe("metrics", () => {
+  it("render jobs, queues, recent failures, limits and workers as Prometheus text a parser reads back", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ok = app.task("mail.send", { queue: "mail" }, async () => {});
+    const flaky = app.task("mail.flaky", { queue: "mail", maxAttempts: 3, backoff: () => 60_000 }, async () => { throw new Error("smtp down"); });
+    const doomed = app.task("report.build", { queue: WEIRD }, async () => { throw new Fail("bad"); });
+    app.task("vendor.call", { queue: "vendor" }, async () => {});
+
+    await ok.using(t.db).enqueueMany([{}, {}, {}]);
+    await flaky.using(t.db).enqueueMany([{}, {}]);
+    await doomed.using(t.db).enqueue({});
+    await runOnce(app, { db: t.db, now: clock.now, id: "inv-metrics" });
+    // Later: two mail jobs due and waiting 90 s, one scheduled for later, a paused queue, a limit in use.
+    await ok.using(t.db, { delay: "10s" }).enqueueMany([{}, {}]);
+    await ok.using(t.db, { delay: "1h" }).enqueue({});
+    clock.advance(100_000);
+    await pauseQueue(t.db, "vendor");
+    await setLimit(t.db, "vendor", { maxRunning: 2, maxStarts: 10, window: "1m" });
+    await t.rows(`update akadze.limit_slots set job_id = 999 where key = 'vendor' and slot = 1`);
+    await t.rows(`update akadze.limit_tokens set last_start = $1 where key = 'vendor' and slot <= 3`, [new Date(clock.now().getTime() - 5000)]);
+    await t.rows(`insert into akadze.jobs (task, queue, state, attempt, lease_owner, lease_expires_at, limit_key)
+      values ('vendor.call', 'vendor', 'running', 1, 'inv-gone', $1, 'vendor')`, [new Date(clock.now().getTime() - 1000)]);
+    await t.rows(`insert into akadze.workers (id, kind, started_at, last_seen_at) values ('wrk-1', 'worker', $1, $1)`, [clock.now()]);
+
+    const text = await renderMetrics(t.db, { now: clock.now() });
+    const families = parsePrometheusTextFormat(text) as Family[];
+
+    expect(text.endsWith("\n")).toBe(true);
+    for (const line of text.trimEnd().split("\n")) {
+      expect(line).toMatch(/^(# (HELP|TYPE) akadze_[a-z_]+ .+|akadze_[a-z_]+(\{([a-z_]+="([^"\\\n]|\\["\\n])*",?)+\})? -?[0-9.e+]+)$/);
+    }
+    for (const family of families) {
+      expect(family.name).toMatch(/^akadze_/);
+      expect(family.type).toBe("GAUGE");
+      expect(family.help.length).toBeGreaterThan(10);
+      const series = family.metrics.map((m) => JSON.stringify(m.labels ?? {}));
+      expect(new Set(series).size).toBe(series.length);
+    }
+
+    expect(sample(families, "akadze_jobs", { queue: "mail", task: "mail.send", state: "succeeded" })).toBe(3);
+    expect(sample(families, "akadze_jobs", { queue: "mail", task: "mail.send", state: "queued" })).toBe(3);
+    expect(sample(families, "akadze_jobs", { queue: "mail", task: "mail.flaky", state: "queued" })).toBe(2);
+    expect(sample(families, "akadze_jobs", { queue: WEIRD, task: "report.build", state: "failed" })).toBe(1);
+    expect(sample(families, "akadze_queue_oldest_due_seconds", { queue: "mail" })).toBe(90);
+    expect(sample(families, "akadze_queue_oldest_due_seconds", { queue: WEIRD })).toBe(0);
+    expect(sample(families, "akadze_queue_running_jobs", { queue: "vendor" })).toBe(1);
+    expect(sample(families, "akadze_queue_expired_leases", { queue: "vendor" })).toBe(1);
+    expect(sample(families, "akadze_queue_paused", { queue: "vendor" })).toBe(1);
+    expect(sample(families, "akadze_queue_paused", { queue: "mail" })).toBe(0);
+    expect(sample(families, "akadze_recent_failed_attempts", { queue: "mail", task: "mail.flaky" })).toBe(2);
+    expect(sample(families, "akadze_recent_failed_attempts", { queue: WEIRD, task: "report.build" })).toBe(1);
+    expect(sample(families, "akadze_recent_finished_jobs", { queue: "mail", task: "mail.send", state: "succeeded" })).toBe(3);
+    expect(sample(families, "akadze_recent_finished_jobs", { queue: WEIRD, task: "report.build", state: "failed" })).toBe(1);
+    expect(sample(families, "akadze_limit_running", { key: "vendor" })).toBe(1);
+    expect(sample(families, "akadze_limit_max_running", { key: "vendor" })).toBe(2);
+    expect(sample(families, "akadze_limit_starts_in_window", { key: "vendor" })).toBe(3);
+    expect(sample(families, "akadze_limit_max_starts", { key: "vendor" })).toBe(10);
+    expect(sample(families, "akadze_workers_live", { kind: "worker" })).toBe(1);
+    expect(sample(families, "akadze_workers_live", { kind: "invocation" })).toBe(0); // inv-gone's lease expired
+
+    // Past the 15 minute window the recent counts are gone, the table counts are not.
+    const later = parsePrometheusTextFormat(await renderMetrics(t.db, { now: new Date(clock.now().getTime() + 20 * 60_000) })) as Family[];
+    expect(sample(later, "akadze_recent_failed_attempts", { queue: "mail", task: "mail.flaky" })).toBeUndefined();
+    expect(sample(later, "akadze_jobs", { queue: "mail", task: "mail.send", state: "succeeded" })).toBe(3);
+    expect(sample(later, "akadze_workers_live", { kind: "worker" })).toBe(0);
+  });
+
+  it("label values escape backslash, double quote and newline", () => {
+    expect(escapeLabelValue('a"b\\c\nd')).toBe('a\\"b\\\\c\\nd');
+  });
+
+  it("an empty database still renders every family with its HELP and TYPE", async () => {
+    await t.reset();
+    const families = parsePrometheusTextFormat(await renderMetrics(t.db)) as Family[];
+    expect(families.map((f) => f.name)).toContain("akadze_jobs");
+    expect(sample(families, "akadze_workers_live", { kind: "worker" })).toBe(0);
+  });
+});

@@ -1,0 +1,143 @@
+// The workers registry: invocations record themselves inside their own statements, workers at start,
+// while alive and at stop; `listWorkers` tells live from stopped and lost.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createApp, current, runOnce } from "../src/index.js";
+import { listWorkers } from "../src/ops/workers.js";
+import { runWorker } from "../src/runtime/worker.js";
+import { ManualClock } from "./support/clock.js";
+import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+
+let t: TestDatabase;
+beforeAll(async () => { t = await openTestDatabase("ops_registry"); });
+afterAll(async () => { await t?.close(); });
+beforeEach(async () => { await t.reset(); });
+
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => { resolve = r; });
+  return { promise, resolve };
+}
+
+const MINUTE = 60_000;
+
+describe("workers registry", () => {
+  it("an invocation records itself in its claim and counts its jobs in its completion, with no extra round trip", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ok = app.task("ok", { queue: "mail" }, async () => "sent");
+    await ok.using(t.db).enqueue({});
+    const unregistered = await runOnce(app, { db: t.db, now: clock.now, queues: ["mail"], register: false });
+    await ok.using(t.db).enqueue({});
+    const registered = await runOnce(app, { db: t.db, now: clock.now, queues: ["mail"], id: "inv-1" });
+    expect([unregistered.roundTrips, registered.roundTrips]).toEqual([2, 2]); // claim and completion either way
+    const [row] = await t.rows("select * from akadze.workers");
+    expect(row).toMatchObject({ id: "inv-1", kind: "invocation", queues: ["mail"], jobs_done: 1 });
+    expect(row.started_at.toISOString()).toBe(clock.now().toISOString());
+    expect(row.stopped_at.toISOString()).toBe(clock.now().toISOString());
+    const [listed] = await listWorkers(t.db, { now: clock.now() });
+    expect(listed).toMatchObject({ id: "inv-1", kind: "invocation", status: "stopped", jobsDone: 1, running: 0 });
+  });
+
+  it("an invocation counts every job over all its completions and is stopped after the last", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const release = deferred();
+    app.task("quick", async () => {});
+    app.task("slow", async () => { await release.promise; });
+    await app.taskByName("quick").using(t.db).enqueueMany([{}, {}, {}]);
+    await app.taskByName("slow").using(t.db).enqueue({});
+    const run = runOnce(app, { db: t.db, now: clock.now, id: "inv-4", slots: 4 });
+    while ((await t.rows("select jobs_done from akadze.workers"))[0]?.jobs_done !== 3) await new Promise((r) => setImmediate(r));
+    expect((await t.rows("select stopped_at from akadze.workers"))[0].stopped_at).toBeNull(); // the slow job still runs
+    release.resolve();
+    const summary = await run;
+    expect(summary.roundTrips).toBeGreaterThanOrEqual(3);
+    expect(await t.rows("select jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ jobs_done: 4, stopped: true }]);
+  });
+
+  it("jobs completed with completeTx count as done too", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    app.task("tx", async () => { await current().completeTx(async () => {}); });
+    app.task("plain", async () => {});
+    await app.taskByName("tx").using(t.db).enqueue({});
+    await app.taskByName("plain").using(t.db).enqueue({});
+    await runOnce(app, { db: t.db, now: clock.now, id: "inv-tx", slots: 1 });
+    expect((await t.rows("select jobs_done from akadze.workers"))[0].jobs_done).toBe(2);
+  });
+
+  it("an invocation holding leases is live, and stopped once its jobs are done", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const started = deferred();
+    const release = deferred();
+    app.task("slow", async () => { started.resolve(); await release.promise; });
+    await app.taskByName("slow").using(t.db).enqueue({});
+    const run = runOnce(app, { db: t.db, now: clock.now, id: "inv-slow" });
+    await started.promise;
+    expect(await listWorkers(t.db, { now: clock.now() })).toMatchObject([{ id: "inv-slow", status: "live", running: 1, jobsDone: 0 }]);
+    release.resolve();
+    await run;
+    expect(await listWorkers(t.db, { now: clock.now() })).toMatchObject([{ id: "inv-slow", status: "stopped", running: 0, jobsDone: 1 }]);
+  });
+
+  it("an invocation that claimed nothing is listed as stopped, and one whose leases expired as lost", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    app.task("ok", async () => {});
+    await runOnce(app, { db: t.db, now: clock.now, id: "inv-empty" });
+    await t.rows(`insert into akadze.workers (id, kind, started_at, last_seen_at) values ('inv-dead', 'invocation', $1, $1)`, [clock.now()]);
+    await t.rows(`insert into akadze.jobs (task, state, attempt, lease_owner, lease_expires_at) values ('ok', 'running', 1, 'inv-dead', $1)`,
+      [new Date(clock.now().getTime() - 1000)]);
+    const rows = await listWorkers(t.db, { now: clock.now() });
+    expect(rows.map((r) => [r.id, r.status])).toEqual(expect.arrayContaining([["inv-empty", "stopped"], ["inv-dead", "lost"]]));
+  });
+
+  it("register: false leaves the registry alone", async () => {
+    const app = createApp();
+    app.task("ok", async () => {});
+    await app.taskByName("ok").using(t.db).enqueue({});
+    await runOnce(app, { db: t.db, register: false });
+    expect(await t.rows("select * from akadze.workers")).toEqual([]);
+  });
+
+  it("a worker is live while seen, lost when unseen for over a minute, and stopped once it stops", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    app.task("ok", async () => {});
+    await app.taskByName("ok").using(t.db).enqueueMany([{}, {}]);
+    const stop = new AbortController();
+    const started = deferred<string>();
+    let succeeded = 0;
+    const bothDone = deferred();
+    const worker = runWorker(app, {
+      db: t.db, queues: ["default"], slots: 2, signal: stop.signal, now: clock.now, onStart: started.resolve,
+      onInvocation: (s) => { succeeded += s.succeeded; if (succeeded === 2) bothDone.resolve(); },
+    });
+    const id = await started.promise;
+    expect(await listWorkers(t.db, { now: clock.now() })).toMatchObject([{ id, kind: "worker", status: "live", queues: ["default"] }]);
+    expect(await listWorkers(t.db, { now: new Date(clock.now().getTime() + 2 * MINUTE) })).toMatchObject([{ id, status: "lost" }]);
+    await bothDone.promise;
+    // The queue ran dry, so the worker reports its jobs done at once rather than at the next 15 s interval.
+    const reported = async () => (await listWorkers(t.db, { now: clock.now() }))[0];
+    for (let i = 0; i < 200 && (await reported()).jobsDone < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await reported()).toMatchObject({ id, status: "live", jobsDone: 2 });
+    stop.abort();
+    const summary = await worker;
+    expect(summary).toMatchObject({ id, jobsDone: 2, succeeded: 2, released: 0 });
+    expect(await listWorkers(t.db, { now: clock.now() })).toMatchObject([{ id, status: "stopped", jobsDone: 2 }]);
+    expect(await t.rows("select count(*)::int as n from akadze.workers")).toEqual([{ n: 1 }]); // its invocations are not rows of their own
+  });
+
+  it("workers list shows what stopped within --since and hides older ones unless asked", async () => {
+    const now = new Date("2026-06-01T12:00:00Z");
+    const ago = (ms: number) => new Date(now.getTime() - ms);
+    for (const [id, lastSeen] of [["recent", ago(10 * MINUTE)], ["old", ago(3 * 60 * MINUTE)]] as const) {
+      await t.rows(`insert into akadze.workers (id, kind, started_at, last_seen_at, stopped_at) values ($1, 'worker', $2, $2, $2)`, [id, lastSeen]);
+    }
+    expect((await listWorkers(t.db, { now })).map((w) => w.id)).toEqual(["recent"]);
+    expect((await listWorkers(t.db, { now, since: "4h" })).map((w) => w.id)).toEqual(["recent", "old"]);
+    expect((await listWorkers(t.db, { now, all: true })).map((w) => w.id)).toEqual(["recent", "old"]);
+    await expect(listWorkers(t.db, { since: "soon" as never })).rejects.toThrow(/Invalid duration/);
+  });
+});
