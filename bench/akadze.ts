@@ -1,7 +1,7 @@
 // What the benchmark measures of akadze: bulk enqueue, burn-down, statements per job, enqueue-to-start
 // latency and the cost of an invocation with nothing to do.
 import * as v from "valibot";
-import { createApp, runOnce, type App, type Db, type Task } from "../src/index.js";
+import { createApp, runOnce, runWorker, type App, type Db, type Task } from "../src/index.js";
 import { openAkadze, type AkadzeDriver, type AkadzeTarget } from "./akadze-db.js";
 import { transactionsIn } from "./databases.js";
 import { median, percentile, rate, sleep, timed, wallMs } from "./stats.js";
@@ -10,8 +10,6 @@ import { median, percentile, rate, sleep, timed, wallMs } from "./stats.js";
 export const BURN_DOWN = { loops: 4, batchSize: 500, slots: 50 };
 /** Jobs per enqueue statement, for every system. */
 export const ENQUEUE_CHUNK = 1000;
-/** The idle poll of the long-lived loop used for latency. */
-export const POLL_MS = 50;
 
 export interface Throughput {
   enqueuePerSec: number;
@@ -115,20 +113,18 @@ function summarize(seen: number[], how: string): Latency {
   return { p50: percentile(seen, 50), p99: percentile(seen, 99), max: Math.max(...seen), samples: seen.length, how };
 }
 
+/** Slots of the long-lived worker (`runWorker`), in the latency and worker throughput measurements. */
+export const WORKER_SLOTS = 8;
+
 /**
- * Enqueue-to-start latency with a long-lived loop: runOnce back to back while there is work, `POLL_MS`
- * between empty claims; jobs arrive one at a time, 5-25 ms apart.
+ * Enqueue-to-start latency with the long-lived worker (`runWorker`, its default idle polling from 50 ms
+ * backing off to 2 s); jobs arrive one at a time, 5-25 ms apart.
  */
-export async function pollingLatency(driver: AkadzeDriver, samples: number): Promise<Latency> {
+export async function workerLatency(driver: AkadzeDriver, samples: number): Promise<Latency> {
   const target = await openAkadze(driver, "lat");
   const { app, task, seen } = latencyApp();
   const stop = new AbortController();
-  const loop = (async () => {
-    while (!stop.signal.aborted) {
-      const summary = await runOnce(app, { db: target.db, batchSize: 50, slots: 8, budget: Infinity });
-      if (summary.claimed === 0) await sleep(POLL_MS);
-    }
-  })();
+  const worker = runWorker(app, { db: target.db, slots: WORKER_SLOTS, signal: stop.signal });
   try {
     for (const counted of [false, true]) { // a few uncounted jobs first warm the connections
       seen.length = 0;
@@ -137,14 +133,39 @@ export async function pollingLatency(driver: AkadzeDriver, samples: number): Pro
         await task.using(target.db).enqueue({ t: wallMs() });
         await sleep(5 + Math.random() * 20);
       }
-      while (seen.length < n) await sleep(POLL_MS);
+      while (seen.length < n) await sleep(20);
     }
   } finally {
     stop.abort();
-    await loop;
+    await worker;
     await target.close();
   }
-  return summarize(seen, `runOnce loop, ${POLL_MS} ms idle poll`);
+  return summarize(seen, `runWorker, slots ${WORKER_SLOTS}, default polling`);
+}
+
+/** Burn-down by the long-lived worker: its lanes run one-job invocations. */
+export async function workerThroughput(driver: AkadzeDriver, count: number): Promise<Throughput> {
+  const target = await openAkadze(driver, "wk");
+  try {
+    const { app, noop } = noopApp();
+    const enqueueMs = await enqueueNoops(noop, target.db, count);
+    const stop = new AbortController();
+    let succeeded = 0;
+    let allDone!: () => void;
+    const done = new Promise<void>((resolve) => { allDone = resolve; });
+    const { ms: processMs } = await timed(async () => {
+      const worker = runWorker(app, {
+        db: target.db, slots: WORKER_SLOTS, signal: stop.signal,
+        onInvocation: (s) => { succeeded += s.succeeded; if (succeeded >= count) allDone(); },
+      });
+      await done;
+      stop.abort();
+      await worker;
+    });
+    return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null };
+  } finally {
+    await target.close();
+  }
 }
 
 /** Enqueue-to-start latency of a nudged invocation: enqueue, then runOnce right away (what an HTTP route does). */

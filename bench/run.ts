@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
 import {
-  akadzeThroughput, BURN_DOWN, ENQUEUE_CHUNK, idleInvocation, nudgedLatency, pollingLatency, statementsPerJob, type Throughput,
+  akadzeThroughput, BURN_DOWN, ENQUEUE_CHUNK, idleInvocation, nudgedLatency, statementsPerJob, WORKER_SLOTS, workerLatency, workerThroughput, type Throughput,
 } from "./akadze.js";
 import { AKADZE_DRIVERS, POOL_SIZE, type AkadzeDriver } from "./akadze-db.js";
 import { postgresVersion } from "./databases.js";
@@ -29,6 +29,9 @@ const JOBS = positive(args.jobs!, "--jobs");
 const ROUNDS = positive(args.rounds!, "--rounds");
 const LATENCY_SAMPLES = positive(args.latency!, "--latency");
 const WARM_UP_JOBS = 2000;
+/** The long-lived worker runs one job per invocation and is slow enough that fewer jobs tell its rate. */
+const WORKER_JOBS = Math.min(JOBS, 4000);
+const WORKER_ROW = `akadze/node-postgres runWorker (slots ${WORKER_SLOTS})`;
 const DRIVERS = args.drivers!.split(",").map((d) => {
   if (!(AKADZE_DRIVERS as readonly string[]).includes(d)) throw new Error(`--drivers: unknown driver ${JSON.stringify(d)} (known: ${AKADZE_DRIVERS.join(", ")})`);
   return d as AkadzeDriver;
@@ -67,6 +70,7 @@ async function main(): Promise<void> {
       systems: {
         akadze: `${BURN_DOWN.loops} runOnce loops side by side, batchSize ${BURN_DOWN.batchSize}, slots ${BURN_DOWN.slots}, budget Infinity; ` +
           `enqueueMany, ${ENQUEUE_CHUNK} per statement; node-postgres pool ${POOL_SIZE}; neon drivers through the local endpoint (src/dev/neon-endpoint.ts)`,
+        [WORKER_ROW]: `runWorker(app, { db, slots: ${WORKER_SLOTS} }) as shipped: every lane loops one-job invocations (batchSize 1); ${WORKER_JOBS} jobs`,
         "graphile-worker": graphileSettings(),
         "pg-boss": pgbossSettings(),
       },
@@ -91,7 +95,11 @@ async function main(): Promise<void> {
     record("pg-boss", await pgbossThroughput(JOBS));
   }
   for (const driver of DRIVERS.filter((d) => d !== "node-postgres")) record(`akadze/${driver}`, await akadzeThroughput(driver, JOBS));
-  const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), "graphile-worker", "pg-boss"];
+  if (DRIVERS.includes("node-postgres")) {
+    log(`akadze/node-postgres runWorker burn-down (${WORKER_JOBS} jobs)`);
+    record(WORKER_ROW, await workerThroughput("node-postgres", WORKER_JOBS));
+  }
+  const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), WORKER_ROW, "graphile-worker", "pg-boss"];
   for (const name of order) if (results.samples[name]) results.throughput[name] = medianThroughput(results.samples[name]);
   results.ratios = ratios(results.throughput);
 
@@ -104,7 +112,7 @@ async function main(): Promise<void> {
 
   for (const driver of [...PAIR].reverse()) {
     log(`latency: akadze/${driver}`);
-    results.latency.push({ system: `akadze/${driver}`, ...(await pollingLatency(driver, LATENCY_SAMPLES)) });
+    results.latency.push({ system: `akadze/${driver}`, ...(await workerLatency(driver, LATENCY_SAMPLES)) });
     results.latency.push({ system: `akadze/${driver}`, ...(await nudgedLatency(driver, LATENCY_SAMPLES)) });
   }
   log("latency: peers");
