@@ -67,7 +67,7 @@ describe("an HTTP Postgres that fails, delays and drops requests", () => {
   let f: Fixture;
   let endpoint: NeonEndpoint;
   beforeAll(async () => {
-    f = await openFixture("faulthttp");
+    f = await openFixture("bench_fault_http");
     endpoint = await startNeonEndpoint({ connectionString: f.url, fault: { ...FAULTS, random: seededRandom(SEED) } });
   });
   afterAll(async () => { await endpoint?.close(); await f?.drop(); });
@@ -115,7 +115,7 @@ describe("a worker process killed with SIGKILL mid-batch", () => {
   const JOBS = 600;
   const KILLS = 6;
   let f: Fixture;
-  beforeAll(async () => { f = await openFixture("faultkill"); });
+  beforeAll(async () => { f = await openFixture("bench_fault_kill"); });
   afterAll(async () => { await f?.drop(); });
 
   /** Starts the fixture worker and kills it once `after` bodies have started (or it runs out of work). */
