@@ -1,5 +1,5 @@
+// Cluster-wide limits (SPEC §2 "Limits") under concurrent invocations, on node-postgres and neon-http.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { createApp, current, deleteLimit, InvalidInput, runOnce, setLimit, Snooze, Fail, Cancel } from "../src/index.js";
 import { forEachDriver, openDriver, type Harness } from "./support/drivers.js";

@@ -1,5 +1,5 @@
+// Schedules (SPEC §1 `app.periodic` / `app.addSchedules`, §2 "Schedules"), on node-postgres and neon-http.
 import { describe, expect, it } from "vitest";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, InvalidInput, listSchedules, runOnce, type App } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
