@@ -107,6 +107,9 @@ describe("akadze dev with DATABASE_URL", () => {
     const res = await fetch(`${server.appUrl}/akadze/work`, { method: "POST" });
     expect(res.status).toBe(401);
     const ok = await fetch(`${server.appUrl}/akadze/metrics`, { headers: { authorization: `Bearer ${server.env.CRON_SECRET}` } });
-    expect(await ok.text()).toContain('akadze_jobs{queue="orders",state="succeeded"} 3');
+    const text = await ok.text();
+    for (const task of ["orders.charge", "orders.ship", "orders.notify"]) {
+      expect(text).toContain(`akadze_jobs{queue="orders",task="${task}",state="succeeded"} 1`);
+    }
   });
 });

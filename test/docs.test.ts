@@ -32,7 +32,7 @@ const SENTINEL = {
   ].join("\n"),
 };
 
-const examples = writeExamples(root, outDir, [...readDocs(root), SENTINEL], prelude, PRELUDE_NAMES);
+const examples = writeExamples(outDir, [...readDocs(root), SENTINEL], prelude, PRELUDE_NAMES);
 const [renamedOption, changedOutcome] = examples.filter((e) => e.file === SENTINEL.file);
 const docExamples = examples.filter((e) => e.file !== SENTINEL.file);
 

@@ -1,8 +1,8 @@
 // Cluster-wide limits (SPEC §2 "Limits") under concurrent invocations, on node-postgres and neon-http.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { createApp, current, deleteLimit, InvalidInput, runOnce, setLimit, Snooze, Fail, Cancel } from "../src/index.js";
-import { openDriver, type DriverName, type Harness } from "./support/drivers.js";
+import { forEachDriver, openDriver, type Harness } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
 const MINUTE = 60_000;
@@ -64,37 +64,32 @@ const SIZES: Record<"node-postgres" | "neon-http", { rateJobs: number; slowJobs:
   "neon-http": { rateJobs: 100, slowJobs: 24 },
 };
 
-for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly DriverName[]) {
-  describe(driver, () => {
-    let h: Harness;
-    beforeAll(async () => { h = await openDriver(driver); });
-    afterAll(async () => { await h?.close(); });
-    beforeEach(async () => { await h.reset(); });
+forEachDriver((h, driver) => {
 
     const occupiedSlots = async (key: string) =>
-      (await h.rows<{ n: number }>(`select count(*)::int as n from akadze.limit_slots where key = '${key}' and job_id is not null`))[0].n;
-    const runningJobs = async () => (await h.rows<{ n: number }>(`select count(*)::int as n from akadze.jobs where state = 'running'`))[0].n;
+      (await h().rows<{ n: number }>(`select count(*)::int as n from akadze.limit_slots where key = '${key}' and job_id is not null`))[0].n;
+    const runningJobs = async () => (await h().rows<{ n: number }>(`select count(*)::int as n from akadze.jobs where state = 'running'`))[0].n;
 
-    it(`8 concurrent invocations never start more than 10 jobs in any minute under maxStarts 10 per 1m, and all ${SIZES[driver].rateJobs} finish`, async () => {
+    it(`8 concurrent invocations never start more than 10 jobs in any minute under maxStarts 10 per 1m, and all ${SIZES[driver as keyof typeof SIZES].rateJobs} finish`, async () => {
       const clock = new ManualClock();
       const app = createApp({ clock: clock.now });
       const starts: number[] = [];
       const task = app.task("vendor.call", async () => { starts.push(clock.now().getTime()); });
-      await setLimit(h.db, "vendor", { maxStarts: 10, window: "1m" });
-      const total = SIZES[driver].rateJobs;
-      await task.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: total }, () => ({})));
+      await setLimit(h().db, "vendor", { maxStarts: 10, window: "1m" });
+      const total = SIZES[driver as keyof typeof SIZES].rateJobs;
+      await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: total }, () => ({})));
 
       const next = random(42);
       for (let round = 0; starts.length < total; round++) {
         expect(round).toBeLessThan(total); // every round that could start a job must start one
-        await Promise.all(Array.from({ length: 8 }, (_, i) => runOnce(app, { db: h.db, now: clock.now, id: `r${round}-i${i}` })));
+        await Promise.all(Array.from({ length: 8 }, (_, i) => runOnce(app, { db: h().db, now: clock.now, id: `r${round}-i${i}` })));
         // Steps shorter than the window and of varying length, so windows straddle rounds.
         clock.advance(Math.round(30_000 + next() * 60_000));
       }
 
       expect(starts).toHaveLength(total);
       expect(busiestWindow(starts, MINUTE)).toBe(10);
-      const [{ succeeded }] = await h.rows(`select count(*)::int as succeeded from akadze.jobs where state = 'succeeded'`);
+      const [{ succeeded }] = await h().rows(`select count(*)::int as succeeded from akadze.jobs where state = 'succeeded'`);
       expect(succeeded).toBe(total);
     });
 
@@ -102,11 +97,11 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const clock = new ManualClock();
       const app = createApp({ clock: clock.now });
       const task = app.task("vendor.call", async () => {});
-      await setLimit(h.db, "vendor", { maxStarts: 3, window: "1m" });
-      await task.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
+      await setLimit(h().db, "vendor", { maxStarts: 3, window: "1m" });
+      await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
       const claimedAt = async (at: string, batchSize = 10) => {
         clock.set(at);
-        return (await runOnce(app, { db: h.db, now: clock.now, batchSize })).claimed;
+        return (await runOnce(app, { db: h().db, now: clock.now, batchSize })).claimed;
       };
       expect(await claimedAt("2026-06-01T12:00:00Z", 2)).toBe(2);
       expect(await claimedAt("2026-06-01T12:00:30Z")).toBe(1);
@@ -120,17 +115,17 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const clock = new ManualClock("2026-06-01T12:00:00Z");
       const app = createApp({ clock: clock.now });
       const task = app.task("vendor.call", async () => {});
-      await task.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
-      expect((await runOnce(app, { db: h.db, now: clock.now, batchSize: 2 })).claimed).toBe(2);
+      await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
+      expect((await runOnce(app, { db: h().db, now: clock.now, batchSize: 2 })).claimed).toBe(2);
       clock.set("2026-06-01T12:00:20Z");
-      expect((await runOnce(app, { db: h.db, now: clock.now, batchSize: 1 })).claimed).toBe(1);
+      expect((await runOnce(app, { db: h().db, now: clock.now, batchSize: 1 })).claimed).toBe(1);
 
-      await setLimit(h.db, "vendor", { maxStarts: 3, window: "1m" });
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(0);
+      await setLimit(h().db, "vendor", { maxStarts: 3, window: "1m" });
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0);
       clock.set("2026-06-01T12:01:00Z");
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(2);
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(2);
       clock.set("2026-06-01T12:01:20Z");
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(1);
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(1);
     });
 
     it("8 concurrent invocations never run more than 3 slow jobs at once under maxRunning 3", async () => {
@@ -138,9 +133,9 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const app = createApp({ clock: clock.now });
       const slow = new SlowJobs();
       const task = app.task("vendor.export", async (_args, job) => slow.body(job.id));
-      await setLimit(h.db, "vendor", { maxRunning: 3 });
-      const total = SIZES[driver].slowJobs;
-      await task.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: total }, () => ({})));
+      await setLimit(h().db, "vendor", { maxRunning: 3 });
+      const total = SIZES[driver as keyof typeof SIZES].slowJobs;
+      await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: total }, () => ({})));
 
       const next = random(7);
       const active = new Set<Promise<unknown>>();
@@ -148,7 +143,7 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       while (slow.finished < total) {
         const seen = slow.pulse.seen;
         while (active.size < 8) {
-          const run: Promise<unknown> = runOnce(app, { db: h.db, now: clock.now, id: `inv-${invocations++}`, batchSize: 4, budget: Infinity })
+          const run: Promise<unknown> = runOnce(app, { db: h().db, now: clock.now, id: `inv-${invocations++}`, batchSize: 4, budget: Infinity })
             .finally(() => { active.delete(run); slow.pulse.fire(); });
           active.add(run);
         }
@@ -170,13 +165,13 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const ran: string[] = [];
       const limited = app.task("limited", async () => { ran.push("limited"); });
       const free = app.task("free", async () => { ran.push("free"); });
-      await setLimit(h.db, "vendor", { maxStarts: 5, window: "1h" });
+      await setLimit(h().db, "vendor", { maxStarts: 5, window: "1h" });
       // The limited jobs come first in claim order (same priority and run_at, lower ids) and outnumber a batch.
-      await limited.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 200 }, () => ({})));
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(5); // the hour's starts are spent
-      await free.using(h.db).enqueueMany(Array.from({ length: 100 }, () => ({})));
+      await limited.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 200 }, () => ({})));
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(5); // the hour's starts are spent
+      await free.using(h().db).enqueueMany(Array.from({ length: 100 }, () => ({})));
 
-      const rounds = [await runOnce(app, { db: h.db, now: clock.now, batchSize: 50 }), await runOnce(app, { db: h.db, now: clock.now, batchSize: 50 })];
+      const rounds = [await runOnce(app, { db: h().db, now: clock.now, batchSize: 50 }), await runOnce(app, { db: h().db, now: clock.now, batchSize: 50 })];
 
       expect(rounds.map((r) => r.claimed)).toEqual([50, 50]);
       expect(ran.filter((r) => r === "free")).toHaveLength(100);
@@ -189,16 +184,16 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const ran: string[] = [];
       const limited = app.task("limited", async () => { ran.push("limited"); });
       const free = app.task("free", async () => { ran.push("free"); });
-      await setLimit(h.db, "vendor", { maxRunning: 2 });
-      await limited.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 200 }, () => ({})));
-      await free.using(h.db).enqueueMany(Array.from({ length: 96 }, () => ({})));
+      await setLimit(h().db, "vendor", { maxRunning: 2 });
+      await limited.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 200 }, () => ({})));
+      await free.using(h().db).enqueueMany(Array.from({ length: 96 }, () => ({})));
 
       for (const round of [1, 2]) {
         ran.length = 0;
-        expect((await runOnce(app, { db: h.db, now: clock.now, batchSize: 50 })).claimed, `round ${round}`).toBe(50);
+        expect((await runOnce(app, { db: h().db, now: clock.now, batchSize: 50 })).claimed, `round ${round}`).toBe(50);
         expect(ran.filter((r) => r === "limited"), `round ${round}`).toHaveLength(2);
       }
-      expect(await h.rows(`select count(*)::int as n from akadze.jobs where task = 'free' and state = 'queued'`)).toEqual([{ n: 0 }]);
+      expect(await h().rows(`select count(*)::int as n from akadze.jobs where task = 'free' and state = 'queued'`)).toEqual([{ n: 0 }]);
     });
 
     it("a limit set while jobs of its key are running counts them", async () => {
@@ -206,21 +201,21 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const app = createApp({ clock: clock.now });
       const slow = new SlowJobs();
       const task = app.task("vendor.export", async (_args, job) => slow.body(job.id));
-      await task.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
-      const runs = [runOnce(app, { db: h.db, now: clock.now, batchSize: 5, budget: Infinity })];
+      await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
+      const runs = [runOnce(app, { db: h().db, now: clock.now, batchSize: 5, budget: Infinity })];
       await waitFor(() => slow.held.size === 5);
 
-      await setLimit(h.db, "vendor", { maxRunning: 3 });
+      await setLimit(h().db, "vendor", { maxRunning: 3 });
       expect(await occupiedSlots("vendor")).toBe(5); // every running job holds a slot
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(0);
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0);
 
       for (const id of [...slow.held.keys()].slice(0, 2)) slow.release(id);
       await waitFor(async () => (await occupiedSlots("vendor")) === 3);
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(0); // 3 run: the limit
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0); // 3 run: the limit
 
       slow.release([...slow.held.keys()][0]);
       await waitFor(async () => (await occupiedSlots("vendor")) === 2);
-      runs.push(runOnce(app, { db: h.db, now: clock.now, batchSize: 5, budget: Infinity }));
+      runs.push(runOnce(app, { db: h().db, now: clock.now, batchSize: 5, budget: Infinity }));
       await waitFor(() => slow.held.size === 3);
       expect(await runningJobs()).toBe(3);
       for (const id of [...slow.held.keys()]) slow.release(id);
@@ -232,21 +227,21 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const app = createApp({ clock: clock.now });
       const slow = new SlowJobs();
       const task = app.task("vendor.export", async (_args, job) => slow.body(job.id));
-      await setLimit(h.db, "vendor", { maxRunning: 4 });
-      await task.using(h.db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
-      const runs = [runOnce(app, { db: h.db, now: clock.now, batchSize: 4, budget: Infinity })];
+      await setLimit(h().db, "vendor", { maxRunning: 4 });
+      await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
+      const runs = [runOnce(app, { db: h().db, now: clock.now, batchSize: 4, budget: Infinity })];
       await waitFor(() => slow.held.size === 4);
 
-      await setLimit(h.db, "vendor", { maxRunning: 2 });
+      await setLimit(h().db, "vendor", { maxRunning: 2 });
       for (const running of [3, 2]) {
         slow.release([...slow.held.keys()][0]);
         await waitFor(async () => (await occupiedSlots("vendor")) === running);
         // `running` jobs run and the limit is 2: the freed slot must not be handed out.
-        expect((await runOnce(app, { db: h.db, now: clock.now, batchSize: 5 })).claimed).toBe(0);
+        expect((await runOnce(app, { db: h().db, now: clock.now, batchSize: 5 })).claimed).toBe(0);
       }
       slow.release([...slow.held.keys()][0]);
       await waitFor(async () => (await occupiedSlots("vendor")) === 1);
-      runs.push(runOnce(app, { db: h.db, now: clock.now, batchSize: 5, budget: Infinity }));
+      runs.push(runOnce(app, { db: h().db, now: clock.now, batchSize: 5, budget: Infinity }));
       await waitFor(() => slow.held.size === 2);
       expect(await runningJobs()).toBe(2);
       for (const id of [...slow.held.keys()]) slow.release(id);
@@ -258,8 +253,8 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const app = createApp({ clock: clock.now });
       let outcome: () => Promise<unknown> = async () => {};
       const task = app.task("vendor.call", async () => outcome());
-      await setLimit(h.db, "vendor", { maxRunning: 1 });
-      const enqueue = () => task.using(h.db, { limitKey: "vendor" }).enqueue({});
+      await setLimit(h().db, "vendor", { maxRunning: 1 });
+      const enqueue = () => task.using(h().db, { limitKey: "vendor" }).enqueue({});
       const ways: [string, () => Promise<unknown>][] = [
         ["success", async () => "ok"],
         ["a thrown error (retry)", async () => { throw new Error("boom"); }],
@@ -270,35 +265,35 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       ];
       if (driver !== "neon-http") ways.push(["completeTx", async () => current().completeTx(async (tx) => tx.execute(sql`select 1`))]);
       for (const [way, body] of ways) {
-        await h.reset();
-        await setLimit(h.db, "vendor", { maxRunning: 1 });
+        await h().reset();
+        await setLimit(h().db, "vendor", { maxRunning: 1 });
         outcome = body;
         await enqueue();
-        expect((await runOnce(app, { db: h.db, now: clock.now })).claimed, way).toBe(1);
+        expect((await runOnce(app, { db: h().db, now: clock.now })).claimed, way).toBe(1);
         expect(await occupiedSlots("vendor"), way).toBe(0);
       }
 
       // Released unstarted at the end of the invocation (stopped on purpose).
-      await h.reset();
-      await setLimit(h.db, "vendor", { maxRunning: 2 });
+      await h().reset();
+      await setLimit(h().db, "vendor", { maxRunning: 2 });
       const stop = new AbortController();
       outcome = async () => { stop.abort(); };
       await enqueue(); await enqueue();
-      const released = await runOnce(app, { db: h.db, now: clock.now, slots: 1, signal: stop.signal });
+      const released = await runOnce(app, { db: h().db, now: clock.now, slots: 1, signal: stop.signal });
       expect(released).toMatchObject({ claimed: 2, succeeded: 1, released: 1 });
       expect(await occupiedSlots("vendor")).toBe(0);
 
       // Recovered from an invocation that stopped renewing its lease.
-      await h.reset();
-      await setLimit(h.db, "vendor", { maxRunning: 1 });
+      await h().reset();
+      await setLimit(h().db, "vendor", { maxRunning: 1 });
       const slow = new SlowJobs();
       outcome = async () => slow.body(0);
       await enqueue();
-      const dead = runOnce(app, { db: h.db, now: clock.now, lease: "30s", heartbeat: "1h", budget: Infinity });
+      const dead = runOnce(app, { db: h().db, now: clock.now, lease: "30s", heartbeat: "1h", budget: Infinity });
       await waitFor(() => slow.held.size === 1);
       clock.advance(MINUTE);
       outcome = async () => {};
-      expect(await runOnce(app, { db: h.db, now: clock.now })).toMatchObject({ recovered: 1 });
+      expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ recovered: 1 });
       expect(await occupiedSlots("vendor")).toBe(0);
       slow.release(0);
       expect(await dead).toMatchObject({ lost: 1 });
@@ -308,16 +303,15 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const clock = new ManualClock();
       const app = createApp({ clock: clock.now });
       const task = app.task("vendor.call", async () => {});
-      await setLimit(h.db, "vendor", { maxStarts: 1, window: "1h" });
-      await task.using(h.db, { limitKey: "vendor" }).enqueueMany([{}, {}, {}]);
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(1);
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(0);
-      expect(await deleteLimit(h.db, "vendor")).toBe(true);
-      expect((await runOnce(app, { db: h.db, now: clock.now })).claimed).toBe(2);
-      expect(await deleteLimit(h.db, "vendor")).toBe(false);
+      await setLimit(h().db, "vendor", { maxStarts: 1, window: "1h" });
+      await task.using(h().db, { limitKey: "vendor" }).enqueueMany([{}, {}, {}]);
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(1);
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0);
+      expect(await deleteLimit(h().db, "vendor")).toBe(true);
+      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(2);
+      expect(await deleteLimit(h().db, "vendor")).toBe(false);
     });
-  });
-}
+}, ["node-postgres", "neon-http"]);
 
 describe("invalid limits", () => {
   let h: Harness;

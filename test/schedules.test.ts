@@ -1,8 +1,8 @@
 // Schedules (SPEC §1 `app.periodic` / `app.addSchedules`, §2 "Schedules"), on node-postgres and neon-http.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, InvalidInput, listSchedules, runOnce, type App } from "../src/index.js";
-import { openDriver, type DriverName, type Harness } from "./support/drivers.js";
+import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
 const MINUTE = 60_000;
@@ -22,30 +22,25 @@ const SIZES: Record<"node-postgres" | "neon-http", { slots: number }> = {
   "neon-http": { slots: 20 },
 };
 
-for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly DriverName[]) {
-  describe(driver, () => {
-    let h: Harness;
-    beforeAll(async () => { h = await openDriver(driver); });
-    afterAll(async () => { await h?.close(); });
-    beforeEach(async () => { await h.reset(); });
+forEachDriver((h, driver) => {
 
     const slotsOf = async (task: string) =>
-      (await h.rows<{ run_at: string }>(`select run_at from akadze.jobs where task = '${task}' order by run_at, id`)).map((r) => iso(r.run_at));
+      (await h().rows<{ run_at: string }>(`select run_at from akadze.jobs where task = '${task}' order by run_at, id`)).map((r) => iso(r.run_at));
     /** One invocation at each instant. */
     const tickAt = async (app: App, clock: ManualClock, at: string[]) => {
-      for (const t of at) { clock.set(t); await runOnce(app, { db: h.db, now: clock.now }); }
+      for (const t of at) { clock.set(t); await runOnce(app, { db: h().db, now: clock.now }); }
     };
 
-    it(`8 concurrent invocations ticking across ${SIZES[driver].slots} cron slots enqueue exactly ${SIZES[driver].slots} jobs`, async () => {
+    it(`8 concurrent invocations ticking across ${SIZES[driver as keyof typeof SIZES].slots} cron slots enqueue exactly ${SIZES[driver as keyof typeof SIZES].slots} jobs`, async () => {
       const clock = new ManualClock("2026-06-01T12:00:00Z");
       const app = createApp({ clock: clock.now });
       let ran = 0;
       app.periodic("tick", { cron: "*/10 * * * * *" }, async () => { ran++; });
-      const slots = SIZES[driver].slots;
+      const slots = SIZES[driver as keyof typeof SIZES].slots;
       const end = Date.parse("2026-06-01T12:00:00Z") + (slots - 1) * 10_000;
       let seed = 11;
       for (let round = 0; ; round++) {
-        await Promise.all(Array.from({ length: 8 }, (_, i) => runOnce(app, { db: h.db, now: clock.now, id: `r${round}-i${i}` })));
+        await Promise.all(Array.from({ length: 8 }, (_, i) => runOnce(app, { db: h().db, now: clock.now, id: `r${round}-i${i}` })));
         if (clock.now().getTime() >= end) break;
         // Between 70 % of a period and a whole one, so every slot is seen by some round, some by two.
         seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -62,16 +57,16 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
         const clock = new ManualClock("2026-06-01T12:00:00Z");
         const app = createApp({ clock: clock.now });
         app.periodic("minutely", { cron: "* * * * *" }, async () => {});
-        await runOnce(app, { db: h.db, now: clock.now });
+        await runOnce(app, { db: h().db, now: clock.now });
         // Another invocation, a moment behind, is firing 12:01 and holds the row...
-        const other = await (h.db as any).$client.connect();
+        const other = await (h().db as any).$client.connect();
         try {
           await other.query("begin");
           await other.query("update akadze.schedules set last_slot = '2026-06-01T12:01:00Z' where name = 'minutely'");
           // ...while this one, already at 12:02, comes to fire 12:02.
           clock.set("2026-06-01T12:02:00.050Z");
-          const run = runOnce(app, { db: h.db, now: clock.now });
-          await waitFor(async () => (await h.rows(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)).length > 0);
+          const run = runOnce(app, { db: h().db, now: clock.now });
+          await waitFor(async () => (await h().rows(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)).length > 0);
           await other.query("commit");
           await run;
         } finally {
@@ -87,7 +82,7 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       app.periodic("report.hourly", { cron: "0 * * * *", timezone: "Europe/Berlin" }, async () => {});
       // 29 March: 02:00 CET jumps to 03:00 CEST at 01:00 UTC. 25 October: 03:00 CEST falls back to 02:00 CET at 01:00 UTC.
       for (const [from, to] of [["2026-03-28T21:00:00Z", "2026-03-29T04:00:00Z"], ["2026-10-24T21:00:00Z", "2026-10-25T04:00:00Z"]]) {
-        await h.reset();
+        await h().reset();
         await tickAt(app, clock, instants(from, to, 30 * MINUTE));
         // Local 22:00, 23:00, 00:00, 01:00, 03:00 CEST, ... in March; 02:00 CEST and 02:00 CET both fire in October.
         expect(await slotsOf("report.hourly"), from).toEqual(instants(from, to, HOUR));
@@ -103,7 +98,7 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
         "2026-03-28T01:30:00.000Z", // 02:30 CET
         "2026-03-29T01:00:00.000Z", // 02:30 does not exist: 03:00 CEST, the first instant after the gap
       ]);
-      await h.reset();
+      await h().reset();
       await tickAt(app, clock, instants("2026-10-23T12:00:00Z", "2026-10-25T12:00:00Z", 3 * HOUR));
       expect(await slotsOf("nightly")).toEqual([
         "2026-10-24T00:30:00.000Z", // 02:30 CEST
@@ -145,10 +140,10 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       const app = createApp({ clock: clock.now });
       const ran: string[] = [];
       app.periodic("sync", { every: "1m" }, async (_args, job) => { ran.push(`${job.task}@${clock.now().toISOString()}`); });
-      const summary = await runOnce(app, { db: h.db, now: clock.now });
+      const summary = await runOnce(app, { db: h().db, now: clock.now });
       expect(summary).toMatchObject({ claimed: 1, succeeded: 1, roundTrips: 3 }); // claim with the schedules, claim again, complete
       clock.advance(30_000);
-      expect(await runOnce(app, { db: h.db, now: clock.now })).toMatchObject({ claimed: 0, roundTrips: 1 });
+      expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ claimed: 0, roundTrips: 1 });
       expect(ran).toEqual(["sync@2026-06-01T12:00:00.000Z"]);
     });
 
@@ -161,9 +156,9 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
         { name: "nightly", task: "mail.send", cron: "0 3 * * *", args: { userId: 1 } },
         { name: "nightly.admin", task: "mail.send", cron: "0 3 * * *", timezone: "UTC", args: { userId: 2 } },
       ]);
-      await runOnce(app, { db: h.db, now: clock.now });
+      await runOnce(app, { db: h().db, now: clock.now });
       expect(seen.sort()).toEqual([1, 2]);
-      expect(await h.rows(`select task, queue, args from akadze.jobs order by id`)).toEqual([
+      expect(await h().rows(`select task, queue, args from akadze.jobs order by id`)).toEqual([
         { task: "mail.send", queue: "mail", args: { userId: 1 } },
         { task: "mail.send", queue: "mail", args: { userId: 2 } },
       ]);
@@ -184,16 +179,15 @@ for (const driver of ["node-postgres", "neon-http"] as const satisfies readonly 
       expect(await slotsOf("kept")).toHaveLength(3);
       expect(await slotsOf("dropped")).toEqual(["2026-06-01T12:00:00.000Z"]);
       clock.set("2026-06-01T14:10:00Z");
-      expect(await listSchedules(h.db, { app: after })).toEqual([
+      expect(await listSchedules(h().db, { app: after })).toEqual([
         { name: "dropped", task: "dropped", schedule: null, lastSlot: new Date("2026-06-01T12:00:00Z"), nextSlot: null,
           seenAt: new Date("2026-06-01T12:00:00Z"), defined: false },
         { name: "kept", task: "kept", schedule: 'cron "0 * * * *"', lastSlot: new Date("2026-06-01T14:00:00Z"),
           nextSlot: new Date("2026-06-01T15:00:00Z"), seenAt: new Date("2026-06-01T14:00:00Z"), defined: true },
       ]);
-      expect((await listSchedules(h.db)).map((s) => [s.name, s.defined, s.nextSlot])).toEqual([["dropped", null, null], ["kept", null, null]]);
+      expect((await listSchedules(h().db)).map((s) => [s.name, s.defined, s.nextSlot])).toEqual([["dropped", null, null], ["kept", null, null]]);
     });
-  });
-}
+}, ["node-postgres", "neon-http"]);
 
 describe("invalid schedules", () => {
   const handler = async () => {};

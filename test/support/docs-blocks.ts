@@ -84,7 +84,7 @@ export function docFiles(root: string): string[] {
 }
 
 /** Extracts, groups and writes every example under `outDir`, each importing the prelude names it uses. */
-export function writeExamples(root: string, outDir: string, files: { file: string; markdown: string }[], prelude: string, preludeNames: readonly string[]): DocExample[] {
+export function writeExamples(outDir: string, files: { file: string; markdown: string }[], prelude: string, preludeNames: readonly string[]): DocExample[] {
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const examples: DocExample[] = [];
