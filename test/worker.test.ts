@@ -11,6 +11,7 @@ import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb } from "./support/neon.js";
 import type { Db } from "../src/db/driver.js";
+import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_worker"); });
@@ -69,6 +70,8 @@ describe("runWorker", () => {
     await Promise.all([gate("a").started.promise, gate("b").started.promise]);
     gate("b").finish.resolve();
     await gate("c").started.promise;
+    // b's outcome is recorded in the next completion statement, which may still be on its way.
+    await waitFor(async () => (await states())[1].state === "succeeded", "b's completion");
     expect((await states()).map((j) => [j.args.name, j.state])).toEqual([["a", "running"], ["b", "succeeded"], ["c", "running"]]);
     gate("a").finish.resolve();
     gate("c").finish.resolve();

@@ -56,6 +56,12 @@ export interface RunOnceOptions {
   retention?: Retention;
   /** Record this invocation in `akadze.workers` (in its claim and completion statements). Default true; `runWorker` records itself instead. */
   register?: boolean;
+  /**
+   * Keep every slot busy: when a slot frees and nothing is waiting, claim as many jobs as there are free
+   * slots (one statement, same lease owner and heartbeat) until a claim comes back empty or `signal`
+   * aborts. The long-lived worker runs this way. Default false: one claim, one batch.
+   */
+  refill?: boolean;
 }
 
 /** What one invocation did. @example const { succeeded, roundTrips }: RunSummary = await runOnce(app, { db }); */
@@ -171,6 +177,18 @@ class Invocation {
     return extras;
   }
 
+  /** Claims up to `count` more jobs for free slots (refill mode); schedules ride along, as in the first claim. */
+  private async claimMore(count: number): Promise<ClaimedJob[]> {
+    const now = this.now();
+    const schedules = scheduleClaimParts(this.app, now);
+    const more = await this.claimBatch(now, count, schedules);
+    this.summary.claimed += more.claimed.length;
+    this.summary.recovered += more.recovered.length;
+    this.summary.cancelled += more.cancelled.length;
+    for (const job of more.claimed) this.controllers.set(job.id, new AbortController());
+    return more.claimed;
+  }
+
   private async runBatch(jobs: ClaimedJob[]): Promise<void> {
     for (const job of jobs) this.controllers.set(job.id, new AbortController());
     const heartbeat = new Heartbeat({
@@ -182,9 +200,31 @@ class Invocation {
     heartbeat.start();
     try {
       const queue = [...jobs];
-      const slots = Math.max(1, Math.min(this.options.slots ?? DEFAULT_SLOTS, queue.length));
+      const refill = this.options.refill === true;
+      const slots = Math.max(1, refill ? this.options.slots ?? DEFAULT_SLOTS : Math.min(this.options.slots ?? DEFAULT_SLOTS, queue.length));
+      let busy = 0;
+      let exhausted = false;
+      let claiming: Promise<void> | null = null;
+      // One claim at a time, sized to the slots free when it is sent; slots that free meanwhile wait for it.
+      const claimForFreeSlots = () => (claiming ??= (async () => {
+        const free = slots - busy - queue.length;
+        if (free <= 0) return;
+        // A failed refill ends the refilling, not the invocation: the jobs it holds still run and complete.
+        const more = await this.claimMore(free).catch(() => []);
+        if (more.length === 0) exhausted = true;
+        queue.push(...more);
+      })().finally(() => { claiming = null; }));
       await Promise.all(Array.from({ length: slots }, async () => {
-        for (let job = queue.shift(); job; job = queue.shift()) this.record(await this.runOne(job));
+        for (;;) {
+          let job = queue.shift();
+          while (!job && refill && !exhausted && !this.options.signal?.aborted) {
+            await claimForFreeSlots();
+            job = queue.shift();
+          }
+          if (!job) return;
+          busy++;
+          try { this.record(await this.runOne(job)); } finally { busy--; }
+        }
       }));
     } finally {
       heartbeat.stop();
@@ -226,7 +266,8 @@ class Invocation {
   private record(outcome: Outcome | null): void {
     if (outcome === null) return; // completeTx/completeBatch recorded it; counted in runOne
     this.pending.push(outcome);
-    if (!this.flushing) this.flushing = this.drain().finally(() => { this.flushing = null; });
+    // Wait one macrotask first, so every job that finishes in the same turn shares one statement.
+    if (!this.flushing) this.flushing = nextTurn().then(() => this.drain()).finally(() => { this.flushing = null; });
   }
 
   private async flush(): Promise<void> {
@@ -296,6 +337,10 @@ class Invocation {
       return result;
     });
   }
+}
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 function sideTransition(t: SideTransition): Transition {

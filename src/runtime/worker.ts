@@ -60,9 +60,10 @@ const WorkerOptionsSchema = v.object({
 
 /**
  * Runs jobs until `signal` aborts, then stops gracefully and resolves with a summary. Every queue gets
- * `slots` lanes; a lane is a loop of one-job invocations, so a slot refills the moment its job ends.
- * While a queue is idle only one of its lanes polls, backing off from `minPoll` to `maxPoll`; when it
- * finds work the other lanes wake at once.
+ * `slots` slots, run by one refilling invocation (`runOnce` with `refill`): when slots free up it claims
+ * that many jobs in one statement, so a slot refills as soon as its job ends while claims stay batched
+ * and one heartbeat renews every lease. When a queue is idle its lane polls, backing off from
+ * `minPoll` to `maxPoll`.
  * @example
  * const stop = new AbortController();
  * process.on("SIGTERM", () => stop.abort());
@@ -104,8 +105,9 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
       }
       let claimed = 0;
       try {
+        const slots = o.slots ?? DEFAULT_SLOTS;
         const s = await runOnce(app, {
-          db, queues: group.queues ?? undefined, slots: 1, batchSize: 1, budget: Infinity, signal: options.signal,
+          db, queues: group.queues ?? undefined, slots, batchSize: slots, refill: true, budget: Infinity, signal: options.signal,
           id: `${id}.${++seq}`, lease: options.lease, now, retention: options.retention, register: false,
         });
         claimed = s.claimed;
@@ -134,7 +136,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
 
   const groups = (o.queues ?? [null]).map((queue) => new QueueGroup(queue === null ? null : [queue]));
   try {
-    await Promise.all(groups.flatMap((group) => Array.from({ length: o.slots ?? DEFAULT_SLOTS }, () => lane(group))));
+    await Promise.all(groups.map((group) => lane(group)));
   } finally {
     clearInterval(seen);
     await reporting;
