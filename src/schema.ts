@@ -50,7 +50,8 @@ export const jobs = akadze.table("jobs", {
   index("jobs_owner_idx").on(t.leaseOwner).where(sql`${t.state} = 'running'`),
   // (state, finished_at): retention prunes one state by age without walking the failed jobs it keeps.
   index("jobs_finished_idx").on(t.state, t.finishedAt).where(sql`${t.state} in ('succeeded', 'failed', 'cancelled')`),
-  uniqueIndex("jobs_unique_key_active").on(t.uniqueKey).where(sql`${t.state} in ('queued', 'running')`),
+  // Only jobs that have a key: jobs without one (most) cost this index nothing.
+  uniqueIndex("jobs_unique_key_active").on(t.uniqueKey).where(sql`${t.state} in ('queued', 'running') and ${t.uniqueKey} is not null`),
 ]);
 
 /** Queues with a cluster-wide state; a queue with no row is active. */

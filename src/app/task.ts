@@ -1,10 +1,11 @@
 import * as v from "valibot";
+import type { SQL } from "drizzle-orm";
 import type { BackoffPolicy } from "../core/backoff.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
 import { isJsonValue } from "../core/json.js";
 import { queryJson, type BatchItem, type Db } from "../db/driver.js";
-import { insertJobsStatement, type NewJob } from "../sql/enqueue.js";
+import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
 import { parseEnqueueOptions, parseOrThrow, type EnqueueOptions } from "./options.js";
 
 /** The queue of a task that names none. @example app.task("t", async () => {}); // queue "default" */
@@ -102,28 +103,30 @@ export class Task<S extends ArgsSchema = ArgsSchema> {
 
   /** Binds enqueueing to `db` (a database or a transaction) and options. @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 }); */
   using(db: Db, options?: EnqueueOptions): Enqueuer<S> {
-    const rowsFor = (list: unknown[]) => list.map((args) => buildJobRow(this.definition, args, options, this.clock()));
+    const statementFor = (list: unknown[]) => insertJobsStatement(buildJobBatch(this.definition, list, options, this.clock()), list.map((a) => a ?? {}));
     return {
-      enqueue: async (args) => (await insertRows(db, rowsFor([args]), options?.uniqueKey))[0],
+      enqueue: async (args) => (await insertRows(db, statementFor([args]), options?.uniqueKey))[0],
       enqueueMany: async (args) => {
-        const rows = rowsFor([...args]);
-        return rows.length === 0 ? [] : insertRows(db, rows, options?.uniqueKey);
+        const list = [...args];
+        const statement = statementFor(list); // validates even an empty list's options
+        return list.length === 0 ? [] : insertRows(db, statement, options?.uniqueKey);
       },
-      enqueueQuery: (args) => db.execute(insertJobsStatement(rowsFor([args]))),
+      enqueueQuery: (args) => db.execute(statementFor([args])),
     };
   }
 }
 
-/** Validates args and options and builds the row; throws InvalidInput before anything is written. */
-export function buildJobRow(task: TaskDefinition, args: unknown, options: EnqueueOptions | undefined, now: Date): NewJob {
+/** Validates the options and every args; throws InvalidInput before anything is written. */
+export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date): JobBatch {
   const parsed = parseEnqueueOptions(options);
-  parseOrThrow(task.schema, args, `args for task ${task.name}`);
-  if (!isJsonValue(args ?? {})) throw new InvalidInput(`Invalid args for task ${task.name}: args must be JSON (no Date, Map, BigInt, class instances or cycles)`);
+  for (const args of list) {
+    parseOrThrow(task.schema, args, `args for task ${task.name}`);
+    if (!isJsonValue(args ?? {})) throw new InvalidInput(`Invalid args for task ${task.name}: args must be JSON (no Date, Map, BigInt, class instances or cycles)`);
+  }
   const runAt = parsed.runAt ?? new Date(now.getTime() + (parsed.delay ?? 0));
   return {
     task: task.name,
     queue: parsed.queue ?? task.queue,
-    args: args ?? {},
     priority: parsed.priority ?? task.priority,
     maxAttempts: task.maxAttempts,
     runAt,
@@ -133,9 +136,9 @@ export function buildJobRow(task: TaskDefinition, args: unknown, options: Enqueu
   };
 }
 
-async function insertRows(db: Db, rows: NewJob[], uniqueKey: string | undefined): Promise<number[]> {
+async function insertRows(db: Db, statement: SQL, uniqueKey: string | undefined): Promise<number[]> {
   try {
-    return (await queryJson<number[]>(db, insertJobsStatement(rows))).map(Number);
+    return (await queryJson<number[]>(db, statement)).map(Number);
   } catch (error) {
     if (isUniqueKeyViolation(error)) throw new DuplicateJob(uniqueKey ?? "?", { cause: error });
     throw error;

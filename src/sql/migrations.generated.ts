@@ -49,5 +49,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
     "statements": [
       "CREATE INDEX \"jobs_due_idx\" ON \"akadze\".\"jobs\" USING btree (\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued';"
     ]
+  },
+  {
+    "id": 5,
+    "name": "0005_unique_key_without_nulls",
+    "statements": [
+      "DROP INDEX \"akadze\".\"jobs_unique_key_active\";",
+      "CREATE UNIQUE INDEX \"jobs_unique_key_active\" ON \"akadze\".\"jobs\" USING btree (\"unique_key\") WHERE \"akadze\".\"jobs\".\"state\" in ('queued', 'running') and \"akadze\".\"jobs\".\"unique_key\" is not null;"
+    ]
   }
 ];

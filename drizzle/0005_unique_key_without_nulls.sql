@@ -1,0 +1,2 @@
+DROP INDEX "akadze"."jobs_unique_key_active";--> statement-breakpoint
+CREATE UNIQUE INDEX "jobs_unique_key_active" ON "akadze"."jobs" USING btree ("unique_key") WHERE "akadze"."jobs"."state" in ('queued', 'running') and "akadze"."jobs"."unique_key" is not null;
