@@ -143,7 +143,7 @@ export async function workerLatency(driver: AkadzeDriver, samples: number): Prom
   return summarize(seen, `runWorker, slots ${WORKER_SLOTS}, default polling`);
 }
 
-/** Burn-down by the long-lived worker: its lanes run one-job invocations. */
+/** Burn-down by the long-lived worker: one refilling invocation per queue, claims sized to the free slots. */
 export async function workerThroughput(driver: AkadzeDriver, count: number): Promise<Throughput> {
   const target = await openAkadze(driver, "wk");
   try {

@@ -70,7 +70,7 @@ async function main(): Promise<void> {
       systems: {
         akadze: `${BURN_DOWN.loops} runOnce loops side by side, batchSize ${BURN_DOWN.batchSize}, slots ${BURN_DOWN.slots}, budget Infinity; ` +
           `enqueueMany, ${ENQUEUE_CHUNK} per statement; node-postgres pool ${POOL_SIZE}; neon drivers through the local endpoint (src/dev/neon-endpoint.ts)`,
-        [WORKER_ROW]: `runWorker(app, { db, slots: ${WORKER_SLOTS} }) as shipped: every lane loops one-job invocations (batchSize 1); ${WORKER_JOBS} jobs`,
+        [WORKER_ROW]: `runWorker(app, { db, slots: ${WORKER_SLOTS} }) as shipped: one refilling invocation that claims as many jobs as free slots; ${WORKER_JOBS} jobs`,
         "graphile-worker": graphileSettings(),
         "pg-boss": pgbossSettings(),
       },
