@@ -5,7 +5,7 @@ import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.j
 import { DEFAULT_RETENTION, pruneJobs } from "../ops/retention.js";
 import { CliError } from "./errors.js";
 import type { CliContext } from "./main.js";
-import { formatAgo, formatSpan, formatTime, print, printJson, renderFields, renderTable } from "./output.js";
+import { formatAgo, formatSpan, formatTime, print, printJson, printRows, renderFields, renderTable } from "./output.js";
 import { duration, jobId, positiveInt } from "./parse.js";
 
 /** `akadze jobs list|show|cancel|requeue|prune`. */
@@ -19,14 +19,12 @@ export function registerJobs(program: Command, ctx: CliContext): void {
     .option("--limit <n>", "show at most this many (default 50, at most 1000)", positiveInt)
     .action((opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
       const rows = await listJobs(db, { state: opts.status, queue: opts.queue, task: opts.task, limit: opts.limit });
-      if (ctx.json(cmd)) return printJson(rows);
-      if (rows.length === 0) return print("no jobs match");
       const now = new Date();
-      print(renderTable<JobSummary>(rows, [
+      printRows<JobSummary>(ctx.json(cmd), rows, "no jobs match", [
         ["ID", (j) => j.id], ["TASK", (j) => j.task], ["QUEUE", (j) => j.queue], ["STATE", (j) => j.state],
         ["ATTEMPT", (j) => `${j.attempt}/${j.maxAttempts}`], ["RUN AT", (j) => formatAgo(j.runAt, now)],
         ["CREATED", (j) => formatAgo(j.createdAt, now)], ["FINISHED", (j) => formatAgo(j.finishedAt, now)],
-      ]));
+      ]);
     }));
 
   jobs.command("show").description("one job: args, result, errors history and timings")

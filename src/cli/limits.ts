@@ -3,7 +3,7 @@ import { deleteLimit, setLimit, type LimitOptions } from "../control.js";
 import { listLimits, type LimitRow } from "../ops/limits.js";
 import { CliError, UsageError } from "./errors.js";
 import type { CliContext } from "./main.js";
-import { formatMs, print, printJson, renderTable } from "./output.js";
+import { formatMs, print, printJson, printRows } from "./output.js";
 import { duration, positiveInt } from "./parse.js";
 
 /** `akadze limits list|set|delete`. */
@@ -13,15 +13,13 @@ export function registerLimits(program: Command, ctx: CliContext): void {
   limits.command("list").description("every limit and how much of it is in use")
     .action((_opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
       const rows = await listLimits(db);
-      if (ctx.json(cmd)) return printJson(rows);
-      if (rows.length === 0) return print("no limits");
-      print(renderTable<LimitRow>(rows, [
+      printRows<LimitRow>(ctx.json(cmd), rows, "no limits", [
         ["KEY", (l) => l.key],
         ["MAX STARTS", (l) => (l.maxStarts === null ? "-" : `${l.maxStarts}/${formatMs(l.windowMs)}`)],
         ["STARTS IN WINDOW", (l) => (l.maxStarts === null ? "-" : l.startsInWindow)],
         ["MAX RUNNING", (l) => l.maxRunning ?? "-"],
         ["RUNNING", (l) => (l.maxRunning === null ? "-" : l.running)],
-      ]));
+      ]);
     }));
 
   limits.command("set").description("create or change a limit; options not given keep their value")

@@ -32,6 +32,12 @@ export function printJson(value: unknown): void {
   print(JSON.stringify(value, null, 2));
 }
 
+/** A listing: the rows as JSON with --json, else a table, or `empty` when there are none. */
+export function printRows<T>(json: boolean, rows: T[], empty: string, columns: Column<T>[]): void {
+  if (json) return printJson(rows);
+  print(rows.length === 0 ? empty : renderTable(rows, columns));
+}
+
 /** A span in the largest whole units that fit, e.g. "3s", "4m12s", "2h5m", "3d4h". */
 export function formatSpan(ms: number): string {
   const s = Math.round(Math.abs(ms) / 1000);

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { pauseQueue, resumeQueue } from "../control.js";
 import { listQueues, type QueueRow } from "../ops/queues.js";
 import type { CliContext } from "./main.js";
-import { formatSpan, print, printJson, renderTable } from "./output.js";
+import { formatSpan, print, printJson, printRows } from "./output.js";
 
 /** `akadze queues list|pause|resume`. */
 export function registerQueues(program: Command, ctx: CliContext): void {
@@ -11,14 +11,12 @@ export function registerQueues(program: Command, ctx: CliContext): void {
   queues.command("list").description("every queue with its jobs by state and its oldest due job's wait")
     .action((_opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
       const rows = await listQueues(db);
-      if (ctx.json(cmd)) return printJson(rows);
-      if (rows.length === 0) return print("no queues yet: enqueue a job or pause a queue");
-      print(renderTable<QueueRow>(rows, [
+      printRows<QueueRow>(ctx.json(cmd), rows, "no queues yet: enqueue a job or pause a queue", [
         ["QUEUE", (q) => q.queue], ["PAUSED", (q) => (q.paused ? "yes" : "no")], ["DUE", (q) => q.due],
         ["SCHEDULED", (q) => q.scheduled], ["RUNNING", (q) => q.running], ["SUCCEEDED", (q) => q.succeeded],
         ["FAILED", (q) => q.failed], ["CANCELLED", (q) => q.cancelled],
         ["OLDEST DUE", (q) => (q.due > 0 ? formatSpan(q.oldestDueSeconds * 1000) : "-")],
-      ]));
+      ]);
     }));
 
   for (const [name, paused] of [["pause", true], ["resume", false]] as const) {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { DEFAULT_WORKERS_SINCE, listWorkers, type WorkerRow } from "../ops/workers.js";
 import type { CliContext } from "./main.js";
-import { formatAgo, print, printJson, renderTable } from "./output.js";
+import { formatAgo, printRows } from "./output.js";
 import { duration, positiveInt } from "./parse.js";
 
 /** `akadze workers list`. */
@@ -13,14 +13,12 @@ export function registerWorkers(program: Command, ctx: CliContext): void {
     .option("--limit <n>", "show at most this many (default 100)", positiveInt)
     .action((opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
       const rows = await listWorkers(db, { since: opts.since, all: opts.all, limit: opts.limit });
-      if (ctx.json(cmd)) return printJson(rows);
-      if (rows.length === 0) return print("no invocations or workers seen recently");
       const now = new Date();
-      print(renderTable<WorkerRow>(rows, [
+      printRows<WorkerRow>(ctx.json(cmd), rows, "no invocations or workers seen recently", [
         ["ID", (w) => w.id], ["KIND", (w) => w.kind], ["STATUS", (w) => w.status],
         ["QUEUES", (w) => (w.queues.length ? w.queues.join(",") : "*")], ["RUNNING", (w) => w.running],
         ["JOBS DONE", (w) => w.jobsDone], ["STARTED", (w) => formatAgo(w.startedAt, now)],
         ["LAST SEEN", (w) => formatAgo(w.lastSeenAt, now)], ["STOPPED", (w) => formatAgo(w.stoppedAt, now)],
-      ]));
+      ]);
     }));
 }
