@@ -1,5 +1,5 @@
 import type { SQL } from "drizzle-orm";
-import { parseDuration, type Duration } from "../core/duration.js";
+import { parseDuration } from "../core/duration.js";
 import { AkadzeError, Cancel, LeaseLost } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import { emitTransitions, type Transition } from "../app/hooks.js";
@@ -7,80 +7,17 @@ import { isNeonHttp, queryJson, type Db } from "../db/driver.js";
 import { claimJobsStatement, type ClaimedJob, type ClaimResult, type SideTransition } from "../sql/claim.js";
 import { completeJobsStatement, type CompletedJob, type Outcome } from "../sql/complete.js";
 import { scheduleClaimParts } from "../schedules/enqueue.js";
-import { resolveRetention, retentionCtes, type Retention, type RetentionPlan } from "../ops/retention.js";
+import { resolveRetention, retentionCtes, type RetentionPlan } from "../ops/retention.js";
 import { invocationDoneCte, invocationSeenCte } from "../ops/workers.js";
 import { CurrentJob } from "./context.js";
+import { CLAIM_MARGIN_MS, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 import { executeJob } from "./execute.js";
 import { Heartbeat } from "./heartbeat.js";
 
-/** Jobs an invocation runs at once unless told. @example runOnce(app, { db, slots: DEFAULT_SLOTS * 2 }) */
-export const DEFAULT_SLOTS = 8;
-/** Jobs an invocation claims unless told. @example runOnce(app, { db, batchSize: DEFAULT_BATCH_SIZE }) */
-export const DEFAULT_BATCH_SIZE = 50;
-/** An invocation's wall time unless told: inside Vercel's and Cloudflare's limits. @example runOnce(app, { db, budget: DEFAULT_BUDGET }) */
-export const DEFAULT_BUDGET = "25s";
-/** How long a claim holds a job before any invocation may recover it; heartbeats renew it. @example runOnce(app, { db, lease: DEFAULT_LEASE }) */
-export const DEFAULT_LEASE = "30s";
+export * from "./run-options.js";
+
+/** Tries to record a batch of outcomes before leaving them to lease expiry. */
 const COMPLETE_TRIES = 3;
-/**
- * A task is claimed only if its timeout fits the remaining budget with this much to spare: the claim's
- * own round trip passes before the first job starts, and a job that no longer fits is only released.
- */
-export const CLAIM_MARGIN_MS = 1000;
-
-/** Options of one invocation. @example const options: RunOnceOptions = { db, queues: ["mail"], budget: "25s" }; */
-export interface RunOnceOptions {
-  db: Db;
-  /** Queues to claim from; default: every queue. */
-  queues?: string[];
-  /** Jobs run at once. Default 8. */
-  slots?: number;
-  /** Jobs claimed. Default 50. */
-  batchSize?: number;
-  /** Wall time for the whole invocation; no job starts whose timeout would outlive it. Default "25s"; `Infinity` for none. */
-  budget?: Duration;
-  /** Lease per claim, renewed by the heartbeat. Default "30s". */
-  lease?: Duration;
-  /** Heartbeat interval. Default a third of the lease. */
-  heartbeat?: Duration;
-  /** The clock for every timestamp and the budget. Default: the app's clock. */
-  now?: () => Date;
-  /** Aborting it stops on purpose: no new job starts, unstarted ones go back to `queued`. */
-  signal?: AbortSignal;
-  /** This invocation's id (lease owner). Default: a random one. */
-  id?: string;
-  /**
-   * Finished jobs this invocation prunes in its claim's round trip (a bounded batch): an age for succeeded
-   * and cancelled jobs, `{ finished, failed, batch }`, or `false`. Default `DEFAULT_RETENTION` ("7d"); failed jobs are kept.
-   */
-  retention?: Retention;
-  /** Record this invocation in `akadze.workers` (in its claim and completion statements). Default true; `runWorker` records itself instead. */
-  register?: boolean;
-  /**
-   * Keep every slot busy: when a slot frees and nothing is waiting, claim as many jobs as there are free
-   * slots (one statement, same lease owner and heartbeat) until a claim comes back empty or `signal`
-   * aborts. The long-lived worker runs this way. Default false: one claim, one batch.
-   */
-  refill?: boolean;
-}
-
-/** What one invocation did. @example const { succeeded, roundTrips }: RunSummary = await runOnce(app, { db }); */
-export interface RunSummary {
-  id: string;
-  claimed: number;
-  succeeded: number;
-  retried: number;
-  snoozed: number;
-  failed: number;
-  cancelled: number;
-  released: number;
-  recovered: number;
-  /** Outcomes that could not be recorded because the lease was lost. */
-  lost: number;
-  /** Statements sent to the database by the invocation itself. */
-  roundTrips: number;
-  durationMs: number;
-}
 
 /**
  * One serverless invocation: recover expired leases and claim a batch in one statement, run it with
