@@ -173,4 +173,55 @@ forEachDriver((h) => {
     expect(res.status).toBe(500);
     expect(await res.json()).toEqual({ error: { code: "internal_error", message: "database is down" } });
   });
+
+  it("the admin API lists and shows jobs, and answers 404 for an unknown one and 400 for a bad filter", async () => {
+    const { app, ok, broken, call } = setup();
+    const id = await ok.using(h().db).enqueue({});
+    await broken.using(h().db).enqueue({});
+    await runOnce(app, { db: h().db, queues: ["default"] });
+    const get = (path: string) => call(path, { method: "GET" });
+    const failed = await get("/akadze/jobs?status=failed");
+    expect(failed.status).toBe(200);
+    expect((await failed.json()).map((j: any) => j.task)).toEqual(["broken"]);
+    const shown = await (await get(`/akadze/jobs/${id}`)).json();
+    expect(shown).toMatchObject({ id, task: "ok", state: "succeeded", result: "done" });
+    expect((await get("/akadze/jobs/999999")).status).toBe(404);
+    expect((await get("/akadze/jobs?status=lost")).status).toBe(400);
+    expect((await get("/akadze/jobs?colour=red")).status).toBe(400);
+  });
+
+  it("the admin API pauses and resumes a queue for every invocation", async () => {
+    const { app, other, call } = setup();
+    const id = await other.using(h().db).enqueue({});
+    expect(await (await call("/akadze/queues/other/pause")).json()).toEqual({ queue: "other", paused: true });
+    expect((await runOnce(app, { db: h().db })).claimed).toBe(0);
+    const queues = await (await call("/akadze/queues", { method: "GET" })).json();
+    expect(queues.find((q: any) => q.queue === "other")).toMatchObject({ paused: true });
+    await call("/akadze/queues/other/resume");
+    await runOnce(app, { db: h().db });
+    expect(await jobState(id)).toEqual({ state: "succeeded", attempt: 1 });
+  });
+
+  it("the admin API sets, lists and deletes limits; bad limits are a 400 and write nothing", async () => {
+    const { call } = setup();
+    const put = (body: unknown) => call("/akadze/limits/vendor", { method: "PUT", body: JSON.stringify(body) });
+    expect((await put({ maxRunning: 0 })).status).toBe(400);
+    expect(await (await call("/akadze/limits", { method: "GET" })).json()).toEqual([]);
+    const set = await put({ maxStarts: 10, window: "1m" });
+    expect(set.status).toBe(200);
+    expect(await set.json()).toMatchObject({ key: "vendor", maxStarts: 10, windowMs: 60_000 });
+    expect((await (await call("/akadze/limits", { method: "GET" })).json()).map((l: any) => l.key)).toEqual(["vendor"]);
+    expect((await call("/akadze/limits/vendor", { method: "DELETE" })).status).toBe(200);
+    expect((await call("/akadze/limits/vendor", { method: "DELETE" })).status).toBe(404);
+  });
+
+  it("the admin API lists workers and schedules", async () => {
+    const { app, ok, call } = setup();
+    await ok.using(h().db).enqueue({});
+    const summary = await runOnce(app, { db: h().db });
+    const workers = await (await call("/akadze/workers", { method: "GET" })).json();
+    expect(workers.map((w: any) => w.id)).toContain(summary.id);
+    expect((await call("/akadze/workers?since=soon", { method: "GET" })).status).toBe(400);
+    expect(await (await call("/akadze/schedules", { method: "GET" })).json()).toEqual([]);
+  });
 }, ["node-postgres", "neon-http"]);

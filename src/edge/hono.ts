@@ -18,7 +18,8 @@ import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-onc
 import { bearerToken, secretMatches } from "./auth.js";
 import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
 import { parseRequest, problemOf, RouteProblem } from "./problems.js";
-import { JobIdParam, queryObject, WorkRequest } from "./requests.js";
+import { JobIdParam, jsonBody, queryObject, WorkRequest } from "./requests.js";
+import { registerAdminRoutes } from "./admin.js";
 
 /** Where `akadzeRoutes` gets its database, secret and limits. */
 export interface AkadzeRoutesOptions<E extends Env = Env> {
@@ -44,6 +45,7 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
  *   `batchSize`, `budget` from the query or a JSON body; answers with the invocation's summary.
  * - `GET /metrics`: Prometheus text.
  * - `POST /jobs/:id/cancel`, `POST /jobs/:id/requeue`.
+ * - the admin API of `registerAdminRoutes`: jobs, queues (pause/resume), limits, workers, schedules.
  * Errors are JSON `{ error: { code, message, issues? } }`: 400 malformed, 401 no or wrong secret,
  * 404 unknown job, 409 job in the wrong state.
  * @example web.route("/akadze", akadzeRoutes(app, { db, secret: process.env.CRON_SECRET }));
@@ -105,26 +107,12 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
     return c.json({ id, state: "queued" });
   });
 
+  registerAdminRoutes(routes, getDb);
+
   // Mounted sub-apps fall through to the parent's notFound (plain text); keep akadze's answers JSON.
   routes.all("*", (c) => { throw new RouteProblem(404, "not_found", `no akadze route ${c.req.method} ${new URL(c.req.url).pathname}`); });
 
   return routes;
-}
-
-/** The JSON body as an object, `{}` when there is none; malformed JSON is a 400. */
-async function jsonBody(c: Context): Promise<Record<string, unknown>> {
-  const text = await c.req.text();
-  if (text.trim() === "") return {};
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw new RouteProblem(400, "malformed_json", `the request body is not JSON: ${(error as Error).message}`);
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new RouteProblem(400, "invalid_request", "the request body must be a JSON object");
-  }
-  return body as Record<string, unknown>;
 }
 
 /** After a control operation changed nothing: 404 if the job does not exist, else 409 with its state. */

@@ -1,7 +1,9 @@
 // Valibot schemas of what akadze's routes accept. Queries arrive as strings, so counts and
 // durations accept their string spelling too; JSON bodies may use numbers.
 import * as v from "valibot";
+import type { Context } from "hono";
 import { DurationSchema } from "../core/duration.js";
+import { RouteProblem } from "./problems.js";
 
 /** Upper bounds that keep one request from asking for an absurd invocation. */
 export const MAX_SLOTS = 1_000;
@@ -54,4 +56,20 @@ export function queryObject(url: URL): Record<string, string | string[]> {
     out[key] = values.length === 1 ? values[0] : values;
   }
   return out;
+}
+
+/** The JSON body as an object, `{}` when there is none; malformed JSON is a 400. */
+export async function jsonBody(c: Context): Promise<Record<string, unknown>> {
+  const text = await c.req.text();
+  if (text.trim() === "") return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new RouteProblem(400, "malformed_json", `the request body is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new RouteProblem(400, "invalid_request", "the request body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
 }

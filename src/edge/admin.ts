@@ -1,0 +1,65 @@
+// The JSON admin API: the CLI's read and control operations over HTTP, behind the same bearer secret.
+import * as v from "valibot";
+import type { Context, Env, Hono } from "hono";
+import { DurationSchema } from "../core/duration.js";
+import { deleteLimit, pauseQueue, resumeQueue, setLimit } from "../control.js";
+import type { Db } from "../db/driver.js";
+import { getJob, listJobs } from "../ops/jobs.js";
+import { listLimits } from "../ops/limits.js";
+import { listQueues } from "../ops/queues.js";
+import { readSchedules } from "../ops/schedules.js";
+import { listWorkers } from "../ops/workers.js";
+import { parseRequest as parse, RouteProblem } from "./problems.js";
+import { JobIdParam, jsonBody, queryObject } from "./requests.js";
+
+const Name = (what: string) => v.pipe(v.string(), v.minLength(1, `${what} must not be empty`), v.maxLength(200, `${what} is too long`));
+const Limit = v.pipe(v.string(), v.regex(/^\d+$/, "limit must be a whole number"), v.transform(Number));
+const JobsQuery = v.strictObject({
+  status: v.optional(v.string()), queue: v.optional(v.string()), task: v.optional(v.string()), limit: v.optional(Limit),
+});
+const WorkersQuery = v.strictObject({ since: v.optional(DurationSchema), all: v.optional(v.picklist(["true", "false"])), limit: v.optional(Limit) });
+
+/**
+ * Adds `GET /jobs`, `GET /jobs/:id`, `GET /queues`, `POST /queues/:name/pause|resume`, `GET /limits`,
+ * `PUT /limits/:key` (JSON `{ maxStarts, window, maxRunning }`), `DELETE /limits/:key`, `GET /workers` and
+ * `GET /schedules` to akadze's routes. Invalid input is a 400 from the same validation the CLI uses.
+ * @example registerAdminRoutes(routes, () => db);
+ */
+export function registerAdminRoutes<E extends Env>(routes: Hono<E>, getDb: (c: Context<E>) => Db | Promise<Db>): void {
+  routes.get("/jobs", async (c) => {
+    const q = parse(JobsQuery, queryObject(new URL(c.req.url)), "jobs query");
+    return c.json(await listJobs(await getDb(c), { state: q.status as never, queue: q.queue, task: q.task, limit: q.limit }));
+  });
+  routes.get("/jobs/:id", async (c) => {
+    const id = parse(JobIdParam, c.req.param("id"), "job id");
+    const job = await getJob(await getDb(c), id);
+    if (!job) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
+    return c.json(job);
+  });
+
+  routes.get("/queues", async (c) => c.json(await listQueues(await getDb(c))));
+  for (const [action, operation] of [["pause", pauseQueue], ["resume", resumeQueue]] as const) {
+    routes.post(`/queues/:name/${action}`, async (c) => {
+      const name = parse(Name("a queue name"), c.req.param("name"), "queue");
+      await operation(await getDb(c), name);
+      return c.json({ queue: name, paused: action === "pause" });
+    });
+  }
+
+  routes.get("/limits", async (c) => c.json(await listLimits(await getDb(c))));
+  routes.put("/limits/:key", async (c) => {
+    const key = parse(Name("a limit key"), c.req.param("key"), "limit key");
+    return c.json(await setLimit(await getDb(c), key, await jsonBody(c)));
+  });
+  routes.delete("/limits/:key", async (c) => {
+    const key = parse(Name("a limit key"), c.req.param("key"), "limit key");
+    if (!(await deleteLimit(await getDb(c), key))) throw new RouteProblem(404, "not_found", `no limit for key ${JSON.stringify(key)}`);
+    return c.json({ key, deleted: true });
+  });
+
+  routes.get("/workers", async (c) => {
+    const q = parse(WorkersQuery, queryObject(new URL(c.req.url)), "workers query");
+    return c.json(await listWorkers(await getDb(c), { since: q.since, all: q.all === "true", limit: q.limit }));
+  });
+  routes.get("/schedules", async (c) => c.json(await readSchedules(await getDb(c))));
+}
