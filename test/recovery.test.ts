@@ -99,8 +99,10 @@ forEachDriver((h) => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
     await app.task("long", { timeout: "60s" }, async () => {}).using(h().db).enqueue({});
-    expect(await runOnce(app, { db: h().db, now: clock.now, budget: "25s" })).toMatchObject({ claimed: 0 });
-    expect(await runOnce(app, { db: h().db, now: clock.now, budget: "90s" })).toMatchObject({ claimed: 1, succeeded: 1 });
+    app.task("short", { timeout: "5s" }, async () => {});
+    // The summary names the tasks the budget leaves out, so a misfit is visible rather than silent.
+    expect(await runOnce(app, { db: h().db, now: clock.now, budget: "25s" })).toMatchObject({ claimed: 0, tooLongForBudget: ["long"] });
+    expect(await runOnce(app, { db: h().db, now: clock.now, budget: "90s" })).toMatchObject({ claimed: 1, succeeded: 1, tooLongForBudget: [] });
   });
 
   it("the statements of runOnce for a batch of B no-op jobs do not grow with B", async () => {

@@ -55,7 +55,7 @@ class Invocation {
     this.deadline = this.started + budget;
     this.retention = resolveRetention(options.retention);
     this.summary = { id: this.id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
-      recovered: 0, lost: 0, roundTrips: 0, durationMs: 0 };
+      recovered: 0, lost: 0, tooLongForBudget: [], roundTrips: 0, durationMs: 0 };
   }
 
   async run(): Promise<RunSummary> {
@@ -93,8 +93,10 @@ class Invocation {
   private async claimBatch(now: Date, batchSize: number, parts: { extra: SQL[]; report: Record<string, SQL> }): Promise<ClaimResult> {
     const remaining = this.remainingMs();
     // Only tasks whose declared timeout fits in the budget are worth claiming.
-    const tasks = [...this.app.tasks.values()]
-      .filter((t) => t.timeoutMs === undefined || t.timeoutMs <= remaining - CLAIM_MARGIN_MS).map((t) => t.name);
+    const fits = (t: { timeoutMs: number | undefined }) => t.timeoutMs === undefined || t.timeoutMs <= remaining - CLAIM_MARGIN_MS;
+    const all = [...this.app.tasks.values()];
+    const tasks = all.filter(fits).map((t) => t.name);
+    if (this.summary.roundTrips === 0) this.summary.tooLongForBudget = all.filter((t) => !fits(t)).map((t) => t.name);
     const statement = claimJobsStatement({
       owner: this.id, now, leaseMs: this.leaseMs, batchSize, tasks, queues: this.options.queues ?? null, ...parts,
     });

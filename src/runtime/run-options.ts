@@ -66,6 +66,11 @@ export interface RunSummary {
   recovered: number;
   /** Outcomes that could not be recorded because the lease was lost. */
   lost: number;
+  /**
+   * Tasks not claimed because their declared timeout does not fit the budget (minus CLAIM_MARGIN_MS):
+   * their jobs wait for an invocation with a longer budget. Empty when every task fits.
+   */
+  tooLongForBudget: string[];
   /** Statements sent to the database by the invocation itself. */
   roundTrips: number;
   durationMs: number;
