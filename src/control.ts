@@ -1,14 +1,13 @@
 import * as v from "valibot";
 import { DurationSchema, type Duration } from "./core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "./core/errors.js";
-import { parseOrThrow } from "./app/options.js";
+import { JobIdSchema as JobId, parseOrThrow } from "./app/options.js";
 import { queryJson, runAtomically, type Db } from "./db/driver.js";
 import { requestCancelStatement, requeueStatement, setQueuePausedStatement } from "./sql/control.js";
 import {
   clearLimitSlotsStatement, deleteLimitStatement, fillLimitSlotsStatement, lockLimitTablesStatement, setLimitStatement,
 } from "./sql/limits.js";
 
-const JobId = v.pipe(v.number("a job id must be a number"), v.integer("a job id must be an integer"), v.minValue(1, "a job id must be positive"));
 const QueueName = v.pipe(v.string(), v.minLength(1, "a queue name must not be empty"));
 const LimitKey = v.pipe(v.string(), v.minLength(1, "a limit key must not be empty"));
 

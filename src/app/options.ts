@@ -22,6 +22,9 @@ export interface EnqueueOptions {
 
 const SMALLINT_MIN = -32768;
 const SMALLINT_MAX = 32767;
+/** A job id: a positive integer. @example parseOrThrow(JobIdSchema, 42, "job id") */
+export const JobIdSchema = v.pipe(v.number("a job id must be a number"), v.integer("a job id must be an integer"), v.minValue(1, "a job id must be positive"));
+
 const Name = v.pipe(v.string(), v.minLength(1, "must not be empty"), v.maxLength(200, "is too long"));
 
 const EnqueueOptionsSchema = v.pipe(

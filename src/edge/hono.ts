@@ -9,11 +9,11 @@
  * web.route("/akadze", akadzeRoutes(app, { getDb: (c) => dbFor(c.env), getSecret: (c) => c.env.CRON_SECRET }));
  */
 import { Hono, type Context, type Env } from "hono";
-import { sql } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { requestCancel, requeue } from "../control.js";
-import { queryJson, type Db } from "../db/driver.js";
+import type { Db } from "../db/driver.js";
+import { getJob } from "../ops/jobs.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
 import { bearerToken, secretMatches } from "./auth.js";
 import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
@@ -117,9 +117,9 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
 
 /** After a control operation changed nothing: 404 if the job does not exist, else 409 with its state. */
 async function refuseInactive(db: Db, id: number, rule: string): Promise<never> {
-  const state = await queryJson<string | null>(db, sql`select to_jsonb((select state from akadze.jobs where id = ${id})) as r`);
-  if (state === null || state === undefined) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
-  throw new RouteProblem(409, "conflict", `job ${id} is ${state}; ${rule}`, { state });
+  const job = await getJob(db, id);
+  if (!job) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
+  throw new RouteProblem(409, "conflict", `job ${id} is ${job.state}; ${rule}`, { state: job.state });
 }
 
 export { nudge, NUDGE_BUDGET } from "./nudge.js";

@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { sql } from "drizzle-orm";
 import { JOB_STATES, type JobState } from "../core/states.js";
-import { parseOrThrow } from "../app/options.js";
+import { JobIdSchema as JobId, parseOrThrow } from "../app/options.js";
 import { queryJson, type Db } from "../db/driver.js";
 import type { ErrorEntry } from "../sql/complete.js";
 
@@ -53,7 +53,6 @@ const FilterSchema = v.strictObject({
   limit: v.optional(v.pipe(v.number(), v.integer("limit must be an integer"), v.minValue(1, "limit must be at least 1"),
     v.maxValue(MAX_LIST_LIMIT, `limit must be at most ${MAX_LIST_LIMIT}`))),
 });
-const JobId = v.pipe(v.number("a job id must be a number"), v.integer("a job id must be an integer"), v.minValue(1, "a job id must be positive"));
 
 const SUMMARY_FIELDS = sql`'id', id, 'task', task, 'queue', queue, 'state', state, 'attempt', attempt, 'maxAttempts', max_attempts,
   'priority', priority, 'runAt', run_at, 'createdAt', created_at, 'finishedAt', finished_at`;

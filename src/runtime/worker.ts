@@ -94,20 +94,20 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const seen = setInterval(report, parseDuration(WORKER_SEEN_INTERVAL));
   options.onStart?.(id);
 
-  const lane = async (group: QueueGroup): Promise<void> => {
+  // One lane per queue (or one for every queue): a refilling invocation while there is work, then
+  // polls that back off from minPoll to maxPoll until a claim finds work again.
+  const lane = async (queues: string[] | null): Promise<void> => {
+    let delay = 0;
     while (!stopping.aborted) {
-      if (group.idle && group.polling) { await group.nextWork(stopping); continue; }
-      const polling = group.idle;
-      if (polling) {
-        group.polling = true;
-        await sleep(group.delay, stopping);
-        if (stopping.aborted) { group.polling = false; break; }
+      if (delay > 0) {
+        await sleep(delay, stopping);
+        if (stopping.aborted) break;
       }
       let claimed = 0;
       try {
         const slots = o.slots ?? DEFAULT_SLOTS;
         const s = await runOnce(app, {
-          db, queues: group.queues ?? undefined, slots, batchSize: slots, refill: true, budget: Infinity, signal: options.signal,
+          db, queues: queues ?? undefined, slots, batchSize: slots, refill: true, budget: Infinity, signal: options.signal,
           id: `${id}.${++seq}`, lease: options.lease, now, retention: options.retention, register: false,
         });
         claimed = s.claimed;
@@ -122,21 +122,18 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         if (s.claimed > 0) options.onInvocation?.(s);
       } catch (error) {
         options.onError?.(error);
-      } finally {
-        if (polling) group.polling = false;
       }
-      if (claimed > 0) group.found();
+      if (claimed > 0) delay = 0;
       else {
-        // An empty claim is when the worker has time: report what it did (the idle poller flushes any rest).
+        // An empty claim is when the worker has time: report what it did.
         if (unreported > 0) report();
-        group.empty(poll, polling);
+        delay = nextPollDelay(delay, delay > 0, poll);
       }
     }
   };
 
-  const groups = (o.queues ?? [null]).map((queue) => new QueueGroup(queue === null ? null : [queue]));
   try {
-    await Promise.all(groups.map((group) => lane(group)));
+    await Promise.all((o.queues ?? [null]).map((queue) => lane(queue === null ? null : [queue])));
   } finally {
     clearInterval(seen);
     await reporting;
@@ -145,40 +142,9 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   return summary;
 }
 
-/** The shared idle state of one queue's lanes. */
-class QueueGroup {
-  idle = false;
-  /** True while one lane is the poller of an idle queue; the others wait for it to find work. */
-  polling = false;
-  delay = 0;
-  private waiters: (() => void)[] = [];
-
-  constructor(readonly queues: string[] | null) {}
-
-  found(): void {
-    this.idle = false;
-    this.delay = 0;
-    for (const wake of this.waiters.splice(0)) wake();
-  }
-
-  empty(poll: { min: number; max: number }, polling: boolean): void {
-    this.idle = true;
-    this.delay = nextPollDelay(this.delay, polling, poll);
-  }
-
-  /** Resolves when the poller finds work, when the queue stops being polled, or on stop. */
-  nextWork(signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => { signal.removeEventListener("abort", done); resolve(); };
-      this.waiters.push(done);
-      signal.addEventListener("abort", done, { once: true });
-    });
-  }
-}
-
 /**
- * The wait before an idle queue's next poll: doubles from `min` up to `max` with each empty poll. Only
- * the poller's empty claims back off; lanes that all woke to a burst and found it gone do not.
+ * The wait before an idle queue's next poll: doubles from `min` up to `max` with each empty poll; the
+ * first empty claim after work (`polling` false) waits `min`.
  */
 export function nextPollDelay(current: number, polling: boolean, poll: { min: number; max: number }): number {
   return Math.min(poll.max, Math.max(poll.min, polling ? current * 2 : current));
