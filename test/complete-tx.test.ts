@@ -124,7 +124,7 @@ forEachDriver((h, driver) => {
     const id = await app.task("step.one", async (_a, j) => {
       await current().completeBatch((db) => [note(db, "batched"), next.using(db).enqueueQuery({ from: j.id })]);
     }).using(h().db).enqueue({});
-    await runOnce(app, { db: h().db, now: clock.now, queues: ["default"], batchSize: 1 });
+    await runOnce(app, { db: h().db, now: clock.now, queues: ["default"], batchSize: 1, drain: false });
     expect(await job(id)).toMatchObject({ state: "succeeded" });
     expect(await notes()).toEqual(["batched"]);
     expect(await jobsOf("step.two")).toMatchObject([{ state: "queued", args: { from: id } }]);

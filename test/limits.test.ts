@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { createApp, current, deleteLimit, InvalidInput, runOnce, setLimit, Snooze, Fail, Cancel } from "../src/index.js";
+import { waitFor as waitUntil } from "./support/wait-for.js";
 import { forEachDriver, openDriver, type Harness } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
@@ -101,7 +102,7 @@ forEachDriver((h, driver) => {
       await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
       const claimedAt = async (at: string, batchSize = 10) => {
         clock.set(at);
-        return (await runOnce(app, { db: h().db, now: clock.now, batchSize })).claimed;
+        return (await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize })).claimed;
       };
       expect(await claimedAt("2026-06-01T12:00:00Z", 2)).toBe(2);
       expect(await claimedAt("2026-06-01T12:00:30Z")).toBe(1);
@@ -116,16 +117,16 @@ forEachDriver((h, driver) => {
       const app = createApp({ clock: clock.now });
       const task = app.task("vendor.call", async () => {});
       await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
-      expect((await runOnce(app, { db: h().db, now: clock.now, batchSize: 2 })).claimed).toBe(2);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 2 })).claimed).toBe(2);
       clock.set("2026-06-01T12:00:20Z");
-      expect((await runOnce(app, { db: h().db, now: clock.now, batchSize: 1 })).claimed).toBe(1);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 1 })).claimed).toBe(1);
 
       await setLimit(h().db, "vendor", { maxStarts: 3, window: "1m" });
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(0);
       clock.set("2026-06-01T12:01:00Z");
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(2);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(2);
       clock.set("2026-06-01T12:01:20Z");
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(1);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(1);
     });
 
     it("8 concurrent invocations never run more than 3 slow jobs at once under maxRunning 3", async () => {
@@ -168,10 +169,10 @@ forEachDriver((h, driver) => {
       await setLimit(h().db, "vendor", { maxStarts: 5, window: "1h" });
       // The limited jobs come first in claim order (same priority and run_at, lower ids) and outnumber a batch.
       await limited.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 200 }, () => ({})));
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(5); // the hour's starts are spent
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(5); // the hour's starts are spent
       await free.using(h().db).enqueueMany(Array.from({ length: 100 }, () => ({})));
 
-      const rounds = [await runOnce(app, { db: h().db, now: clock.now, batchSize: 50 }), await runOnce(app, { db: h().db, now: clock.now, batchSize: 50 })];
+      const rounds = [await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 50 }), await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 50 })];
 
       expect(rounds.map((r) => r.claimed)).toEqual([50, 50]);
       expect(ran.filter((r) => r === "free")).toHaveLength(100);
@@ -190,7 +191,7 @@ forEachDriver((h, driver) => {
 
       for (const round of [1, 2]) {
         ran.length = 0;
-        expect((await runOnce(app, { db: h().db, now: clock.now, batchSize: 50 })).claimed, `round ${round}`).toBe(50);
+        expect((await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 50 })).claimed, `round ${round}`).toBe(50);
         expect(ran.filter((r) => r === "limited"), `round ${round}`).toHaveLength(2);
       }
       expect(await h().rows(`select count(*)::int as n from akadze.jobs where task = 'free' and state = 'queued'`)).toEqual([{ n: 0 }]);
@@ -202,20 +203,20 @@ forEachDriver((h, driver) => {
       const slow = new SlowJobs();
       const task = app.task("vendor.export", async (_args, job) => slow.body(job.id));
       await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
-      const runs = [runOnce(app, { db: h().db, now: clock.now, batchSize: 5, budget: Infinity })];
+      const runs = [runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 5, budget: Infinity })];
       await waitFor(() => slow.held.size === 5);
 
       await setLimit(h().db, "vendor", { maxRunning: 3 });
       expect(await occupiedSlots("vendor")).toBe(5); // every running job holds a slot
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(0);
 
       for (const id of [...slow.held.keys()].slice(0, 2)) slow.release(id);
       await waitFor(async () => (await occupiedSlots("vendor")) === 3);
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0); // 3 run: the limit
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(0); // 3 run: the limit
 
       slow.release([...slow.held.keys()][0]);
       await waitFor(async () => (await occupiedSlots("vendor")) === 2);
-      runs.push(runOnce(app, { db: h().db, now: clock.now, batchSize: 5, budget: Infinity }));
+      runs.push(runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 5, budget: Infinity }));
       await waitFor(() => slow.held.size === 3);
       expect(await runningJobs()).toBe(3);
       for (const id of [...slow.held.keys()]) slow.release(id);
@@ -229,7 +230,7 @@ forEachDriver((h, driver) => {
       const task = app.task("vendor.export", async (_args, job) => slow.body(job.id));
       await setLimit(h().db, "vendor", { maxRunning: 4 });
       await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
-      const runs = [runOnce(app, { db: h().db, now: clock.now, batchSize: 4, budget: Infinity })];
+      const runs = [runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 4, budget: Infinity })];
       await waitFor(() => slow.held.size === 4);
 
       await setLimit(h().db, "vendor", { maxRunning: 2 });
@@ -237,11 +238,11 @@ forEachDriver((h, driver) => {
         slow.release([...slow.held.keys()][0]);
         await waitFor(async () => (await occupiedSlots("vendor")) === running);
         // `running` jobs run and the limit is 2: the freed slot must not be handed out.
-        expect((await runOnce(app, { db: h().db, now: clock.now, batchSize: 5 })).claimed).toBe(0);
+        expect((await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 5 })).claimed).toBe(0);
       }
       slow.release([...slow.held.keys()][0]);
       await waitFor(async () => (await occupiedSlots("vendor")) === 1);
-      runs.push(runOnce(app, { db: h().db, now: clock.now, batchSize: 5, budget: Infinity }));
+      runs.push(runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 5, budget: Infinity }));
       await waitFor(() => slow.held.size === 2);
       expect(await runningJobs()).toBe(2);
       for (const id of [...slow.held.keys()]) slow.release(id);
@@ -269,7 +270,7 @@ forEachDriver((h, driver) => {
         await setLimit(h().db, "vendor", { maxRunning: 1 });
         outcome = body;
         await enqueue();
-        expect((await runOnce(app, { db: h().db, now: clock.now })).claimed, way).toBe(1);
+        expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed, way).toBe(1);
         expect(await occupiedSlots("vendor"), way).toBe(0);
       }
 
@@ -305,10 +306,10 @@ forEachDriver((h, driver) => {
       const task = app.task("vendor.call", async () => {});
       await setLimit(h().db, "vendor", { maxStarts: 1, window: "1h" });
       await task.using(h().db, { limitKey: "vendor" }).enqueueMany([{}, {}, {}]);
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(1);
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(1);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(0);
       expect(await deleteLimit(h().db, "vendor")).toBe(true);
-      expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(2);
+      expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(2);
       expect(await deleteLimit(h().db, "vendor")).toBe(false);
     });
 }, ["node-postgres", "neon-http"]);
@@ -346,11 +347,7 @@ describe("invalid limits", () => {
   });
 });
 
-/** Polls a condition the test cannot await directly (a job reaching its handler); no timers involved. */
+/** Polls a condition the test cannot await directly (a job reaching its handler, which takes a start round trip). */
 async function waitFor(condition: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 5_000; i++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  throw new Error("condition never became true");
+  await waitUntil(async () => condition(), "the condition", 20_000);
 }

@@ -4,6 +4,7 @@ import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { queryJson } from "../src/db/driver.js";
 import { claimJobsStatement, type ClaimResult } from "../src/sql/claim.js";
+import { timestamp } from "../src/sql/time.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
@@ -12,9 +13,9 @@ const LEASE_MS = 30_000;
 forEachDriver((h) => {
   const job = async (id: number) => (await h().rows(`select state, attempt, errors, run_at, lease_owner from akadze.jobs where id = ${id}`))[0];
 
-  /** An invocation that claims and then vanishes: the claim statement alone, never completed. */
+  /** An invocation that claims, hands every job to a slot (bodies may have started) and then vanishes, never completing. */
   const vanish = (clock: ManualClock, tasks: string[]) => queryJson<ClaimResult>(h().db, claimJobsStatement({
-    owner: "vanished-invocation", now: clock.now(), leaseMs: LEASE_MS, batchSize: 10, tasks, queues: null,
+    owner: "vanished-invocation", now: timestamp(clock.now()), leaseMs: LEASE_MS, batchSize: 10, startCount: 10, tasks, queues: null, limits: true,
   }));
 
   it("a vanished invocation's job is recovered after its lease expires, with an attempt spent and the default curve", async () => {

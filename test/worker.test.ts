@@ -90,8 +90,9 @@ describe("runWorker", () => {
     const stop = new AbortController();
     const worker = runWorker(app, { db: t.db, queues: ["a", "b", "c"], slots: 2, signal: stop.signal });
     await Promise.all(["a1", "a2", "b1", "b2", "c1", "c2"].map((name) => gate(name).started.promise));
-    const running = await t.rows("select queue, count(*) filter (where state = 'running')::int as running, count(*) filter (where state = 'queued')::int as queued from akadze.jobs group by queue order by queue");
-    expect(running).toEqual([{ queue: "a", running: 2, queued: 1 }, { queue: "b", running: 2, queued: 1 }, { queue: "c", running: 2, queued: 1 }]);
+    // Two bodies run per queue; the third job is prefetched (leased, not started).
+    const running = await t.rows("select queue, count(*) filter (where state = 'running' and started_at is not null)::int as running, count(*) filter (where started_at is null)::int as waiting from akadze.jobs group by queue order by queue");
+    expect(running).toEqual([{ queue: "a", running: 2, waiting: 1 }, { queue: "b", running: 2, waiting: 1 }, { queue: "c", running: 2, waiting: 1 }]);
     for (const name of names) gate(name).finish.resolve();
     await Promise.all(["a3", "b3", "c3"].map((name) => gate(name).started.promise));
     stop.abort();
@@ -111,7 +112,7 @@ describe("runWorker", () => {
     expect(resolved).toBe(false); // b still runs
     gate("b").finish.resolve();
     const summary = await worker;
-    expect(summary).toMatchObject({ succeeded: 2, released: 0 });
+    expect(summary).toMatchObject({ succeeded: 2, released: 1 }); // c was prefetched, never started
     expect((await states()).map((j) => [j.args.name, j.state, j.attempt])).toEqual([["a", "succeeded", 1], ["b", "succeeded", 1], ["c", "queued", 0]]);
     expect(await t.rows("select kind, jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ kind: "worker", jobs_done: 2, stopped: true }]);
   });
@@ -191,7 +192,7 @@ describe("akadze worker (the process)", () => {
       child.kill("SIGKILL");
     }
     expect(stdout).toMatch(/worker wrk-\S+ started on .*: gated \(2 slots\), 4 tasks/);
-    expect(stdout).toMatch(/stopped: 2 runs \(2 succeeded, 0 retried, 0 failed\), 0 released/);
+    expect(stdout).toMatch(/stopped: 2 runs \(2 succeeded, 0 retried, 0 failed\), 3 released/); // prefetched, never started
     const jobs = await t.rows<{ id: string; state: string; attempt: number }>("select id, state, attempt from akadze.jobs order by id");
     const started = (await t.rows("select job_id from fixture_events where event = 'started' order by job_id")).map((r) => r.job_id);
     const finished = (await t.rows("select job_id from fixture_events where event = 'finished' order by job_id")).map((r) => r.job_id);

@@ -21,9 +21,12 @@ export class App {
   /** Schedules every invocation of this app checks, by name. */
   readonly schedules = new Map<string, Schedule>();
   readonly clock: () => Date;
+  /** The clock statements use: the app's own when one was given, else `null` (the database's `now()`). */
+  readonly sqlClock: (() => Date) | null;
 
   constructor(options: AppOptions = {}) {
     this.clock = options.clock ?? (() => new Date());
+    this.sqlClock = options.clock ?? null;
   }
 
   /** Declares a task: a name, optional options, and the handler. @example app.task("export.poll", async () => {}); */

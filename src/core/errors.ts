@@ -1,7 +1,11 @@
 import { parseDuration, type Duration } from "./duration.js";
 
 /** One entry of a job's `errors` history: every failed attempt appends one. @example const last = (row.errors as ErrorEntry[]).at(-1); */
-export interface ErrorEntry { attempt: number; at: string; kind: string; message: string; stack: string | null }
+export interface ErrorEntry {
+  attempt: number; at: string; kind: string; message: string; stack: string | null;
+  /** What was thrown, as JSON, when it was not an Error (`throw { code: 42 }`). */
+  payload?: unknown;
+}
 
 /** Base class of every error akadze raises itself. @example if (error instanceof AkadzeError) console.error(error.message); */
 export class AkadzeError extends Error {

@@ -3,7 +3,7 @@ import { sql } from "drizzle-orm";
 import { JOB_STATES, type JobState } from "../core/states.js";
 import { JobIdSchema as JobId, parseOrThrow } from "../app/options.js";
 import { queryJson, type Db } from "../db/driver.js";
-import type { ErrorEntry } from "../sql/complete.js";
+import type { ErrorEntry } from "../core/errors.js";
 
 /** `jobs list` shows this many jobs unless told otherwise. */
 export const DEFAULT_LIST_LIMIT = 50;

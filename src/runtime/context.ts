@@ -1,8 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { SQL } from "drizzle-orm";
 import { AkadzeError, LeaseLost } from "../core/errors.js";
 import { emitTransitions, type Hooks } from "../app/hooks.js";
 import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/driver.js";
-import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete.js";
+import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.js";
 
 /** The job a body is running, with ways to complete it together with the body's own writes. @example const job: CurrentJob = current(); */
 export class CurrentJob {
@@ -11,7 +12,7 @@ export class CurrentJob {
 
   constructor(
     readonly id: number,
-    private readonly run: { db: Db; owner: string; now: () => Date; hooks: Hooks; task: string; queue: string; attempt: number },
+    private readonly run: { db: Db; owner: string; now: () => Date; sqlNow: () => SQL; hooks: Hooks; task: string; queue: string; attempt: number },
   ) {}
 
   /**
@@ -46,7 +47,7 @@ export class CurrentJob {
    */
   async completeBatch(build: (db: Db) => BatchItem[]): Promise<void> {
     this.assertOpen();
-    const { owner, now, hooks } = this.run;
+    const { owner, sqlNow, hooks } = this.run;
     const needsTx = hooks.transition.length > 0 && !isNeonHttp(this.run.db);
     try {
       if (needsTx) {
@@ -55,7 +56,7 @@ export class CurrentJob {
           await runAtomically(tx as unknown as Db, build);
         });
       } else {
-        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, now(), this.id)), ...build(d)]);
+        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, sqlNow(), this.id)), ...build(d)]);
         await emitTransitions(hooks, [this.transition()], this.run.db);
       }
     } catch (error) {
@@ -66,7 +67,7 @@ export class CurrentJob {
 
   private async markSucceeded(tx: Db): Promise<void> {
     try {
-      await queryJson(tx, completeOwnedStatement(this.run.owner, this.run.now(), this.id));
+      await queryJson(tx, completeOwnedStatement(this.run.owner, this.run.sqlNow(), this.id));
     } catch (error) {
       throw asLeaseLost(error, this.id);
     }

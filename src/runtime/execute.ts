@@ -6,8 +6,12 @@ import { describeIssues } from "../app/options.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
 import type { TaskDefinition } from "../app/task.js";
 import type { ClaimedJob } from "../sql/claim.js";
-import type { ErrorEntry, Outcome } from "../sql/complete.js";
-import { withCurrentJob, type CurrentJob } from "./context.js";
+import type { ErrorEntry } from "../core/errors.js";
+import type { Outcome } from "../sql/complete.js";
+import type { SQL } from "drizzle-orm";
+import type { App } from "../app/app.js";
+import type { Db } from "../db/driver.js";
+import { CurrentJob, withCurrentJob } from "./context.js";
 
 /** Everything one run of one job needs. */
 export interface JobRun {
@@ -18,6 +22,34 @@ export interface JobRun {
   current: CurrentJob;
   timeoutMs: number;
   now: () => Date;
+  timeoutFrom?: "task" | "budget";
+}
+
+/** What the engine hands over to run one claimed job. */
+export interface JobStart {
+  app: App; db: Db; owner: string; job: ClaimedJob; controller: AbortController; timeoutMs: number;
+  now: () => Date; sqlNow: () => SQL;
+  /** Where `timeoutMs` came from, for the timeout's message. */
+  timeoutFrom?: "task" | "budget";
+}
+
+/**
+ * Runs one claimed job and always settles with its outcome (`null`: completeTx/completeBatch recorded it):
+ * nothing the body, its hooks or its thrown value do can make it reject.
+ */
+export async function runJob(start: JobStart): Promise<Outcome | null> {
+  const { app, job } = start;
+  const task = app.tasks.get(job.task)!;
+  const current = new CurrentJob(job.id, {
+    db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
+  });
+  const run: JobRun = { job, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now,
+    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task") };
+  try {
+    return await executeJob(run);
+  } catch (error) {
+    return current.completed ? null : { id: job.id, kind: "error", attempt: job.attempt, delayMs: backoffMs(job.attempt, task.backoff), error: errorEntry(run, error) };
+  }
 }
 
 /**
@@ -38,7 +70,9 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
   const timedOut = new Promise<never>((_, reject) => {
     if (!Number.isFinite(run.timeoutMs)) return; // a long-lived worker without a declared timeout
     timer = setTimeout(() => {
-      const error = new JobTimeout(`task ${task.name} ran past its timeout of ${run.timeoutMs} ms`);
+      const error = new JobTimeout(run.timeoutFrom === "budget"
+        ? `task ${task.name} ran past the ${run.timeoutMs} ms left of its invocation's budget (it declares no timeout of its own)`
+        : `task ${task.name} ran past its timeout of ${run.timeoutMs} ms`);
       controller.abort(error);
       reject(error);
     }, run.timeoutMs);
@@ -67,22 +101,42 @@ async function runBody(run: JobRun, args: unknown, hookJob: HookJob): Promise<un
 
 function outcomeOfError(run: JobRun, error: unknown): Outcome {
   const id = run.job.id;
-  if (error instanceof Cancel) return { id, kind: "cancel" };
-  if (error instanceof Snooze) return { id, kind: "snooze", delayMs: error.delayMs, error: errorEntry(run, error) };
-  if (error instanceof Retry) return { id, kind: "error", delayMs: error.delayMs, error: errorEntry(run, error) };
-  if (error instanceof Fail) return { id, kind: "fail", error: errorEntry(run, error) };
+  const attempt = run.job.attempt;
+  if (error instanceof Cancel) return { id, kind: "cancel", attempt };
+  if (error instanceof Snooze) return { id, kind: "snooze", attempt, delayMs: error.delayMs, error: errorEntry(run, error) };
+  if (error instanceof Retry) return { id, kind: "error", attempt, delayMs: error.delayMs, error: errorEntry(run, error) };
+  if (error instanceof Fail) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
   const retryable = !run.task.retryOn || error instanceof ResultNotJson || error instanceof JobTimeout || safePredicate(run.task.retryOn, error);
-  if (!retryable) return { id, kind: "fail", error: errorEntry(run, error) };
-  return { id, kind: "error", delayMs: backoffMs(run.job.attempt, run.task.backoff), error: errorEntry(run, error) };
+  if (!retryable) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
+  return { id, kind: "error", attempt, delayMs: backoffMs(run.job.attempt, run.task.backoff), error: errorEntry(run, error) };
 }
 
 function safePredicate(predicate: (error: unknown) => boolean, error: unknown): boolean {
   try { return Boolean(predicate(error)); } catch { return true; }
 }
 
+/** The history entry for whatever was thrown: an Error's name, message and stack; anything else as its JSON payload. */
 function errorEntry(run: JobRun, error: unknown): ErrorEntry {
-  const e = error instanceof Error ? error : new Error(String(error));
-  return { attempt: run.job.attempt, at: run.now().toISOString(), kind: e.name, message: e.message, stack: e.stack ?? null };
+  const at = run.now().toISOString();
+  const attempt = run.job.attempt;
+  if (error instanceof Error) {
+    return { attempt, at, kind: safeText(() => error.name, "Error"), message: safeText(() => error.message, ""), stack: safeText(() => error.stack ?? "", "") || null };
+  }
+  const payload = jsonPayload(error);
+  const message = payload !== undefined ? safeText(() => JSON.stringify(payload), "") : safeText(() => String(error), "a value that cannot be turned into text");
+  return { attempt, at, kind: error === null ? "null" : `NonError(${typeof error})`, message, stack: null, ...(payload !== undefined ? { payload } : {}) };
+}
+
+function safeText(read: () => string, fallback: string): string {
+  try { return String(read()); } catch { return fallback; }
+}
+
+function jsonPayload(value: unknown): unknown {
+  try {
+    if (value === undefined || typeof value === "function" || typeof value === "symbol" || typeof value === "bigint") return undefined;
+    const text = JSON.stringify(value);
+    return text === undefined ? undefined : JSON.parse(text);
+  } catch { return undefined; }
 }
 
 function describeValue(value: unknown): string {

@@ -1,9 +1,12 @@
+import type { SQL } from "drizzle-orm";
 import { queryJson, type Db } from "../db/driver.js";
 import { heartbeatStatement, type HeldJob } from "../sql/heartbeat.js";
 
 /**
- * Extends all of an invocation's leases in one statement every `intervalMs`, and tells the caller
- * which jobs must stop (cancel requested, expired) and which leases were lost to another invocation.
+ * Extends the leases of every job an invocation holds (running or prefetched) in one statement every
+ * `intervalMs`, and tells the caller which jobs must stop (cancel requested, expired) and which leases were
+ * lost to another invocation. An answer judges only the jobs its statement covered: a job claimed while
+ * the beat was on its way is not in it and is not taken for lost.
  */
 export class Heartbeat {
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -11,14 +14,17 @@ export class Heartbeat {
 
   constructor(
     private readonly options: {
-      db: Db; owner: string; leaseMs: number; intervalMs: number; now: () => Date;
+      db: Db; owner: string; leaseMs: number; intervalMs: number; now: () => SQL;
+      /** The jobs held now. */
+      held: () => number[];
       count: () => void;
-      onBeat: (held: HeldJob[]) => void;
+      /** `covered`: the ids the beat was sent for; `held`: those the database still leases to this owner. */
+      onBeat: (covered: number[], held: HeldJob[]) => void;
     },
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.beat(), this.options.intervalMs);
+    this.timer ??= setInterval(() => void this.beat(), this.options.intervalMs);
   }
 
   stop(): void {
@@ -28,13 +34,14 @@ export class Heartbeat {
 
   /** One beat; a failed beat is skipped, the lease outlives several intervals. */
   async beat(): Promise<void> {
-    if (this.inFlight) return;
+    const covered = this.options.held();
+    if (this.inFlight || covered.length === 0) return;
     this.inFlight = true;
     try {
       const { db, owner, now, leaseMs } = this.options;
       this.options.count();
-      const held = await queryJson<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs));
-      if (this.timer !== undefined) this.options.onBeat(held.map((h) => ({ id: Number(h.id), stop: h.stop })));
+      const held = await queryJson<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, covered));
+      if (this.timer !== undefined) this.options.onBeat(covered, held.map((h) => ({ id: Number(h.id), stop: h.stop })));
     } catch {
       // The next beat tries again; leases last three intervals.
     } finally {

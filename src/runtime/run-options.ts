@@ -2,6 +2,7 @@
 import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/driver.js";
 import type { Retention } from "../ops/retention.js";
+import type { JobState } from "../core/states.js";
 
 /** Jobs an invocation runs at once unless told. @example runOnce(app, { db, slots: DEFAULT_SLOTS * 2 }) */
 export const DEFAULT_SLOTS = 8;
@@ -46,12 +47,14 @@ export interface RunOnceOptions {
   /** Record this invocation in `akadze.workers` (in its claim and completion statements). Default true; `runWorker` records itself instead. */
   register?: boolean;
   /**
-   * Keep every slot busy: when a slot frees and nothing is waiting, claim as many jobs as there are free
-   * slots (one statement, same lease owner and heartbeat) until a claim comes back empty or `signal`
-   * aborts. The long-lived worker runs this way. Default false: one claim, one batch.
+   * Drain: claim the next batch before the slots run dry, until the budget is spent, `signal` aborts or a
+   * claim finds less than it asked for. Default true. `false` runs exactly one batch.
    */
-  refill?: boolean;
+  drain?: boolean;
 }
+
+/** A job whose run failed: it went back to `queued` to retry, or ended `failed`. @example for (const p of summary.problems) console.warn(p.task, p.error.message); */
+export interface JobProblem { jobId: number; task: string; queue: string; attempt: number; to: JobState; error: { kind: string; message: string } }
 
 /** What one invocation did. @example const { succeeded, roundTrips }: RunSummary = await runOnce(app, { db }); */
 export interface RunSummary {
@@ -71,6 +74,8 @@ export interface RunSummary {
    * their jobs wait for an invocation with a longer budget. Empty when every task fits.
    */
   tooLongForBudget: string[];
+  /** Every run that failed or will retry, with its error, for logs. */
+  problems: JobProblem[];
   /** Statements sent to the database by the invocation itself. */
   roundTrips: number;
   durationMs: number;

@@ -5,12 +5,20 @@ import { parseOrThrow } from "../app/options.js";
 import type { App } from "../app/app.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { WORKER_SEEN_INTERVAL, workerStatements } from "../ops/workers.js";
-import type { Retention } from "../ops/retention.js";
-import { DEFAULT_SLOTS, runOnce, type RunSummary } from "./run-once.js";
+import { resolveRetention, retentionCtes, type Retention } from "../ops/retention.js";
+import { timestamp } from "../sql/time.js";
+import { Engine } from "./engine.js";
+import { DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
+import { sleep } from "./signal.js";
+import { listenForJobs, type JobWakeups } from "./wakeup.js";
 
 /** The first wait after a claim came back empty; it doubles up to `maxPoll` and resets when work appears. */
 export const DEFAULT_MIN_POLL = "50ms";
 export const DEFAULT_MAX_POLL = "2s";
+/** Claimed jobs a worker holds per lane beyond its running ones, by default: this many times its slots. */
+export const DEFAULT_PREFETCH_PER_SLOT = 4;
+/** How often a long-lived worker prunes finished jobs (in one of its claims). */
+export const WORKER_RETENTION_INTERVAL = "1m";
 
 /** Options of a long-lived worker. */
 export interface WorkerOptions {
@@ -19,22 +27,30 @@ export interface WorkerOptions {
   queues?: string[];
   /** Jobs running at once per queue. Default 8. */
   slots?: number;
+  /**
+   * Jobs claimed at once per queue and held in a local queue, so a freed slot starts its next job without a
+   * round trip. Default `slots * DEFAULT_PREFETCH_PER_SLOT`. Prefetched jobs hold a lease but spend no attempt
+   * until they start; on stop they go back to `queued`.
+   */
+  prefetch?: number;
   /** Aborting it stops gracefully: no new job starts, running ones finish, claimed-but-unstarted ones go back to `queued`. */
   signal?: AbortSignal;
   /** This worker's id in `akadze.workers`. Default: host, pid and a random suffix. */
   id?: string;
   lease?: Duration;
-  /** Idle polling backs off from `minPoll` to `maxPoll`. Defaults "50ms" and "2s". */
+  /** Idle polling backs off from `minPoll` to `maxPoll`; an enqueue wakes the worker at once where the driver can listen. Defaults "50ms" and "2s". */
   minPoll?: Duration;
   maxPoll?: Duration;
-  /** Passed to every invocation; see `RunOnceOptions.retention`. */
+  /** Wake on enqueue with LISTEN/NOTIFY (node-postgres, neon-serverless, PGlite). Default true; polling goes on either way. */
+  listen?: boolean;
+  /** What the worker prunes, once a minute; see `RunOnceOptions.retention`. */
   retention?: Retention;
   now?: () => Date;
   /** A claim or completion that failed (database unreachable...); the worker backs off and carries on. */
   onError?: (error: unknown) => void;
   /** Called once the worker has recorded itself and starts claiming. */
   onStart?: (id: string) => void;
-  /** Called after every invocation that claimed something. */
+  /** Called each time a lane ran out of work, with what it did since the last call. */
   onInvocation?: (summary: RunSummary) => void;
 }
 
@@ -54,15 +70,18 @@ export interface WorkerSummary {
 const WorkerOptionsSchema = v.object({
   queues: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, "a queue name must not be empty"))), v.minLength(1, "give at least one queue"))),
   slots: v.optional(v.pipe(v.number(), v.integer("slots must be an integer"), v.minValue(1, "slots must be at least 1"), v.maxValue(1000, "slots must be at most 1000"))),
+  prefetch: v.optional(v.pipe(v.number(), v.integer("prefetch must be an integer"), v.minValue(1, "prefetch must be at least 1"), v.maxValue(10_000, "prefetch must be at most 10000"))),
   minPoll: v.optional(DurationSchema),
   maxPoll: v.optional(DurationSchema),
 });
 
+const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "lost", "roundTrips"] as const;
+
 /**
- * Runs jobs until `signal` aborts, then stops gracefully and resolves with a summary. Every queue gets
- * `slots` slots, run by one refilling invocation (`runOnce` with `refill`): when slots free up it claims
- * that many jobs in one statement, so a slot refills as soon as its job ends while claims stay batched
- * and one heartbeat renews every lease. When a queue is idle its lane polls, backing off from
+ * Runs jobs until `signal` aborts, then stops gracefully and resolves with a summary. Every queue (or every
+ * queue together) is a lane: one engine with `slots` runners, a local queue of up to `prefetch` claimed jobs
+ * under one lease owner and heartbeat, claims and completions in batches. A lane whose claims run dry waits
+ * for an enqueue (LISTEN/NOTIFY where the driver keeps a session) or its next poll, backing off from
  * `minPoll` to `maxPoll`.
  * @example
  * const stop = new AbortController();
@@ -72,72 +91,99 @@ const WorkerOptionsSchema = v.object({
 export async function runWorker(app: App, options: WorkerOptions): Promise<WorkerSummary> {
   const o = parseOrThrow(WorkerOptionsSchema, options, "worker options");
   const { db } = options;
+  const slots = o.slots ?? DEFAULT_SLOTS;
+  const prefetch = o.prefetch ?? slots * DEFAULT_PREFETCH_PER_SLOT;
+  const run = resolveRunOptions({ db, slots, batchSize: prefetch, lease: options.lease ?? DEFAULT_LEASE, budget: Infinity });
   const now = options.now ?? app.clock;
+  const sqlClock = options.now ?? app.sqlClock;
   const id = options.id ?? `wrk-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
   const poll = { min: o.minPoll ?? parseDuration(DEFAULT_MIN_POLL), max: o.maxPoll ?? parseDuration(DEFAULT_MAX_POLL) };
   const stopping = options.signal ?? new AbortController().signal;
+  const retention = resolveRetention(options.retention);
+  const onError = (error: unknown) => options.onError?.(error);
   const summary: WorkerSummary = { id, jobsDone: 0, succeeded: 0, retried: 0, failed: 0, released: 0, invocations: 0 };
   let unreported = 0;
   let seq = 0;
+  let lastPrune = 0;
 
   // The one statement a worker sends at start: it also proves the database is there and migrated.
   await queryJson(db, workerStatements.started(id, o.queues ?? null, now()));
-  // Alive and jobs done, told to the registry every interval and whenever a claim finds nothing to do.
+  const wakeups: JobWakeups | null = options.listen === false ? null : await listenForJobs(db, onError);
+  // Alive and jobs done, told to the registry every interval and whenever a lane runs out of work.
   let reporting: Promise<void> | null = null;
   const report = () => {
     if (reporting) return;
     const jobs = unreported;
     unreported = 0;
-    reporting = queryJson(db, workerStatements.seen(id, now(), jobs)).then(() => {}, (error) => { unreported += jobs; options.onError?.(error); })
+    reporting = queryJson(db, workerStatements.seen(id, now(), jobs)).then(() => {}, (error) => { unreported += jobs; onError(error); })
       .finally(() => { reporting = null; });
   };
   const seen = setInterval(report, parseDuration(WORKER_SEEN_INTERVAL));
   options.onStart?.(id);
 
-  // One lane per queue (or one for every queue): a refilling invocation while there is work, then
-  // polls that back off from minPoll to maxPoll until a claim finds work again.
-  const lane = async (queues: string[] | null): Promise<void> => {
+  const pruneDue = () => {
+    if (!retention || Date.now() - lastPrune < parseDuration(WORKER_RETENTION_INTERVAL)) return [];
+    lastPrune = Date.now();
+    return retentionCtes(retention, now());
+  };
+
+  const lane = async (queue: string | null): Promise<void> => {
     let delay = 0;
     while (!stopping.aborted) {
-      if (delay > 0) {
-        await sleep(delay, stopping);
-        if (stopping.aborted) break;
-      }
-      let claimed = 0;
-      try {
-        const slots = o.slots ?? DEFAULT_SLOTS;
-        const s = await runOnce(app, {
-          db, queues: queues ?? undefined, slots, batchSize: slots, refill: true, budget: Infinity, signal: options.signal,
-          id: `${id}.${++seq}`, lease: options.lease, now, retention: options.retention, register: false,
-        });
-        claimed = s.claimed;
-        const done = s.claimed - s.released - s.lost;
+      let engine: Engine | undefined;
+      let reported: Record<string, number> = {};
+      let problemsReported = 0;
+      const take = () => {
+        // What the lane did since the last report, as a summary of its own.
+        const s = engine!.summary;
+        const delta = Object.fromEntries(COUNTED.map((k) => [k, s[k] - (reported[k] ?? 0)])) as Record<(typeof COUNTED)[number], number>;
+        reported = Object.fromEntries(COUNTED.map((k) => [k, s[k]]));
+        const done = delta.succeeded + delta.retried + delta.snoozed + delta.failed + delta.cancelled;
         summary.invocations++;
         summary.jobsDone += done;
-        summary.succeeded += s.succeeded;
-        summary.retried += s.retried;
-        summary.failed += s.failed;
-        summary.released += s.released;
+        summary.succeeded += delta.succeeded;
+        summary.retried += delta.retried;
+        summary.failed += delta.failed;
+        summary.released += delta.released;
         unreported += done;
-        if (s.claimed > 0) options.onInvocation?.(s);
+        if (COUNTED.some((k) => k !== "roundTrips" && delta[k] !== 0)) options.onInvocation?.({ ...s, ...delta, problems: s.problems.slice(problemsReported) });
+        problemsReported = s.problems.length;
+        return delta.claimed;
+      };
+      engine = new Engine({
+        app, db, owner: `${id}.${++seq}`, queues: queue === null ? null : [queue], slots, batchSize: prefetch,
+        leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow: () => timestamp(sqlClock?.() ?? null),
+        deadline: Infinity, signal: stopping, drain: true, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
+        settleAfter: () => [], onError,
+        idle: async () => {
+          const claimed = take();
+          if (claimed > 0) delay = 0;
+          else if (unreported > 0) report(); // an empty claim is when the worker has time: report what it did
+          delay = nextPollDelay(delay, claimed === 0 && delay > 0, poll);
+          if (wakeups) await wakeups.wait(queue, delay, stopping);
+          else await sleep(delay, stopping);
+          return !stopping.aborted;
+        },
+      });
+      try {
+        await engine.run();
+        take();
       } catch (error) {
-        options.onError?.(error);
-      }
-      if (claimed > 0) delay = 0;
-      else {
-        // An empty claim is when the worker has time: report what it did.
-        if (unreported > 0) report();
-        delay = nextPollDelay(delay, delay > 0, poll);
+        // The first claim failed (database unreachable...): back off and start the lane again.
+        onError(error);
+        delay = nextPollDelay(delay, true, poll);
+        await sleep(delay, stopping);
       }
     }
   };
 
   try {
-    await Promise.all((o.queues ?? [null]).map((queue) => lane(queue === null ? null : [queue])));
+    await Promise.all((o.queues ?? [null]).map((queue) => lane(queue)));
   } finally {
     clearInterval(seen);
+    await wakeups?.close().catch(onError);
     await reporting;
-    await queryJson(db, workerStatements.stopped(id, now(), unreported)).catch((error) => options.onError?.(error));
+    await queryJson(db, workerStatements.stopped(id, now(), unreported)).catch(onError);
   }
   return summary;
 }
@@ -148,13 +194,4 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
  */
 export function nextPollDelay(current: number, polling: boolean, poll: { min: number; max: number }): number {
   return Math.min(poll.max, Math.max(poll.min, polling ? current * 2 : current));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => { clearTimeout(timer); signal.removeEventListener("abort", done); resolve(); };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

@@ -1,5 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
-import { msInterval } from "./claim.js";
+import type { ErrorEntry } from "../core/errors.js";
+import { startJobsCtes, startReport, type StartResult } from "./start.js";
+import { msInterval, mustStop } from "./time.js";
 
 /**
  * What a run ended with, as the completion statement records it:
@@ -14,15 +16,14 @@ import { msInterval } from "./claim.js";
  */
 export type OutcomeKind = "succeeded" | "error" | "fail" | "cancel" | "snooze" | "release";
 
-import type { ErrorEntry } from "../core/errors.js";
-export type { ErrorEntry };
-
 export interface Outcome {
   id: number;
   kind: OutcomeKind;
   result?: unknown;
   error?: ErrorEntry;
   delayMs?: number;
+  /** The attempt that ended (for errors the client adds; not sent). */
+  attempt?: number;
 }
 
 /** A job the completion statement moved, for summaries and transition hooks. */
@@ -31,15 +32,21 @@ export interface CompletedJob {
   error: { kind: string; message: string } | null;
 }
 
-const STOP = sql`(j.cancel_requested or coalesce(j.expires_at <= o_now.now, false))`;
+/** Prefetched jobs to start in the same round trip (see start.ts). */
+export interface StartRequest { ids: number[]; limited: boolean }
+
+export interface SettleResult { done: CompletedJob[]; start: StartResult | null }
+
+const STOP = mustStop(sql`o_now.now`);
 const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and ${STOP}))`;
 
 /**
- * Records many outcomes in one statement, each only if `owner` still holds the job's lease, and frees
- * the limit slots of every job that left `running`. `after` adds CTEs (`name as (...)`) to the same round
- * trip; they may read `done` (id, task, queue, attempt, state, kind), e.g. the workers registry count.
+ * One round trip that settles an invocation's jobs: records many outcomes, each only if `owner` still holds
+ * the job's lease, frees the limit slots of every job that left `running`, and starts the next prefetched
+ * jobs (`start`). `after` adds CTEs (`name as (...)`) that may read `done` (id, task, queue, attempt,
+ * state, kind), e.g. the workers registry count.
  */
-export function completeJobsStatement(owner: string, now: Date, outcomes: Outcome[], after: SQL[] = []): SQL {
+export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], start: StartRequest | null = null, after: SQL[] = []): SQL {
   const payload = JSON.stringify(outcomes.map((o) => ({
     id: o.id, kind: o.kind, result: o.result === undefined ? null : o.result, error: o.error ?? null, delay_ms: o.delayMs ?? 0,
   })));
@@ -50,8 +57,10 @@ export function completeJobsStatement(owner: string, now: Date, outcomes: Outcom
       when o.kind = 'snooze' then 'queued'
       when o.kind = 'fail' or j.attempt >= j.max_attempts then 'failed'
       else 'queued' end`;
+  const starts = start && start.ids.length > 0 ? startJobsCtes(owner, now, start.ids, start.limited) : [];
+  const ctes = [...starts, ...after].map((cte) => sql`, ${cte}`);
   return sql`
-    with o_now as (select ${now.toISOString()}::timestamptz as now),
+    with o_now as (select ${now} as now),
     o as (select * from jsonb_to_recordset(${payload}::jsonb)
           as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8)),
     done as (
@@ -60,6 +69,7 @@ export function completeJobsStatement(owner: string, now: Date, outcomes: Outcom
         attempt = case when ${REFUND} then j.attempt - 1 else j.attempt end,
         run_at = case when o.kind in ('error', 'snooze') and ${newState} = 'queued' then o_now.now + ${msInterval(sql`o.delay_ms`)} else j.run_at end,
         finished_at = case when ${newState} in ('queued') then null else o_now.now end,
+        started_at = case when o.kind = 'release' then null else j.started_at end,
         result = case when o.kind = 'succeeded' then o.result else j.result end,
         errors = case when o.error is not null and not ${REFUND} then j.errors || jsonb_build_array(o.error) else j.errors end,
         lease_owner = null, lease_expires_at = null
@@ -68,32 +78,12 @@ export function completeJobsStatement(owner: string, now: Date, outcomes: Outcom
       returning j.id, j.task, j.queue, j.attempt, j.state, o.kind, o.error
     ),
     freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
-    ${sql.join(after.map((cte) => sql`, ${cte}`), sql` `)}
+    ${sql.join(ctes, sql` `)}
     select jsonb_build_object(
       'done', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state, 'kind', kind,
         'error', case when error is not null then jsonb_build_object('kind', error->>'kind', 'message', error->>'message') end))
         from done), '[]'::jsonb),
-      'freed', (select count(*) from freed)) as r`;
+      'freed', (select count(*) from freed),
+      'start', ${starts.length > 0 ? startReport() : sql`null::jsonb`}) as r`;
 }
-
-/**
- * Marks one job `succeeded` if `owner` still holds it, and raises otherwise, so that inside a
- * transaction or a neon-http batch the caller's writes roll back with it.
- */
-export function completeOwnedStatement(owner: string, now: Date, jobId: number): SQL {
-  const at = sql`${now.toISOString()}::timestamptz`;
-  return sql`
-    with done as (
-      update akadze.jobs set state = 'succeeded', finished_at = ${at}, lease_owner = null, lease_expires_at = null
-      where id = ${jobId} and state = 'running' and lease_owner = ${owner}
-      returning id, task, queue, attempt
-    ),
-    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
-    select case when exists (select 1 from done)
-      then (select jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt) from done)
-      else to_jsonb(akadze.raise_error(${LEASE_LOST_PREFIX + jobId}, ${LEASE_LOST_CODE})) end as r`;
-}
-
-export const LEASE_LOST_CODE = "AKL01";
-export const LEASE_LOST_PREFIX = "akadze: this run no longer owns job ";

@@ -1,5 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 
+/** The channel enqueues notify (in their own transaction), so listening workers wake at once. */
+export const JOBS_CHANNEL = "akadze_jobs";
+
 /** The columns every job of one enqueue call shares. */
 export interface JobBatch {
   task: string;
@@ -26,6 +29,8 @@ export function insertJobsStatement(batch: JobBatch, args: unknown[]): SQL {
       from jsonb_array_elements(${JSON.stringify(args)}::jsonb) with ordinality as a(args, ord)
       order by a.ord
       returning id
-    )
-    select coalesce(jsonb_agg(id order by id), '[]'::jsonb) as r from inserted`;
+    ),
+    -- Wakes listening workers when the enqueue commits (never before, never if it rolls back).
+    notified as (select pg_notify(${JOBS_CHANNEL}, ${batch.queue}::text) where exists (select 1 from inserted))
+    select coalesce(jsonb_agg(id order by id), '[]'::jsonb) as r, (select count(*) from notified) as notified from inserted`;
 }

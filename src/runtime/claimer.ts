@@ -1,0 +1,94 @@
+import type { SQL } from "drizzle-orm";
+import type { App } from "../app/app.js";
+import type { Transition } from "../app/hooks.js";
+import { queryJson, type Db } from "../db/driver.js";
+import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
+import { enqueueDueSlotsCtes } from "../sql/schedules.js";
+import { dueSlots } from "../schedules/enqueue.js";
+import { sql } from "drizzle-orm";
+import { sendWithTransitions, transitionOf } from "./send.js";
+import { CLAIM_MARGIN_MS } from "./run-options.js";
+
+/** A schedule's slot this process saw enqueued is not sent again for this long (then its `seen_at` is refreshed). */
+const SCHEDULE_RECHECK_MS = 60_000;
+
+export interface ClaimerOptions {
+  app: App;
+  db: Db;
+  owner: string;
+  leaseMs: number;
+  queues: string[] | null;
+  /** The statement clock: a caller's clock, or the database's `now()`. */
+  sqlNow: () => SQL;
+  /** The local clock, for schedules and the budget. */
+  now: () => Date;
+  remainingMs: () => number;
+  /** Told once per statement sent. */
+  count: () => void;
+}
+
+/** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
+export interface Claim extends ClaimResult { noTaskFits: boolean }
+
+/**
+ * Claims batches for one invocation: picks the tasks whose timeout fits the remaining budget, carries the
+ * schedules that came due (each slot once per process), extra CTEs on request, and the limit CTEs only
+ * while some limit exists (each claim reports whether one does).
+ */
+export class Claimer {
+  private limits = true;
+  private readonly seenSlots = new Map<string, { slot: number; at: number }>();
+  /** Tasks not claimed because their timeout did not fit the budget, as of the first claim. */
+  tooLongForBudget: string[] | null = null;
+
+  constructor(private readonly o: ClaimerOptions) {}
+
+  /** The task names worth claiming now. */
+  fittingTasks(): { fit: string[]; tooLong: string[] } {
+    const remaining = this.o.remainingMs();
+    const fit: string[] = [];
+    const tooLong: string[] = [];
+    for (const t of this.o.app.tasks.values()) {
+      (t.timeoutMs === undefined || t.timeoutMs <= remaining - CLAIM_MARGIN_MS ? fit : tooLong).push(t.name);
+    }
+    return { fit, tooLong };
+  }
+
+  async claim(batchSize: number, startCount: number, extra: SQL[] = []): Promise<Claim> {
+    const { fit, tooLong } = this.fittingTasks();
+    this.tooLongForBudget ??= tooLong;
+    if (fit.length === 0 || this.o.remainingMs() < CLAIM_MARGIN_MS) {
+      return { claimed: [], recovered: [], cancelled: [], limits: this.limits, noTaskFits: true };
+    }
+    const schedules = this.dueSchedules();
+    const statement = claimJobsStatement({
+      owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
+      queues: this.o.queues, limits: this.limits,
+      extra: [...extra, ...schedules.extra], report: schedules.report,
+    });
+    this.o.count();
+    const result = await sendWithTransitions(this.o.db, this.o.app.hooks, (db) => queryJson<ClaimResult>(db, statement), (r) => [
+      ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)),
+      ...r.claimed.map((j): Transition => ({ jobId: Number(j.id), task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
+    ]);
+    schedules.sent();
+    this.limits = result.limits;
+    result.claimed = result.claimed.map((j) => ({ ...j, id: Number(j.id) }));
+    return { ...result, noTaskFits: false };
+  }
+
+  /** Due schedule slots this process has not seen enqueued yet (or not for a minute). */
+  private dueSchedules(): { extra: SQL[]; report: Record<string, SQL>; sent: () => void } {
+    const now = this.o.now();
+    const due = dueSlots(this.o.app, now).filter((d) => {
+      const seen = this.seenSlots.get(d.name);
+      return !seen || seen.slot !== d.slot.getTime() || now.getTime() - seen.at >= SCHEDULE_RECHECK_MS;
+    });
+    if (due.length === 0) return { extra: [], report: {}, sent: () => {} };
+    return {
+      extra: enqueueDueSlotsCtes(due, now),
+      report: { scheduled: sql`(select count(*) from scheduled_jobs)` },
+      sent: () => { for (const d of due) this.seenSlots.set(d.name, { slot: d.slot.getTime(), at: now.getTime() }); },
+    };
+  }
+}

@@ -1,0 +1,293 @@
+import type { SQL } from "drizzle-orm";
+import { Cancel, LeaseLost } from "../core/errors.js";
+import type { App } from "../app/app.js";
+import type { Db } from "../db/driver.js";
+import type { ClaimedJob } from "../sql/claim.js";
+import type { CompletedJob, Outcome } from "../sql/complete.js";
+import type { StartResult } from "../sql/start.js";
+import { Claimer, type Claim } from "./claimer.js";
+import { Heartbeat } from "./heartbeat.js";
+import { runJob } from "./execute.js";
+import type { RunSummary } from "./run-options.js";
+import { Settler } from "./settler.js";
+import { Wakeup } from "./signal.js";
+
+/** How a prefetched job stands in the local queue. */
+type LocalState = "waiting" | "requested" | "ready";
+
+interface LocalJob { job: ClaimedJob; state: LocalState }
+
+/** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
+export interface EngineOptions {
+  app: App;
+  db: Db;
+  owner: string;
+  queues: string[] | null;
+  slots: number;
+  /** Jobs one claim asks for: the invocation's batch, or the worker's prefetch. */
+  batchSize: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  /** The local clock: budget, schedules, error times. */
+  now: () => Date;
+  /** The statement clock: the caller's, or the database's `now()`. */
+  sqlNow: () => SQL;
+  /** When no new job may start, on the local clock (ms), or Infinity. */
+  deadline: number;
+  signal?: AbortSignal;
+  /** Claim again while there is work and budget; false: exactly one claim. */
+  drain: boolean;
+  /** CTEs for the first claim's round trip (registry, retention). */
+  firstClaimExtras: SQL[];
+  /** CTEs for claims after the first (a worker's retention, when due). */
+  laterClaimExtras?: () => SQL[];
+  /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
+  settleAfter: (completedAlone: number) => SQL[];
+  /**
+   * Called when nothing is left to run and the last claim found no more: resolve `true` to claim again
+   * (a worker waiting for a wake-up or its next poll), `false` to end.
+   */
+  idle?: () => Promise<boolean>;
+  /** A claim that failed after the first (the first one's error is thrown). */
+  onError?: (error: unknown) => void;
+}
+
+/** Jobs started ahead of free slots are capped at this many batches of slots. */
+const MAX_LOOKAHEAD_SLOTS = 64;
+
+/**
+ * The invocation engine: a claimer, a local queue of prefetched jobs, `slots` runners, an outcome buffer
+ * (the settler, which also starts prefetched jobs) and a heartbeat, composed. It claims the next batch
+ * before the local queue runs dry, starts a prefetched job only after a statement marked it started (so a
+ * crash charges only what may have run) and took its limit slot and token, and at the budget's end or on
+ * stop releases what never started, attempt unspent.
+ */
+export class Engine {
+  readonly summary: RunSummary;
+  private readonly claimer: Claimer;
+  private readonly settler: Settler;
+  private readonly heartbeat: Heartbeat;
+  private readonly change = new Wakeup();
+  private readonly queue: LocalJob[] = [];
+  /** Every job this engine holds a lease on (queued locally or running), with the controller its body gets. */
+  private readonly held = new Map<number, AbortController>();
+  private readonly mustStop = new Set<number>();
+  private running = 0;
+  private claiming: Promise<void> | null = null;
+  private exhausted = false;
+  private idling = false;
+  private ended = false;
+  private claims = 0;
+  private completedAlone = 0;
+  /** Moving averages that size how many jobs to start ahead of free slots. */
+  private avgRunMs: number | null = null;
+  private avgRoundTripMs: number | null = null;
+
+  constructor(private readonly o: EngineOptions) {
+    this.summary = { id: o.owner, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
+      recovered: 0, lost: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
+    this.claimer = new Claimer({
+      app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
+      remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
+    });
+    this.settler = new Settler({
+      db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow,
+      after: () => { const alone = this.completedAlone; this.completedAlone = 0; return o.settleAfter(alone); },
+      sent: (ms) => { this.summary.roundTrips++; this.sample("avgRoundTripMs", ms); },
+      done: (jobs, sent) => { this.summary.lost += sent.length - jobs.length; this.count(jobs); },
+      lost: (outcomes) => { this.summary.lost += outcomes.length; },
+      started: (request, result) => this.onStarted(request.ids, result),
+    });
+    this.heartbeat = new Heartbeat({
+      db: o.db, owner: o.owner, leaseMs: o.leaseMs, now: o.sqlNow, intervalMs: o.heartbeatMs,
+      held: () => [...this.held.keys()],
+      count: () => { this.summary.roundTrips++; },
+      onBeat: (covered, held) => this.onBeat(covered, held),
+    });
+  }
+
+  /** Runs until the budget is spent, the work is done (and `idle` says stop) or `signal` aborts; never rejects once a body runs. */
+  async run(): Promise<RunSummary> {
+    const began = this.o.now().getTime();
+    this.heartbeat.start();
+    try {
+      this.accept(await this.claimer.claim(this.o.batchSize, this.o.slots, this.o.firstClaimExtras), this.o.batchSize);
+      await this.loop();
+    } finally {
+      this.heartbeat.stop();
+      await this.settler.flush();
+      this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
+      this.summary.durationMs = this.o.now().getTime() - began;
+    }
+    return this.summary;
+  }
+
+  private remainingMs(): number {
+    return this.o.deadline - this.o.now().getTime();
+  }
+
+  private stopping(): boolean {
+    return this.o.signal?.aborted === true || this.remainingMs() <= 0;
+  }
+
+  private async loop(): Promise<void> {
+    for (;;) {
+      this.dispatch();
+      const quiet = this.running === 0 && this.queue.length === 0 && !this.claiming && !this.settler.startPending;
+      if (quiet && (!this.o.idle || this.ended || this.stopping())) return;
+      await this.change.wait();
+    }
+  }
+
+  /** A worker lane waits for a wake-up or its next poll whenever its claims ran dry, even while other slots run. */
+  private waitForWork(): void {
+    if (!this.o.idle || this.idling || this.ended || this.stopping()) return;
+    this.idling = true;
+    this.o.idle().then((again) => { if (again) this.exhausted = false; else this.ended = true; },
+      (error) => { this.ended = true; this.o.onError?.(error); })
+      .finally(() => { this.idling = false; this.change.notify(); });
+  }
+
+  /** Jobs to start ahead of free slots: those that would finish within one round trip. */
+  private lookahead(): number {
+    if (this.avgRunMs === null || this.avgRoundTripMs === null) return 0;
+    const perSlot = Math.floor(this.avgRoundTripMs / Math.max(this.avgRunMs, 0.01));
+    return Math.min(this.o.batchSize, this.o.slots * Math.min(perSlot, MAX_LOOKAHEAD_SLOTS));
+  }
+
+  private dispatch(): void {
+    if (this.stopping()) {
+      for (const local of this.queue.splice(0)) this.release(local.job);
+      return;
+    }
+    const remaining = this.remainingMs();
+    for (let i = 0; i < this.queue.length;) {
+      const { job, state } = this.queue[i];
+      const timeoutMs = this.o.app.tasks.get(job.task)?.timeoutMs;
+      if (timeoutMs !== undefined && timeoutMs > remaining) {
+        // It can never fit any more: the remaining budget only shrinks.
+        this.queue.splice(i, 1);
+        this.release(job);
+      } else if (state === "ready" && this.running < this.o.slots) {
+        this.queue.splice(i, 1);
+        this.start(job, timeoutMs ?? remaining);
+      } else i++;
+    }
+    if (!this.settler.startPending) {
+      let ready = 0;
+      for (const l of this.queue) if (l.state === "ready") ready++;
+      const want = this.o.slots - this.running + this.lookahead() - ready;
+      const next = this.queue.filter((l) => l.state === "waiting").slice(0, Math.max(0, want));
+      if (next.length > 0) {
+        for (const l of next) l.state = "requested";
+        this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
+      }
+    }
+    if (!this.claiming && !this.exhausted && this.o.drain && this.queue.length <= this.o.slots + this.lookahead()) this.claimNext();
+    if (this.exhausted && !this.claiming) this.waitForWork();
+  }
+
+  private claimNext(): void {
+    const free = Math.max(0, this.o.slots - this.running - this.queue.length);
+    const size = Math.max(1, this.o.batchSize - this.queue.length);
+    this.claiming = this.claimer.claim(size, free, this.o.laterClaimExtras?.() ?? [])
+      .then((claim) => this.accept(claim, size), (error) => { this.exhausted = true; this.o.onError?.(error); })
+      .finally(() => { this.claiming = null; this.change.notify(); });
+  }
+
+  private accept(claim: Claim, asked: number): void {
+    this.claims++;
+    const s = this.summary;
+    s.claimed += claim.claimed.length;
+    s.recovered += claim.recovered.length;
+    s.cancelled += claim.cancelled.length;
+    for (const job of claim.claimed) {
+      this.held.set(job.id, new AbortController());
+      this.queue.push({ job, state: job.started ? "ready" : "waiting" });
+    }
+    // A short claim found everything claimable (for now); jobs the schedules enqueued in it were invisible to it.
+    if (!this.o.drain || claim.noTaskFits || (claim.claimed.length < asked && !(claim.scheduled ?? 0))) this.exhausted = true;
+  }
+
+  private onStarted(ids: number[], result: StartResult | null): void {
+    const started = new Set(result?.started ?? []);
+    for (let i = 0; i < this.queue.length;) {
+      const local = this.queue[i];
+      if (local.state !== "requested" || !ids.includes(local.job.id)) { i++; continue; }
+      if (started.has(local.job.id)) { local.state = "ready"; i++; continue; }
+      // Stopped, denied a limit, or not ours any more; a failed request leaves it to lease expiry (never started: no attempt spent).
+      this.queue.splice(i, 1);
+      this.held.delete(local.job.id);
+    }
+    if (result) {
+      this.summary.cancelled += result.stopped.length;
+      this.summary.released += result.denied.length;
+    }
+    this.change.notify();
+  }
+
+  private start(job: ClaimedJob, timeoutMs: number): void {
+    const controller = this.held.get(job.id)!;
+    if (this.mustStop.has(job.id) || controller.signal.aborted) {
+      this.settler.push({ id: job.id, kind: controller.signal.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
+      this.held.delete(job.id);
+      return;
+    }
+    this.running++;
+    const began = performance.now();
+    void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow })
+      .then((outcome) => {
+        this.held.delete(job.id);
+        if (outcome === null) {
+          this.summary.succeeded++;
+          this.completedAlone++;
+        } else this.settler.push(outcome);
+      })
+      .finally(() => {
+        this.running--;
+        this.sample("avgRunMs", performance.now() - began);
+        this.change.notify();
+      });
+  }
+
+  private release(job: ClaimedJob): void {
+    this.held.delete(job.id);
+    this.settler.push({ id: job.id, kind: "release", attempt: job.attempt });
+  }
+
+  private onBeat(covered: number[], held: { id: number; stop: boolean }[]): void {
+    const seen = new Map(held.map((h) => [h.id, h.stop]));
+    for (const id of covered) {
+      const controller = this.held.get(id);
+      if (!controller) continue;
+      if (!seen.has(id)) controller.abort(new LeaseLost(`the lease of job ${id} was lost to another invocation`));
+      else if (seen.get(id)) {
+        this.mustStop.add(id);
+        controller.abort(new Cancel(`job ${id} was cancelled or expired while running`));
+      }
+    }
+    this.change.notify();
+  }
+
+  private count(done: CompletedJob[]): void {
+    const s = this.summary;
+    for (const d of done) {
+      if (d.to === "succeeded") s.succeeded++;
+      else if (d.to === "failed") s.failed++;
+      else if (d.to === "cancelled") s.cancelled++;
+      else if (d.kind === "release") s.released++;
+      else if (d.kind === "snooze") s.snoozed++;
+      else s.retried++;
+      if (d.error && (d.to === "failed" || (d.to === "queued" && d.kind !== "snooze"))) {
+        s.problems.push({ jobId: d.id, task: d.task, queue: d.queue, attempt: d.attempt, to: d.to as "failed" | "queued", error: d.error });
+      }
+    }
+  }
+
+  private sample(field: "avgRunMs" | "avgRoundTripMs", ms: number): void {
+    const previous = this[field];
+    this[field] = previous === null ? ms : previous * 0.8 + ms * 0.2;
+  }
+}
+
+export type { Outcome };

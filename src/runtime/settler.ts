@@ -1,0 +1,148 @@
+import type { SQL } from "drizzle-orm";
+import type { Hooks, Transition } from "../app/hooks.js";
+import { queryJson, type Db } from "../db/driver.js";
+import { settleStatement, type CompletedJob, type Outcome, type SettleResult, type StartRequest } from "../sql/complete.js";
+import type { StartResult } from "../sql/start.js";
+import { sendWithTransitions, transitionOf } from "./send.js";
+import { nextTurn } from "./signal.js";
+import { storable, unstorableEntry } from "./storable.js";
+
+/** Tries of one statement before its outcomes are split (or, alone, replaced by a storable failure). */
+const TRIES = 3;
+
+export interface SettlerOptions {
+  db: Db;
+  hooks: Hooks;
+  owner: string;
+  sqlNow: () => SQL;
+  /** CTEs added to every settle statement that records outcomes (the workers registry). */
+  after: () => SQL[];
+  /** Told once per statement sent, with how long it took. */
+  sent: (ms: number) => void;
+  /** Told of every job a statement moved. */
+  done: (jobs: CompletedJob[], sent: Outcome[]) => void;
+  /** Outcomes that could not be recorded (the database stayed unreachable); their leases expire. */
+  lost: (outcomes: Outcome[], error: unknown) => void;
+  /** The answer to a start request; `null` when the request failed. */
+  started: (request: StartRequest, result: StartResult | null) => void;
+}
+
+/**
+ * The outcome buffer: outcomes and start requests wait at most one macrotask, then go in one settle
+ * statement (one at a time, so whatever arrives meanwhile shares the next one). A statement that fails is
+ * retried, then split in halves until the outcome the database refuses is alone; that one is recorded as
+ * its job's failure, and the others complete once. One job's outcome never decides another's.
+ */
+export class Settler {
+  private outcomes: Outcome[] = [];
+  private start: StartRequest | null = null;
+  private loop: Promise<void> | null = null;
+
+  constructor(private readonly o: SettlerOptions) {}
+
+  push(outcome: Outcome): void {
+    this.outcomes.push(outcome);
+    this.kick();
+  }
+
+  /** Asks the next statement to start these prefetched jobs. One request at a time (see `startPending`). */
+  requestStart(request: StartRequest): void {
+    this.start = request;
+    this.kick();
+  }
+
+  /** A start request is waiting or in flight. */
+  startPending = false;
+
+  /** Resolves once every outcome pushed so far is settled. */
+  async flush(): Promise<void> {
+    while (this.loop) await this.loop;
+  }
+
+  private kick(): void {
+    if (this.start) this.startPending = true;
+    this.loop ??= nextTurn().then(() => this.drain()).finally(() => { this.loop = null; });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.outcomes.length > 0 || this.start) {
+      const outcomes = this.outcomes.splice(0).map(storable);
+      const start = this.start;
+      this.start = null;
+      await this.settle(outcomes, start);
+    }
+  }
+
+  private async settle(outcomes: Outcome[], start: StartRequest | null): Promise<void> {
+    let error: unknown;
+    for (let attempt = 1; attempt <= TRIES; attempt++) {
+      try {
+        const result = await this.send(outcomes, start);
+        this.o.done(result.done.map((d) => ({ ...d, id: Number(d.id) })), outcomes);
+        if (start) this.answer(start, result.start);
+        return;
+      } catch (e) {
+        error = e;
+        // A repeated settle is harmless: outcomes apply only where this owner still holds the lease, and
+        // starting a job twice is the same as starting it once.
+        if (refusedData(e)) break;
+      }
+    }
+    if (!refusedData(error)) {
+      // The database was not reached (or failed on its own): the leases expire and recovery takes over.
+      if (outcomes.length > 0) this.o.lost(outcomes, error);
+      if (start) this.answer(start, null);
+      return;
+    }
+    if (outcomes.length > 1) {
+      const half = Math.ceil(outcomes.length / 2);
+      await this.settle(outcomes.slice(0, half), start);
+      await this.settle(outcomes.slice(half), null);
+      return;
+    }
+    const [only] = outcomes;
+    if (only && only.error?.kind !== "OutcomeNotStorable") {
+      // The database refuses this outcome itself: record that, as this job's failure.
+      const reason = `the database refused this job's outcome (${only.kind}): ${messageOf(error)}`;
+      return this.settle([{ id: only.id, kind: "fail", attempt: only.attempt, error: unstorableEntry(only, reason) }], start);
+    }
+    if (outcomes.length > 0) this.o.lost(outcomes, error);
+    if (start) this.answer(start, null);
+  }
+
+  private answer(start: StartRequest, result: StartResult | null): void {
+    if (!this.start) this.startPending = false;
+    this.o.started(start, result ? { ...result, started: result.started.map(Number) } : null);
+  }
+
+  private async send(outcomes: Outcome[], start: StartRequest | null): Promise<SettleResult> {
+    const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : []);
+    const began = performance.now();
+    try {
+      return await sendWithTransitions(this.o.db, this.o.hooks, (db) => queryJson<SettleResult>(db, statement), (r) => [
+        ...r.done.map((d) => transitionOf(d, d.error ?? undefined)),
+        ...(r.start?.stopped ?? []).map((t) => transitionOf({ ...t, from: "running", to: "cancelled" })),
+        ...(r.start?.denied ?? []).map((t) => transitionOf({ ...t, from: "running", to: "queued" })),
+      ] as Transition[]);
+    } finally {
+      this.o.sent(performance.now() - began);
+    }
+  }
+}
+
+/**
+ * The statement reached the database and was refused for what it carried: a data exception (22xxx), a
+ * constraint (23xxx), a program limit (54xxx), or an HTTP body over Neon's caps (413, 507).
+ */
+function refusedData(error: unknown): boolean {
+  for (let e: any = error; e; e = e.cause) {
+    if (typeof e.code === "string" && /^(22|23|54)/.test(e.code)) return true;
+    if (/HTTP status (413|507)/.test(String(e.message))) return true;
+  }
+  return false;
+}
+
+function messageOf(error: unknown): string {
+  for (let e: any = error; e; e = e.cause) if (typeof e.message === "string" && e.code) return e.message;
+  try { return String((error as any)?.message ?? error); } catch { return "unknown error"; }
+}

@@ -1,0 +1,43 @@
+/**
+ * A level-triggered wake-up: `wait()` resolves at the next `notify()`, or at once if one came while nobody
+ * waited; a wait that timed out or was aborted leaves no stale waiter behind to swallow the next notify.
+ */
+export class Wakeup {
+  private pending = false;
+  private readonly waiters = new Set<() => void>();
+
+  notify(): void {
+    if (this.waiters.size === 0) { this.pending = true; return; }
+    for (const waiter of [...this.waiters]) waiter();
+  }
+
+  wait(ms = Infinity, signal?: AbortSignal): Promise<void> {
+    if (this.pending || signal?.aborted) { this.pending = false; return Promise.resolve(); }
+    return new Promise((resolve) => {
+      const done = () => {
+        this.waiters.delete(done);
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
+      this.waiters.add(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+/** Resolves after the current macrotask, so work that finishes in the same turn is batched together. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** Waits `ms`, or less if `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => { clearTimeout(timer); signal?.removeEventListener("abort", done); resolve(); };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

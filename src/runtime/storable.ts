@@ -1,0 +1,58 @@
+import type { Outcome } from "../sql/complete.js";
+
+/** A retry or snooze delay is clamped to this, so the next run time stays a storable timestamp. */
+export const MAX_DELAY_MS = 100 * 365 * 86_400_000;
+/** A job's result above this size (as JSON) is refused and recorded as that job's error instead. */
+export const MAX_RESULT_BYTES = 1024 * 1024;
+/** An error message or stack is cut to this many characters. */
+export const MAX_ERROR_TEXT = 16 * 1024;
+
+// A NUL, or a UTF-16 surrogate without its partner: Postgres text and jsonb cannot hold them.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** `s` with every character Postgres cannot store replaced by U+FFFD. @example clean("a\u0000b") // "a\ufffdb" */
+export function clean(s: string): string {
+  return s.replace(UNSTORABLE, "\ufffd");
+}
+
+/** A JSON value with every string (keys too) cleaned. */
+export function cleanJson(value: unknown): unknown {
+  if (typeof value === "string") return clean(value);
+  if (Array.isArray(value)) return value.map(cleanJson);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [clean(k), cleanJson(v)]));
+  }
+  return value;
+}
+
+function cut(s: string): string {
+  return s.length > MAX_ERROR_TEXT ? `${s.slice(0, MAX_ERROR_TEXT)}… (${s.length - MAX_ERROR_TEXT} more characters)` : s;
+}
+
+/**
+ * The outcome as the completion statement can store it: strings cleaned, delays clamped to
+ * [0, MAX_DELAY_MS], a result over MAX_RESULT_BYTES refused as this job's error.
+ */
+export function storable(outcome: Outcome): Outcome {
+  const o: Outcome = { ...outcome };
+  if (o.delayMs !== undefined) o.delayMs = Number.isFinite(o.delayMs) ? Math.min(MAX_DELAY_MS, Math.max(0, o.delayMs)) : MAX_DELAY_MS;
+  if (o.error) {
+    o.error = { ...o.error, kind: cut(clean(String(o.error.kind))), message: cut(clean(String(o.error.message))),
+      stack: o.error.stack === null ? null : cut(clean(String(o.error.stack))) };
+    if (o.error.payload !== undefined) o.error.payload = cleanJson(o.error.payload);
+  }
+  if (o.kind === "succeeded" && o.result !== undefined && o.result !== null) {
+    const result = cleanJson(o.result);
+    const size = new TextEncoder().encode(JSON.stringify(result)).length;
+    if (size > MAX_RESULT_BYTES) {
+      return { id: o.id, kind: "fail", error: unstorableEntry(outcome, `the result is ${size} bytes of JSON, over the ${MAX_RESULT_BYTES}-byte cap: store large results in your own tables`) };
+    }
+    o.result = result;
+  }
+  return o;
+}
+
+/** The error recorded for a job whose outcome the database refused. */
+export function unstorableEntry(outcome: Outcome, message: string): NonNullable<Outcome["error"]> {
+  return { attempt: outcome.error?.attempt ?? outcome.attempt ?? 0, at: outcome.error?.at ?? new Date().toISOString(), kind: "OutcomeNotStorable", message: cut(clean(message)), stack: null };
+}
