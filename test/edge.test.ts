@@ -70,7 +70,7 @@ forEachDriver((h) => {
     const { ok, other, call } = setup();
     await ok.using(h().db).enqueueMany([{}, {}]);
     const [first] = await other.using(h().db).enqueueMany([{}, {}]);
-    const res = await call("/akadze/work", { body: JSON.stringify({ queues: ["other"], batchSize: 1, slots: 1, budget: "5s" }) });
+    const res = await call("/akadze/work", { body: JSON.stringify({ queues: ["other"], batchSize: 1, slots: 1, budget: "5s", drain: false }) });
     expect(await res.json()).toMatchObject({ claimed: 1, succeeded: 1 });
     expect(await jobState(first)).toMatchObject({ state: "succeeded" });
     expect(await h().rows(`select task from akadze.jobs where state = 'queued' order by id`)).toEqual([{ task: "ok" }, { task: "ok" }, { task: "other" }]);

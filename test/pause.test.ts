@@ -42,7 +42,7 @@ forEachDriver((h) => {
       if (started.length === 1) await new Promise<void>((resolve) => { release = resolve; });
     });
     const [first] = await mail.using(h().db).enqueueMany([{}, {}]);
-    const running = runOnce(app, { db: h().db, now: clock.now, batchSize: 1, budget: Infinity });
+    const running = runOnce(app, { db: h().db, now: clock.now, batchSize: 1, budget: Infinity, drain: false });
     while (started.length === 0) await new Promise((resolve) => setImmediate(resolve));
 
     await pauseQueue(h().db, "mail");

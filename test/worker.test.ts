@@ -191,7 +191,7 @@ describe("akadze worker (the process)", () => {
     } finally {
       child.kill("SIGKILL");
     }
-    expect(stdout).toMatch(/worker wrk-\S+ started on .*: gated \(2 slots\), 4 tasks/);
+    expect(stdout).toMatch(/worker wrk-\S+ started on .*: gated \(2 slots\), 5 tasks/);
     expect(stdout).toMatch(/stopped: 2 runs \(2 succeeded, 0 retried, 0 failed\), 3 released/); // prefetched, never started
     const jobs = await t.rows<{ id: string; state: string; attempt: number }>("select id, state, attempt from akadze.jobs order by id");
     const started = (await t.rows("select job_id from fixture_events where event = 'started' order by job_id")).map((r) => r.job_id);

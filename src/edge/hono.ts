@@ -82,6 +82,7 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
     }
     const summary = await runOnce(app, {
       ...options.run, db: await getDb(c), queues: request.queues, slots: request.slots, batchSize: request.batchSize, budget,
+      ...(request.drain === undefined ? {} : { drain: request.drain }),
     });
     return c.json(summary);
   };

@@ -37,6 +37,8 @@ export const WorkRequest = v.strictObject({
   slots: v.optional(Count("slots", MAX_SLOTS)),
   batchSize: v.optional(Count("batchSize", MAX_BATCH_SIZE)),
   budget: v.optional(Budget),
+  /** `false` (or "false" in a query): exactly one batch instead of working the whole budget. */
+  drain: v.optional(v.union([v.boolean(), v.pipe(v.picklist(["true", "false"], "drain is true or false"), v.transform((s) => s === "true"))], "drain is true or false")),
 });
 
 export type WorkRequest = v.InferOutput<typeof WorkRequest>;

@@ -11,6 +11,8 @@ import { CLAIM_MARGIN_MS } from "./run-options.js";
 
 /** A schedule's slot this process saw enqueued is not sent again for this long (then its `seen_at` is refreshed). */
 const SCHEDULE_RECHECK_MS = 60_000;
+/** The least room a claim leaves for its own round trip once round trips were measured. */
+const MIN_MARGIN_MS = 50;
 
 export interface ClaimerOptions {
   app: App;
@@ -23,6 +25,8 @@ export interface ClaimerOptions {
   /** The local clock, for schedules and the budget. */
   now: () => Date;
   remainingMs: () => number;
+  /** The invocation's average round trip so far (`null` before the first). */
+  roundTripMs: () => number | null;
   /** Told once per statement sent. */
   count: () => void;
 }
@@ -43,13 +47,20 @@ export class Claimer {
 
   constructor(private readonly o: ClaimerOptions) {}
 
-  /** The task names worth claiming now. */
+  /**
+   * The task names worth claiming now: a declared timeout must fit the remaining budget with room for the
+   * claim's own round trip (CLAIM_MARGIN_MS until one was measured, then a few round trips); a task without
+   * one runs on what is left of the budget, so it needs CLAIM_MARGIN_MS of it.
+   */
   fittingTasks(): { fit: string[]; tooLong: string[] } {
     const remaining = this.o.remainingMs();
+    const rtt = this.o.roundTripMs();
+    const margin = rtt === null ? CLAIM_MARGIN_MS : Math.min(CLAIM_MARGIN_MS, Math.max(MIN_MARGIN_MS, 4 * rtt));
     const fit: string[] = [];
     const tooLong: string[] = [];
     for (const t of this.o.app.tasks.values()) {
-      (t.timeoutMs === undefined || t.timeoutMs <= remaining - CLAIM_MARGIN_MS ? fit : tooLong).push(t.name);
+      const fits = t.timeoutMs === undefined ? remaining >= CLAIM_MARGIN_MS : t.timeoutMs <= remaining - margin;
+      (fits ? fit : tooLong).push(t.name);
     }
     return { fit, tooLong };
   }
@@ -57,7 +68,7 @@ export class Claimer {
   async claim(batchSize: number, startCount: number, extra: SQL[] = []): Promise<Claim> {
     const { fit, tooLong } = this.fittingTasks();
     this.tooLongForBudget ??= tooLong;
-    if (fit.length === 0 || this.o.remainingMs() < CLAIM_MARGIN_MS) {
+    if (fit.length === 0) {
       return { claimed: [], recovered: [], cancelled: [], limits: this.limits, noTaskFits: true };
     }
     const schedules = this.dueSchedules();

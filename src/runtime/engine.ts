@@ -15,7 +15,12 @@ import { Wakeup } from "./signal.js";
 /** How a prefetched job stands in the local queue. */
 type LocalState = "waiting" | "requested" | "ready";
 
-interface LocalJob { job: ClaimedJob; state: LocalState }
+interface LocalJob {
+  job: ClaimedJob;
+  state: LocalState;
+  /** A job that took a `maxStarts` token must start by then (local clock and monotonic ms), or be released. */
+  startBy?: { clock: number; mono: number };
+}
 
 /** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
 export interface EngineOptions {
@@ -89,14 +94,15 @@ export class Engine {
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
+      roundTripMs: () => this.avgRoundTripMs,
     });
     this.settler = new Settler({
-      db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow,
+      db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now,
       after: () => { const alone = this.completedAlone; this.completedAlone = 0; return o.settleAfter(alone); },
       sent: (ms) => { this.summary.roundTrips++; this.sample("avgRoundTripMs", ms); },
       done: (jobs, sent) => { this.summary.lost += sent.length - jobs.length; this.count(jobs); },
       lost: (outcomes) => { this.summary.lost += outcomes.length; },
-      started: (request, result) => this.onStarted(request.ids, result),
+      started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
     this.heartbeat = new Heartbeat({
       db: o.db, owner: o.owner, leaseMs: o.leaseMs, now: o.sqlNow, intervalMs: o.heartbeatMs,
@@ -162,7 +168,7 @@ export class Engine {
     }
     const remaining = this.remainingMs();
     for (let i = 0; i < this.queue.length;) {
-      const { job, state } = this.queue[i];
+      const { job, state, startBy } = this.queue[i];
       const timeoutMs = this.o.app.tasks.get(job.task)?.timeoutMs;
       if (timeoutMs !== undefined && timeoutMs > remaining) {
         // It can never fit any more: the remaining budget only shrinks.
@@ -170,14 +176,26 @@ export class Engine {
         this.release(job);
       } else if (state === "ready" && this.running < this.o.slots) {
         this.queue.splice(i, 1);
-        this.start(job, timeoutMs ?? remaining);
+        if (startBy && (this.o.now().getTime() > startBy.clock || performance.now() > startBy.mono)) {
+          // Its token was stamped too long ago for this start to count inside the window: release it.
+          this.release(job);
+        } else this.start(job, timeoutMs ?? remaining);
       } else i++;
     }
     if (!this.settler.startPending) {
       let ready = 0;
       for (const l of this.queue) if (l.state === "ready") ready++;
-      const want = this.o.slots - this.running + this.lookahead() - ready;
-      const next = this.queue.filter((l) => l.state === "waiting").slice(0, Math.max(0, want));
+      const free = this.o.slots - this.running - ready;
+      let want = free + this.lookahead();
+      let limitedWant = free; // a limited job starts only into a free slot: its token's clock is running
+      const next: LocalJob[] = [];
+      for (const l of this.queue) {
+        if (want <= 0) break;
+        if (l.state !== "waiting" || (l.job.limited && limitedWant <= 0)) continue;
+        if (l.job.limited) limitedWant--;
+        want--;
+        next.push(l);
+      }
       if (next.length > 0) {
         for (const l of next) l.state = "requested";
         this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
@@ -205,16 +223,24 @@ export class Engine {
       this.held.set(job.id, new AbortController());
       this.queue.push({ job, state: job.started ? "ready" : "waiting" });
     }
-    // A short claim found everything claimable (for now); jobs the schedules enqueued in it were invisible to it.
-    if (!this.o.drain || claim.noTaskFits || (claim.claimed.length < asked && !(claim.scheduled ?? 0))) this.exhausted = true;
+    // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
+    // the same statement were invisible to it, so those call for one more claim.
+    const more = (claim.scheduled ?? 0) > 0 || claim.recovered.length > 0;
+    if (!this.o.drain || claim.noTaskFits || (claim.claimed.length < asked && !more)) this.exhausted = true;
   }
 
-  private onStarted(ids: number[], result: StartResult | null): void {
+  private onStarted(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {
     const started = new Set(result?.started ?? []);
     for (let i = 0; i < this.queue.length;) {
       const local = this.queue[i];
       if (local.state !== "requested" || !ids.includes(local.job.id)) { i++; continue; }
-      if (started.has(local.job.id)) { local.state = "ready"; i++; continue; }
+      if (started.has(local.job.id)) {
+        local.state = "ready";
+        const slack = result?.slack?.[String(local.job.id)];
+        if (slack !== undefined) local.startBy = { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
+        i++;
+        continue;
+      }
       // Stopped, denied a limit, or not ours any more; a failed request leaves it to lease expiry (never started: no attempt spent).
       this.queue.splice(i, 1);
       this.held.delete(local.job.id);

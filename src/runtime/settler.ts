@@ -15,6 +15,8 @@ export interface SettlerOptions {
   hooks: Hooks;
   owner: string;
   sqlNow: () => SQL;
+  /** The local clock, read when a start request is sent. */
+  now: () => Date;
   /** CTEs added to every settle statement that records outcomes (the workers registry). */
   after: () => SQL[];
   /** Told once per statement sent, with how long it took. */
@@ -23,8 +25,8 @@ export interface SettlerOptions {
   done: (jobs: CompletedJob[], sent: Outcome[]) => void;
   /** Outcomes that could not be recorded (the database stayed unreachable); their leases expire. */
   lost: (outcomes: Outcome[], error: unknown) => void;
-  /** The answer to a start request; `null` when the request failed. */
-  started: (request: StartRequest, result: StartResult | null) => void;
+  /** The answer to a start request (`null` when it failed), with when it was sent: local clock and monotonic ms. */
+  started: (request: StartRequest, result: StartResult | null, sent: { clock: number; mono: number }) => void;
 }
 
 /**
@@ -77,9 +79,10 @@ export class Settler {
     let error: unknown;
     for (let attempt = 1; attempt <= TRIES; attempt++) {
       try {
+        const sent = { clock: this.o.now().getTime(), mono: performance.now() };
         const result = await this.send(outcomes, start);
         this.o.done(result.done.map((d) => ({ ...d, id: Number(d.id) })), outcomes);
-        if (start) this.answer(start, result.start);
+        if (start) this.answer(start, result.start, sent);
         return;
       } catch (e) {
         error = e;
@@ -91,7 +94,7 @@ export class Settler {
     if (!refusedData(error)) {
       // The database was not reached (or failed on its own): the leases expire and recovery takes over.
       if (outcomes.length > 0) this.o.lost(outcomes, error);
-      if (start) this.answer(start, null);
+      if (start) this.answer(start, null, { clock: 0, mono: 0 });
       return;
     }
     if (outcomes.length > 1) {
@@ -107,12 +110,12 @@ export class Settler {
       return this.settle([{ id: only.id, kind: "fail", attempt: only.attempt, error: unstorableEntry(only, reason) }], start);
     }
     if (outcomes.length > 0) this.o.lost(outcomes, error);
-    if (start) this.answer(start, null);
+    if (start) this.answer(start, null, { clock: 0, mono: 0 });
   }
 
-  private answer(start: StartRequest, result: StartResult | null): void {
+  private answer(start: StartRequest, result: StartResult | null, sent: { clock: number; mono: number }): void {
     if (!this.start) this.startPending = false;
-    this.o.started(start, result ? { ...result, started: result.started.map(Number) } : null);
+    this.o.started(start, result ? { ...result, started: result.started.map(Number) } : null, sent);
   }
 
   private async send(outcomes: Outcome[], start: StartRequest | null): Promise<SettleResult> {

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { recoverExpiredLeasesCtes } from "./recover.js";
+import { tokenFree } from "./start.js";
 import { msInterval, mustStop } from "./time.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
@@ -85,8 +86,7 @@ function limitedCandidatesCtes(p: ClaimParams, eligible: SQL, stop: SQL): SQL[] 
         case when l.max_running is null then ${p.batchSize}
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
         case when l.max_starts is null then ${p.batchSize}
-             else (select count(*) from akadze.limit_tokens t where t.key = l.key
-                     and (t.last_start is null or t.last_start <= ${p.now} - ${msInterval(sql`l.window_ms`)})) end) as n
+             else (select count(*) from akadze.limit_tokens t where t.key = l.key and ${tokenFree(p.now)}) end) as n
       from akadze.limits l
     )`,
     // (The constant inner limit lets the planner walk jobs_limit_idx; the outer one stops it, and

@@ -1,10 +1,27 @@
 import { sql, type SQL } from "drizzle-orm";
 import { msInterval, mustStop } from "./time.js";
 
+/**
+ * A `maxStarts` token is taken again only this long after its last start plus the window: a body starts a
+ * little after its token was stamped (the start statement's answer is on its way), and the engine refuses to
+ * start a limited job whose answer took longer than this, so no window of handler start times ever holds
+ * more than `maxStarts` starts. At most 1 s, and a tenth of a short window.
+ */
+export function tokenSlackMs(windowMs: SQL): SQL {
+  return sql`least(1000, (${windowMs}) / 10)`;
+}
+
+/** A token row `t` of limit `l` is free at `now`. */
+export function tokenFree(now: SQL): SQL {
+  return sql`(t.last_start is null or t.last_start <= ${now} - ${msInterval(sql`l.window_ms + ${tokenSlackMs(sql`l.window_ms`)}`)})`;
+}
+
 /** What starting a group of prefetched jobs did: each requested id is in exactly one list, or in none if this run no longer holds it. */
 export interface StartResult {
   /** Marked started: their bodies may run now. */
   started: number[];
+  /** Jobs that took a `maxStarts` token, by id: how soon after the statement their body must start (ms). */
+  slack: Record<string, number> | null;
   /** Cancelled or expired while they waited: `cancelled`, attempt refunded, never run. */
   stopped: { id: number; task: string; queue: string; attempt: number }[];
   /** No `maxRunning` slot or `maxStarts` token free: back to `queued`, attempt refunded. */
@@ -37,7 +54,7 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
       from start_req r where j.id = r.id and not r.already and not r.stop
       returning j.id
     )`, sql`start_denied as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`,
-    sql`start_granted as (select null::bigint as id where false)`];
+    sql`start_granted as (select null::bigint as id, null::text as limit_key where false)`];
   }
   return [
     requested, stopped,
@@ -67,8 +84,7 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
     sql`start_free_tokens as (
       select t.key, t.slot, row_number() over (partition by t.key order by t.slot) as rn
       from (select t.key, t.slot from akadze.limit_tokens t join akadze.limits l on l.key = t.key
-            where t.key in (select limit_key from start_need)
-              and (t.last_start is null or t.last_start <= ${now} - ${msInterval(sql`l.window_ms`)})
+            where t.key in (select limit_key from start_need) and ${tokenFree(now)}
             for update of t skip locked) t
     )`,
     sql`start_grants as (
@@ -115,5 +131,5 @@ export function startReport(): SQL {
   return sql`jsonb_build_object(
     'started', (select coalesce(jsonb_agg(id), '[]'::jsonb) from (select id from started union all select id from start_req where already) s),
     'stopped', ${side("start_stopped")}, 'denied', ${side("start_denied")},
-    'slots', ${sql.raw("(select count(*) from start_granted)")})`;
+    'slack', ${sql.raw("(select jsonb_object_agg(g.id, least(1000, l.window_ms / 10)) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null)")})`;
 }

@@ -1,0 +1,152 @@
+// The invocation engine (SPEC §3): an invocation drains its budget instead of running one batch, a
+// prefetching worker never charges a crash to jobs that never started, limits are taken when bodies start,
+// and a heartbeat never judges jobs it did not cover.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { createApp, runOnce, setLimit } from "../src/index.js";
+import { runWorker } from "../src/runtime/worker.js";
+import { forEachDriver } from "./support/drivers.js";
+import { ManualClock } from "./support/clock.js";
+import { waitFor } from "./support/wait-for.js";
+import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { app as fixtureApp, FIXTURE_TABLES, once } from "./fixtures/worker-app.js";
+
+/** A body that yields to I/O once, as a real job would, and moves the test clock by `ms`. */
+const ioJob = (clock: ManualClock, ms: number) => async () => {
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  clock.advance(ms);
+};
+
+forEachDriver((h) => {
+  it("one invocation works its whole budget over a backlog, returns within it, and leaves nothing running", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const task = app.task("io", { timeout: "500ms" }, ioJob(clock, 10));
+    await task.using(h().db).enqueueMany(Array.from({ length: 1000 }, () => ({})));
+    const summary = await runOnce(app, { db: h().db, slots: 4, batchSize: 20, budget: "5s" });
+
+    expect(summary.claimed).toBeGreaterThan(20 * 5); // many batches, not one
+    expect(summary.durationMs).toBeLessThanOrEqual(5000); // no job outlives the budget
+    expect(summary.durationMs).toBeGreaterThanOrEqual(4300); // and it worked until the last job that fit (500 ms timeout, claim margin)
+    const states = await h().rows<{ state: string; n: number; attempts: number }>(
+      "select state, count(*)::int as n, max(attempt)::int as attempts from akadze.jobs group by state order by state");
+    expect(states.map((s) => s.state)).toEqual(["queued", "succeeded"]);
+    expect(states[0].attempts).toBe(0); // released jobs have their attempt back
+    expect(states[1].n).toBe(summary.succeeded);
+    expect(summary.claimed).toBe(summary.succeeded + summary.released);
+  });
+
+  it("draining an endless backlog with a finite budget returns", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const chain = app.task("chain", async () => {
+      await chain.using(h().db).enqueueMany([{}, {}]); // every job adds two more: the backlog never ends
+      clock.advance(20);
+    });
+    await chain.using(h().db).enqueueMany(Array.from({ length: 8 }, () => ({})));
+    const summary = await runOnce(app, { db: h().db, slots: 4, batchSize: 8, budget: "2s" });
+    expect(summary.succeeded).toBeGreaterThan(8);
+    expect(summary.durationMs).toBeLessThanOrEqual(2000);
+    expect(await h().rows("select count(*)::int as n from akadze.jobs where state = 'running'")).toEqual([{ n: 0 }]);
+  });
+});
+
+forEachDriver((h) => {
+  it("a heartbeat racing the refill claims never aborts a healthy job", async () => {
+    const app = createApp();
+    let aborted = 0;
+    const task = app.task("quick", async (_args, job) => {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      if (job.signal.aborted) aborted++;
+    });
+    await task.using(h().db).enqueueMany(Array.from({ length: 300 }, () => ({})));
+    const summary = await runOnce(app, { db: h().db, slots: 4, batchSize: 8, heartbeat: 10, budget: "60s" });
+    expect(aborted).toBe(0);
+    expect(summary).toMatchObject({ succeeded: 300, lost: 0 });
+    expect(await h().rows("select state, attempt, count(*)::int as n from akadze.jobs group by 1, 2")).toEqual([{ state: "succeeded", attempt: 1, n: 300 }]);
+  });
+
+  it("a prefetching worker takes a maxStarts token when a body starts: no window of start times holds more", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const starts: number[] = [];
+    const task = app.task("vendor.call", async () => { starts.push(clock.now().getTime()); });
+    await setLimit(h().db, "vendor", { maxStarts: 5, window: "10s" });
+    await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 30 }, () => ({})));
+    const stop = new AbortController();
+    const worker = runWorker(app, { db: h().db, slots: 4, prefetch: 20, now: clock.now, minPoll: 1, maxPoll: 5, signal: stop.signal });
+    // Move the clock in steps shorter than the window, giving the worker a moment to react to each (it polls every 5 ms).
+    for (let i = 0; i < 1000 && starts.length < 30; i++) {
+      clock.advance(500);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    stop.abort();
+    await worker;
+    expect(starts).toHaveLength(30);
+    expect(busiestWindow(starts, 10_000)).toBeLessThanOrEqual(5);
+  });
+}, ["node-postgres", "neon-http"]);
+
+/** The most starts inside any window of `ms`. */
+function busiestWindow(starts: number[], ms: number): number {
+  const sorted = [...starts].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (sorted[i] - sorted[j] >= ms) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+describe("a worker killed with SIGKILL", () => {
+  let t: TestDatabase;
+  beforeAll(async () => { t = await openTestDatabase("engine_kill"); });
+  afterAll(async () => { await t?.close(); });
+  beforeEach(async () => { await t.reset(); });
+
+  it("charges only the jobs whose bodies may have started: prefetched ones come back queued, and a maxAttempts: 1 job never runs twice", async () => {
+    await t.pool.query(FIXTURE_TABLES);
+    await t.pool.query("truncate fixture_events, fixture_gates");
+    const ids = await once.using(t.db).enqueueMany(Array.from({ length: 6 }, () => ({ gate: "open" })));
+    const bin = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));
+    const child = spawn(process.execPath, [bin, "worker", "test/fixtures/worker-app.ts", "--queue", "once", "--slots", "2"], {
+      env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => { stderr += d; });
+    const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+    try {
+      // Two bodies run (waiting for their gate); the other four jobs are prefetched by the same worker.
+      await waitFor(async () => {
+        if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr}`);
+        const [{ started, held }] = await t.rows(`select (select count(*)::int from fixture_events where event = 'started') as started,
+          (select count(*)::int from akadze.jobs where state = 'running') as held`);
+        return started === 2 && held === 6;
+      }, "two bodies to start and six jobs to be held");
+    } finally {
+      child.kill("SIGKILL");
+      await exited;
+    }
+
+    // Another invocation, after the leases expired, recovers all six and runs what may run.
+    await t.pool.query("insert into fixture_gates values ('open')");
+    process.env.DATABASE_URL = t.url; // the fixture's bodies record their events through it
+    const later = () => new Date(Date.now() + 5 * 60_000);
+    const summary = await runOnce(fixtureApp, { db: t.db, queues: ["once"], now: later });
+    expect(summary.recovered).toBe(6);
+
+    const jobs = await t.rows<{ id: string; state: string; attempt: number; errors: { kind: string }[] }>(
+      "select id, state, attempt, errors from akadze.jobs order by id");
+    const runs = await t.rows<{ job_id: string; n: number }>("select job_id, count(*)::int as n from fixture_events where event = 'started' group by job_id");
+    const started = new Set(runs.filter((r) => r.n > 0).map((r) => String(r.job_id)));
+    expect(runs.every((r) => r.n === 1)).toBe(true); // no job ran twice
+    for (const job of jobs) {
+      // The two whose bodies may have run spent their only attempt; the prefetched four never lost one and ran now.
+      if (jobs.indexOf(job) < 2) expect(job).toMatchObject({ state: "failed", attempt: 1, errors: [{ kind: "LeaseExpired" }] });
+      else expect(job).toMatchObject({ state: "succeeded", attempt: 1 });
+    }
+    expect(started.size).toBe(6);
+    expect(jobs.map((j) => Number(j.id))).toEqual(ids);
+  });
+});
