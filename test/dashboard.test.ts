@@ -189,7 +189,7 @@ describe("dashboard sessions and CSRF", () => {
       await t.run();
       await t.signIn();
       const token = await t.csrf();
-      for (const fields of [{}, { _csrf: "" }, { _csrf: `${token.slice(1)}x` }]) {
+      for (const fields of [{}, { _csrf: "" }, { _csrf: `${token.slice(1)}x` }] as Record<string, string>[]) {
         expect((await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form(fields))).status).toBe(403);
         expect((await t.request("/akadze/ui/queues/reports/pause", t.form(fields))).status).toBe(403);
       }

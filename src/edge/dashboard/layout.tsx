@@ -12,7 +12,7 @@ a{color:#2159c4;text-decoration:none}a:hover{text-decoration:underline}
 header{display:flex;align-items:center;gap:20px;padding:10px 24px;background:#16202c;color:#e6ebf0}
 header .brand{font-weight:700;font-size:16px;letter-spacing:.02em;color:#fff}
 header nav a{color:#c3cfdb;margin-right:14px}header nav a.on{color:#fff;font-weight:600}
-header form{margin-left:auto}
+header form.inline{margin-left:auto}
 main{max-width:1180px;margin:0 auto;padding:20px 24px 40px}
 h1{font-size:20px;margin:4px 0 16px}h2{font-size:15px;margin:0 0 10px}
 .card{background:#fff;border:1px solid #dde3ea;border-radius:8px;padding:14px 16px;margin-bottom:18px}
@@ -38,10 +38,11 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}dt{c
 .problem{background:#fde2e1;color:#a61b1b}
 .err{border-left:3px solid #e5a5a3;padding:4px 0 4px 12px;margin-bottom:12px}
 details summary{cursor:pointer;color:#5b6b7b;margin:4px 0}
-.chart{display:flex;gap:24px;align-items:center}.chart svg{flex:1;max-width:640px;height:90px}
+.chart{display:flex;gap:28px;align-items:center}.bars{flex:1}.bars svg{display:block;width:100%;height:90px}
+.axis{display:flex;justify-content:space-between;font-size:11px;color:#7b8794;margin-top:3px}
 .legend{font-size:13px}.legend b{font-size:20px;display:block}.ok{color:#17643a}.bad{color:#a61b1b}
 .login{max-width:360px;margin:12vh auto}.login input{width:100%;margin:8px 0 12px}
-.pager{display:flex;gap:14px;margin-top:10px}
+.pager{display:flex;gap:14px;margin-top:10px}time{white-space:nowrap}
 `;
 
 /** What every page knows: where the dashboard is mounted, the session's CSRF token and the time. */

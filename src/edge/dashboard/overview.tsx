@@ -76,21 +76,24 @@ function ThroughputCard(props: { throughput: Throughput }) {
       <div class="chart">
         <div class="legend"><b class="ok" id="done-count">{succeeded}</b>succeeded</div>
         <div class="legend"><b class="bad" id="failed-count">{failed}</b>failed</div>
-        <svg viewBox={`0 0 ${buckets.length * width} ${height}`} preserveAspectRatio="none" role="img"
-          aria-label={`${succeeded} succeeded and ${failed} failed, per ${formatSpan(bucketMs)}`}>
-          <line x1="0" y1={height - 0.5} x2={buckets.length * width} y2={height - 0.5} stroke="#cbd2d9" />
-          {buckets.map((b, i) => {
-            const ok = scale(b.succeeded);
-            const bad = scale(b.failed);
-            return (
-              <g>
-                <title>{`${formatTime(b.start)} + ${formatSpan(bucketMs)}: ${b.succeeded} succeeded, ${b.failed} failed`}</title>
-                <rect x={i * width + 3} y={height - ok} width={width - 6} height={ok} fill="#3fa66a" />
-                <rect x={i * width + 3} y={height - ok - bad} width={width - 6} height={bad} fill="#d64545" />
-              </g>
-            );
-          })}
-        </svg>
+        <div class="bars">
+          <svg viewBox={`0 0 ${buckets.length * width} ${height}`} preserveAspectRatio="none" role="img"
+            aria-label={`${succeeded} succeeded and ${failed} failed, per ${formatSpan(bucketMs)}`}>
+            <line x1="0" y1={height - 0.5} x2={buckets.length * width} y2={height - 0.5} stroke="#cbd2d9" />
+            {buckets.map((b, i) => {
+              const ok = scale(b.succeeded);
+              const bad = scale(b.failed);
+              return (
+                <g>
+                  <title>{`${formatTime(b.start)} + ${formatSpan(bucketMs)}: ${b.succeeded} succeeded, ${b.failed} failed`}</title>
+                  <rect x={i * width + 3} y={height - ok} width={width - 6} height={ok} fill="#3fa66a" />
+                  <rect x={i * width + 3} y={height - ok - bad} width={width - 6} height={bad} fill="#d64545" />
+                </g>
+              );
+            })}
+          </svg>
+          <div class="axis"><span>{formatSpan(bucketMs * buckets.length)} ago</span><span>now</span></div>
+        </div>
       </div>
     </div>
   );
