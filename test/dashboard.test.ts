@@ -126,6 +126,16 @@ forEachDriver((h) => {
   });
 });
 
+describe("dashboard options", () => {
+  it("a bad sessionTtl or throughput window is a clear error naming it", async () => {
+    expect(() => akadzeDashboard({ sessionTtl: "soon" as never })).toThrow(/sessionTtl must be milliseconds/);
+    expect(() => akadzeDashboard({ sessionTtl: 10 })).toThrow(/sessionTtl must be at least 1s/);
+    const db = undefined as never; // refused before any query
+    await expect(readThroughput(db, { buckets: 0 })).rejects.toThrow(/buckets must be a whole number/);
+    await expect(readThroughput(db, { window: "an hour" as never })).rejects.toThrow(/window must be milliseconds/);
+  });
+});
+
 describe("dashboard sessions and CSRF", () => {
   forEachDriver((h) => {
     it("a wrong secret is refused and sets no cookie", async () => {

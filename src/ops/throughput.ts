@@ -31,9 +31,9 @@ export interface Throughput {
  */
 export async function readThroughput(db: Db, options: { now?: Date; window?: Duration; buckets?: number } = {}): Promise<Throughput> {
   const now = options.now ?? new Date();
-  const windowMs = parseDuration(options.window ?? THROUGHPUT_WINDOW, "window");
   const count = options.buckets ?? THROUGHPUT_BUCKETS;
   if (!Number.isInteger(count) || count < 1 || count > 1000) throw new InvalidInput("buckets must be a whole number from 1 to 1000");
+  const windowMs = parseDuration(options.window ?? THROUGHPUT_WINDOW, "window");
   if (windowMs <= 0) throw new InvalidInput("window must be longer than zero");
   const bucketMs = windowMs / count;
   const since = new Date(now.getTime() - windowMs);

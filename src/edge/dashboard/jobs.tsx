@@ -8,6 +8,7 @@ import { Ago, Badge, Layout, Notice, Post, type PageContext } from "./layout.js"
 /** The list's filters as the query string carries them. */
 export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }
 
+/** The jobs list, one page of it. @example c.html(<JobsPage ctx={ctx} query={{ state: "failed" }} jobs={jobs} pageSize={50} />) */
 export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobSummary[]; pageSize: number }) {
   const { ctx, query, jobs } = props;
   const filters = new URLSearchParams();
@@ -55,6 +56,7 @@ export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobS
 
 const json = (value: unknown) => JSON.stringify(value, null, 2) ?? "null";
 
+/** One job: its fields, args, result, errors and the actions its state allows. @example c.html(<JobPage ctx={ctx} job={job} />) */
 export function JobPage(props: { ctx: PageContext; job: JobDetail; notice?: string }) {
   const { ctx, job } = props;
   const action = (name: string) => `${ctx.base}/jobs/${job.id}/${name}`;

@@ -48,7 +48,7 @@ details summary{cursor:pointer;color:#5b6b7b;margin:4px 0}
 /** What every page knows: where the dashboard is mounted, the session's CSRF token and the time. */
 export interface PageContext { base: string; csrf: string | null; now: Date }
 
-/** The frame of every page: header with navigation and sign-out, then the content. */
+/** The frame of every page: header with navigation and sign-out, then the content. @example <Layout ctx={ctx} title="Jobs">...</Layout> */
 export function Layout(props: { ctx: PageContext; title: string; active?: "overview" | "jobs"; children?: Child }) {
   const { base, csrf } = props.ctx;
   return (
@@ -79,7 +79,7 @@ export function Layout(props: { ctx: PageContext; title: string; active?: "overv
   );
 }
 
-/** A button that POSTs to `action` with the session's CSRF token. */
+/** A button that POSTs to `action` with the session's CSRF token. @example <Post ctx={ctx} action={`${ctx.base}/logout`} label="Sign out" /> */
 export function Post(props: { ctx: PageContext; action: string; label: string; kind?: "primary" | "danger" }) {
   return (
     <form class="inline" method="post" action={props.action}>
@@ -89,24 +89,24 @@ export function Post(props: { ctx: PageContext; action: string; label: string; k
   );
 }
 
-/** A state (or worker status) as a coloured label. */
+/** A state (or worker status) as a coloured label. @example <Badge value="failed" /> */
 export function Badge(props: { value: string }) {
   return <span class={`badge ${props.value}`}>{props.value}</span>;
 }
 
-/** A time as "5m ago", with the exact UTC time on hover. */
+/** A time as "5m ago", with the exact UTC time on hover. @example <Ago at={job.createdAt} now={ctx.now} /> */
 export function Ago(props: { at: string | Date | null | undefined; now: Date }) {
   const iso = props.at instanceof Date ? props.at.toISOString() : props.at;
   if (!iso) return <span class="muted">-</span>;
   return <time datetime={iso} title={formatTime(iso)}>{formatAgo(iso, props.now)}</time>;
 }
 
-/** A one-line message above the page's content. */
+/** A one-line message above the page's content. @example <Notice text="Queue paused." /> */
 export function Notice(props: { text: string | undefined; problem?: boolean }) {
   return props.text ? <div class={props.problem ? "notice problem" : "notice"} role="status">{props.text}</div> : null;
 }
 
-/** The sign-in form, and the page a request without a valid session gets. */
+/** The sign-in form, and the page a request without a valid session gets. @example <LoginPage ctx={ctx} problem="Wrong secret." /> */
 export function LoginPage(props: { ctx: PageContext; problem?: string }) {
   return (
     <Layout ctx={props.ctx} title="Sign in">
@@ -123,7 +123,7 @@ export function LoginPage(props: { ctx: PageContext; problem?: string }) {
   );
 }
 
-/** A refused or failed request, as a page. */
+/** A refused or failed request, as a page. @example <ProblemPage ctx={ctx} title="Not found" message="job 7 does not exist" /> */
 export function ProblemPage(props: { ctx: PageContext; title: string; message: string }) {
   return (
     <Layout ctx={props.ctx} title={props.title}>

@@ -23,6 +23,7 @@ const STATE_OF: Record<(typeof COUNTS)[number], string> = {
   due: "queued", scheduled: "queued", running: "running", succeeded: "succeeded", failed: "failed", cancelled: "cancelled",
 };
 
+/** The overview page. @example c.html(<OverviewPage ctx={ctx} data={data} />) */
 export function OverviewPage(props: { ctx: PageContext; data: OverviewData; notice?: string }) {
   const { ctx, data } = props;
   return (

@@ -31,7 +31,7 @@ function isLoopback(url: string): boolean {
   return host === "localhost" || host === "127.0.0.1" || host === "[::1]" || host.endsWith(".localhost");
 }
 
-/** Signs a browser in: sets the session cookie for `path` and returns the session. */
+/** Signs a browser in: sets the session cookie for `path` and returns the session. @example await startSession(c, secret, "/akadze/ui", 43_200_000, Date.now()); */
 export async function startSession(c: Context, secret: string, path: string, ttlMs: number, now: number): Promise<Session> {
   const session: Session = { expiresAt: now + ttlMs, csrf: randomToken() };
   await setSignedCookie(c, SESSION_COOKIE, `${session.expiresAt}.${session.csrf}`, await cookieKey(secret), {
@@ -40,7 +40,7 @@ export async function startSession(c: Context, secret: string, path: string, ttl
   return session;
 }
 
-/** The request's session, or null when the cookie is missing, forged, signed with another secret or expired. */
+/** The request's session, or null when the cookie is missing, forged, signed with another secret or expired. @example const session = await readSession(c, secret, Date.now()); */
 export async function readSession(c: Context, secret: string, now: number): Promise<Session | null> {
   const value = await getSignedCookie(c, await cookieKey(secret), SESSION_COOKIE);
   if (!value) return null;
@@ -50,12 +50,12 @@ export async function readSession(c: Context, secret: string, now: number): Prom
   return expiresAt > now ? { expiresAt, csrf: match[2] } : null;
 }
 
-/** Signs the browser out. */
+/** Signs the browser out. @example endSession(c, "/akadze/ui"); */
 export function endSession(c: Context, path: string): void {
   deleteCookie(c, SESSION_COOKIE, { path, httpOnly: true, sameSite: "Strict", secure: !isLoopback(c.req.url) });
 }
 
-/** True when a submitted form carries the session's CSRF token (compared without an early exit). */
+/** True when a submitted form carries the session's CSRF token (compared without an early exit). @example if (!csrfMatches(session, form._csrf)) return c.text("refused", 403); */
 export function csrfMatches(session: Session, submitted: unknown): boolean {
   if (typeof submitted !== "string" || submitted.length !== session.csrf.length) return false;
   let difference = 0;
