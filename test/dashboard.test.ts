@@ -54,6 +54,7 @@ forEachDriver((h) => {
     const res = await t.request("/akadze/ui");
     expect(res.status).toBe(200);
     const page = await res.text();
+    expect(page.startsWith("<!doctype html><html")).toBe(true); // standards mode
     expect(page).toMatch(/<tr data-queue="mail">.*?>2<\/a><\/td>.*?<\/tr>/s); // two succeeded
     expect(page).toContain('id="done-count">3<'); // the two mails and the schedule's first slot
     expect(page).toContain('id="failed-count">1<');

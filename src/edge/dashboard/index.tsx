@@ -92,12 +92,14 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
       if (!secret) throw new RouteProblem(500, "no_secret", "akadze routes have no secret configured; set one (e.g. CRON_SECRET) to sign in");
       return secret;
     };
-    const html = (c: Context<E>, page: unknown, status = 200) => {
+    const html = async (c: Context<E>, page: unknown, status = 200) => {
       // No script may run here, whatever a job's args hold; no other site may frame the pages.
       c.header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
       c.header("Cache-Control", "no-store");
       c.header("Referrer-Policy", "same-origin");
-      return c.html(page as string, status as 200);
+      // The doctype keeps browsers in standards mode; JSX cannot write one. The page is escaped JSX output.
+      const text = await (page as { toString(): string | Promise<string> }).toString();
+      return c.html(`<!doctype html>${text}`, status as 200);
     };
     // A page needs a live session; an action also the session's CSRF token in its form.
     const signedIn = (handler: Guarded, isAction = false) => async (c: Context<E>) => {

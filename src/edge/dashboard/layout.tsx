@@ -19,7 +19,7 @@ h1{font-size:20px;margin:4px 0 16px}h2{font-size:15px;margin:0 0 10px}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:18px}.grid .card{margin:0}
 table{width:100%;border-collapse:collapse}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #edf0f3;vertical-align:top}
-th{font-size:12px;font-weight:600;color:#5b6b7b;text-transform:uppercase;letter-spacing:.03em}
+th{white-space:nowrap;font-size:12px;font-weight:600;color:#5b6b7b;text-transform:uppercase;letter-spacing:.03em}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 tr:last-child td{border-bottom:0}
 .muted{color:#7b8794}.empty{color:#7b8794;padding:6px 0}
