@@ -8,6 +8,7 @@ export default defineConfig({
     alias: [
       { find: /^akadze$/, replacement: src("index.ts") },
       { find: /^akadze\/hono$/, replacement: src("edge/hono.ts") },
+      { find: /^akadze\/dashboard$/, replacement: src("edge/dashboard/index.tsx") },
       { find: /^akadze\/schema$/, replacement: src("schema.ts") },
     ],
   },

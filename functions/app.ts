@@ -10,6 +10,7 @@ import { drizzle, type NeonHttpDatabase } from "drizzle-orm/neon-http";
 import { neon, neonConfig } from "@neondatabase/serverless";
 import { createApp, current, Fail, Retry, Snooze, type Db, type Duration } from "../src/index.js";
 import { akadzeRoutes, nudge } from "../src/edge/hono.js";
+import type { Dashboard } from "../src/edge/dashboard/index.js";
 
 /** Bindings on Cloudflare, `process.env` on Vercel, set by `akadze dev` locally. */
 export interface Env {
@@ -92,9 +93,10 @@ const NewOrder = v.strictObject({
 
 /**
  * The HTTP app: the order routes, and akadze's routes under /akadze. `budget` is what one /akadze/work
- * call may spend; keep it inside the platform's time limit.
+ * call may spend; keep it inside the platform's time limit. `dashboard` (akadzeDashboard()) adds the web
+ * dashboard at /akadze/ui; `akadze dev` serves it (functions/dev.ts), the deployed Worker leaves it out.
  */
-export function createWeb(options: { budget?: Duration } = {}): Hono<{ Bindings: Env }> {
+export function createWeb(options: { budget?: Duration; dashboard?: Dashboard } = {}): Hono<{ Bindings: Env }> {
   const web = new Hono<{ Bindings: Env }>();
   web.onError((error, c) => {
     console.error(error);
@@ -131,6 +133,7 @@ export function createWeb(options: { budget?: Duration } = {}): Hono<{ Bindings:
     getDb: (c) => dbFor(c.env),
     getSecret: (c) => c.env.CRON_SECRET,
     budget: options.budget,
+    dashboard: options.dashboard,
   }));
   return web;
 }

@@ -2,8 +2,13 @@
 import { sql } from "drizzle-orm";
 import { queryJson } from "../src/db/driver.js";
 import type { DemoScenario } from "../src/dev/demo.js";
+import { akadzeDashboard } from "../src/edge/dashboard/index.js";
+import { createWeb } from "./app.js";
 
-export { app, web, setup } from "./app.js";
+export { app, setup } from "./app.js";
+
+/** The example app with the dashboard at /akadze/ui (sign in with the dev secret). */
+export const web = createWeb({ dashboard: akadzeDashboard() });
 
 const order = (reference: string, item: string, payment: "ok" | "flaky" | "declined") =>
   ({ path: "/orders", body: { reference, item, quantity: 1, payment } });

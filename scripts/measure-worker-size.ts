@@ -1,5 +1,6 @@
 // Measures the minified Worker bundle as `wrangler deploy --minify` builds it, and what of it is
-// dependencies, akadze and the example app; then the same stack without akadze (examples/size-baseline.ts).
+// dependencies, akadze and the example app; then the same stack without akadze (examples/size-baseline.ts),
+// and the Worker with the dashboard enabled (examples/worker-with-dashboard.ts).
 // Run: npx tsx scripts/measure-worker-size.ts
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -40,6 +41,7 @@ function partOf(path: string): string {
     const rest = path.slice(i + "node_modules/".length).split("/");
     return rest[0].startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0];
   }
+  if (/(^|\/)src\/edge\/dashboard\//.test(path)) return "akadze dashboard (src/edge/dashboard/)";
   if (/(^|\/)src\//.test(path)) return "akadze (src/)";
   if (/(^|\/)functions\//.test(path)) return "example app (functions/)";
   return "other";
@@ -48,10 +50,18 @@ function partOf(path: string): string {
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
 const worker = bundle();
 const baseline = bundle("examples/size-baseline.ts");
+const withDashboard = bundle("examples/worker-with-dashboard.ts");
 const deps = [...worker.parts].filter(([p]) => !p.startsWith("akadze") && !p.startsWith("example"));
 console.log(`| | minified | gzip |\n|---|---:|---:|`);
 console.log(`| functions/cloudflare.ts (akadze + example app + dependencies) | ${kb(worker.bytes)} | ${kb(worker.gzip)} |`);
 console.log(`| examples/size-baseline.ts (Hono + valibot + drizzle neon-http, no akadze) | ${kb(baseline.bytes)} | ${kb(baseline.gzip)} |`);
+console.log(`| examples/worker-with-dashboard.ts (the same Worker with \`akadzeDashboard()\`) | ${kb(withDashboard.bytes)} | ${kb(withDashboard.gzip)} |`);
+console.log(`| what the dashboard adds | +${kb(withDashboard.bytes - worker.bytes)} | +${kb(withDashboard.gzip - worker.gzip)} |`);
 console.log(`\nInside the Worker bundle (minified bytes by origin):\n\n| part | minified |\n|---|---:|`);
 for (const [part, bytes] of [...worker.parts].sort((a, b) => b[1] - a[1])) console.log(`| ${part} | ${kb(bytes)} |`);
 console.log(`| dependencies together | ${kb(deps.reduce((n, [, b]) => n + b, 0))} |`);
+console.log(`\nWhat the dashboard adds (minified bytes by origin):\n\n| part | minified |\n|---|---:|`);
+for (const [part, bytes] of withDashboard.parts) {
+  const added = bytes - (worker.parts.get(part) ?? 0);
+  if (added > 0) console.log(`| ${part} | +${kb(added)} |`);
+}

@@ -12,6 +12,7 @@ import pg from "pg";
 import { queryJson } from "../src/db/driver.js";
 import { runDemo } from "../src/dev/demo.js";
 import { startDevServer, type DevServer } from "../src/dev/dev-server.js";
+import { banner, findDashboard } from "../src/dev/command.js";
 import * as example from "../functions/dev.js";
 import { createTestDatabase } from "./support/postgres.js";
 import { waitFor } from "./support/wait-for.js";
@@ -101,6 +102,19 @@ describe("akadze dev with DATABASE_URL", () => {
     expect(await jobStates(server)).toEqual([
       { task: "orders.charge", state: "succeeded" }, { task: "orders.ship", state: "succeeded" }, { task: "orders.notify", state: "succeeded" },
     ]);
+  });
+
+  it("serves the dashboard, prints its URL at start, and signs in with the dev secret", async () => {
+    const url = await findDashboard(server.appUrl!);
+    expect(url).toBe(`${server.appUrl}/akadze/ui`);
+    expect(banner(server, url)).toContain(`  dashboard ${server.appUrl}/akadze/ui (sign in with ${server.env.CRON_SECRET})`);
+    const signIn = (secret: string) => fetch(`${url}/login`, { method: "POST", body: new URLSearchParams({ secret }), redirect: "manual" });
+    expect((await signIn("wrong")).status).toBe(401);
+    const res = await signIn(server.env.CRON_SECRET);
+    expect(res.status).toBe(303);
+    const overview = await fetch(url!, { headers: { cookie: res.headers.get("set-cookie")!.split(";")[0] } });
+    expect(overview.status).toBe(200);
+    expect(await overview.text()).toContain('data-queue="orders"');
   });
 
   it("answers the work route only with the dev secret", async () => {

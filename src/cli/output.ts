@@ -1,5 +1,8 @@
 import Table from "cli-table3";
 
+// The time formats live in core so the dashboard shows times as the CLI does, without cli-table3.
+export { formatAgo, formatMs, formatSpan, formatTime } from "../core/time-text.js";
+
 /** A column: its header and how to show a row's cell. */
 export type Column<T> = [header: string, cell: (row: T) => string | number];
 
@@ -36,33 +39,4 @@ export function printJson(value: unknown): void {
 export function printRows<T>(json: boolean, rows: T[], empty: string, columns: Column<T>[]): void {
   if (json) return printJson(rows);
   print(rows.length === 0 ? empty : renderTable(rows, columns));
-}
-
-/** A span in the largest whole units that fit, e.g. "3s", "4m12s", "2h5m", "3d4h". */
-export function formatSpan(ms: number): string {
-  const s = Math.round(Math.abs(ms) / 1000);
-  if (Math.abs(ms) < 1000) return `${Math.round(Math.abs(ms))}ms`;
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? `${s % 60}s` : ""}`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ""}`;
-  return `${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600) ? `${Math.floor((s % 86400) / 3600)}h` : ""}`;
-}
-
-/** "5s ago" or "in 2m" relative to `now`; "-" for no time. */
-export function formatAgo(iso: string | null | undefined, now: Date): string {
-  if (!iso) return "-";
-  const ms = now.getTime() - new Date(iso).getTime();
-  if (Math.abs(ms) < 1000) return "now";
-  return ms >= 0 ? `${formatSpan(ms)} ago` : `in ${formatSpan(ms)}`;
-}
-
-/** An absolute time as "2026-06-01 12:00:00.123 UTC"; "-" for none. */
-export function formatTime(iso: string | null | undefined): string {
-  if (!iso) return "-";
-  return new Date(iso).toISOString().replace("T", " ").replace("Z", " UTC");
-}
-
-/** A millisecond duration for limits: "1m", "30s", "1500ms". */
-export function formatMs(ms: number | null): string {
-  return ms === null ? "-" : formatSpan(ms);
 }

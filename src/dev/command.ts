@@ -6,7 +6,7 @@ import { InvalidInput } from "../core/errors.js";
 import { parseOrThrow } from "../app/options.js";
 import type { RunSummary } from "../runtime/run-once.js";
 import { runDemo } from "./demo.js";
-import { DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "./dev-server.js";
+import { DASHBOARD_PATH, DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "./dev-server.js";
 
 /** The module `akadze dev` serves when none is named: the example application. */
 export const DEFAULT_DEV_MODULE = "functions/dev.ts";
@@ -55,7 +55,7 @@ export async function runDevCommand(options: DevCommandOptions = {}): Promise<vo
   try {
     if (o.demo) await runDemo(server, module.demo!, process.stdout);
     else {
-      process.stdout.write(banner(server));
+      process.stdout.write(banner(server, server.appUrl ? await findDashboard(server.appUrl) : undefined));
       await untilSignal();
       process.stdout.write("\nstopping: letting running jobs finish\n");
     }
@@ -75,7 +75,16 @@ async function loadDevModule(path: string): Promise<DevModule> {
   return module as DevModule;
 }
 
-function banner(server: DevServer): string {
+/** The dashboard's URL if the served app enables it at DASHBOARD_PATH (its sign-in page answers). */
+export async function findDashboard(appUrl: string): Promise<string | undefined> {
+  const url = `${appUrl}${DASHBOARD_PATH}`;
+  const res = await fetch(`${url}/login`).catch(() => undefined);
+  await res?.body?.cancel();
+  return res?.ok && res.headers.get("content-type")?.startsWith("text/html") ? url : undefined;
+}
+
+/** What `akadze dev` prints at start. @example process.stdout.write(banner(server, await findDashboard(server.appUrl!))); */
+export function banner(server: DevServer, dashboardUrl?: string): string {
   const { env } = server;
   const lines = [
     "akadze dev",
@@ -85,6 +94,7 @@ function banner(server: DevServer): string {
   if (server.appUrl) {
     lines.push(`  app       ${server.appUrl}`, `  cron      POST ${server.appUrl}${WORK_PATH} every second (Authorization: Bearer ${env.CRON_SECRET})`);
   }
+  if (dashboardUrl) lines.push(`  dashboard ${dashboardUrl} (sign in with ${env.CRON_SECRET})`);
   lines.push("", "For `wrangler dev`, put this in .dev.vars:", `  DATABASE_URL=${env.DATABASE_URL}`,
     `  NEON_FETCH_ENDPOINT=${env.NEON_FETCH_ENDPOINT}`, `  CRON_SECRET=${env.CRON_SECRET}`, "", "Ctrl-C stops.", "");
   return lines.join("\n");

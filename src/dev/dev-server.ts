@@ -19,6 +19,8 @@ export const DEV_SECRET = "dev-secret";
 export const DEV_TICK_MS = 1_000;
 /** Where the application mounts `akadzeRoutes`. */
 export const WORK_PATH = "/akadze/work";
+/** Where the dashboard is when the application enables it there (`akadzeDashboard()`). */
+export const DASHBOARD_PATH = "/akadze/ui";
 
 /** The env the application's routes see: what Cloudflare bindings or Vercel's process.env hold in production. */
 export interface DevEnv {

@@ -20,6 +20,7 @@ import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
 import { parseRequest, problemOf, RouteProblem } from "./problems.js";
 import { JobIdParam, jsonBody, queryObject, WorkRequest } from "./requests.js";
 import { registerAdminRoutes } from "./admin.js";
+import type { Dashboard } from "./dashboard/index.js";
 
 /** Where `akadzeRoutes` gets its database, secret and limits. */
 export interface AkadzeRoutesOptions<E extends Env = Env> {
@@ -37,6 +38,11 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
   run?: Omit<RunOnceOptions, "db" | "queues" | "slots" | "batchSize" | "budget">;
   /** Renders `GET /metrics`. Default: the same text as `akadze metrics` (`renderMetrics`). */
   metrics?: (db: Db) => Promise<string>;
+  /**
+   * The web dashboard under `/ui`: pass `akadzeDashboard()` from "akadze/dashboard". Its pages sign in with
+   * `secret` and use a session cookie instead of the bearer header. Left out, none of it is bundled.
+   */
+  dashboard?: Dashboard;
 }
 
 /**
@@ -46,6 +52,7 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
  * - `GET /metrics`: Prometheus text.
  * - `POST /jobs/:id/cancel`, `POST /jobs/:id/requeue`.
  * - the admin API of `registerAdminRoutes`: jobs, queues (pause/resume), limits, workers, schedules.
+ * - with `dashboard`, its pages under `/ui` (signed in with the same secret, see `akadzeDashboard`).
  * Errors are JSON `{ error: { code, message, issues? } }`: 400 malformed, 401 no or wrong secret,
  * 404 unknown job, 409 job in the wrong state.
  * @example web.route("/akadze", akadzeRoutes(app, { db, secret: process.env.CRON_SECRET }));
@@ -59,13 +66,17 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   const getDb = options.getDb ?? (() => options.db!);
   const renderMetrics = options.metrics ?? ((db: Db) => renderAllMetrics(db));
 
+  const getSecret = (c: Context<E>) => (options.getSecret ? options.getSecret(c) : options.secret);
+
   const routes = new Hono<E>();
+  // Before the bearer check: the dashboard's pages authenticate a browser by its session cookie instead.
+  options.dashboard?.(routes, { app, getDb, getSecret });
   routes.onError((error, c) => {
     const { status, body } = problemOf(error);
     return c.json(body, status as 400);
   });
   routes.use("*", async (c, next) => {
-    const secret = options.getSecret ? options.getSecret(c) : options.secret;
+    const secret = getSecret(c);
     if (!secret) throw new RouteProblem(500, "no_secret", "akadze routes have no secret configured; set one (e.g. CRON_SECRET) so requests can be authorised");
     const token = bearerToken(c.req.header("authorization"));
     if (token === undefined) throw new RouteProblem(401, "unauthorized", "missing Authorization: Bearer <secret> header");

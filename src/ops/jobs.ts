@@ -43,6 +43,8 @@ export interface JobFilter {
   task?: string;
   /** Default 50, at most 1000. */
   limit?: number;
+  /** Only jobs with a smaller id: the next page after a page whose last job had this id. */
+  beforeId?: number;
 }
 
 const Name = (what: string) => v.pipe(v.string(), v.minLength(1, `${what} must not be empty`));
@@ -52,6 +54,7 @@ const FilterSchema = v.strictObject({
   task: v.optional(Name("task")),
   limit: v.optional(v.pipe(v.number(), v.integer("limit must be an integer"), v.minValue(1, "limit must be at least 1"),
     v.maxValue(MAX_LIST_LIMIT, `limit must be at most ${MAX_LIST_LIMIT}`))),
+  beforeId: v.optional(v.pipe(v.number(), v.integer("beforeId must be an integer"), v.minValue(1, "beforeId must be at least 1"))),
 });
 
 const SUMMARY_FIELDS = sql`'id', id, 'task', task, 'queue', queue, 'state', state, 'attempt', attempt, 'maxAttempts', max_attempts,
@@ -60,6 +63,7 @@ const SUMMARY_FIELDS = sql`'id', id, 'task', task, 'queue', queue, 'state', stat
 /**
  * The newest jobs first, optionally of one state, queue and task.
  * @example const failed = await listJobs(db, { state: "failed", queue: "mail", limit: 20 });
+ * const older = await listJobs(db, { state: "failed", limit: 20, beforeId: failed.at(-1)?.id });
  */
 export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobSummary[]> {
   const f = parseOrThrow(FilterSchema, filter, "job filter");
@@ -67,6 +71,7 @@ export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobSumma
   if (f.state) where.push(sql`state = ${f.state}`);
   if (f.queue) where.push(sql`queue = ${f.queue}`);
   if (f.task) where.push(sql`task = ${f.task}`);
+  if (f.beforeId) where.push(sql`id < ${f.beforeId}`);
   const rows = await queryJson<JobSummary[] | null>(db, sql`
     select jsonb_agg(jsonb_build_object(${SUMMARY_FIELDS}) order by id desc) as r
     from (select * from akadze.jobs where ${sql.join(where, sql` and `)} order by id desc limit ${f.limit ?? DEFAULT_LIST_LIMIT}) j`);

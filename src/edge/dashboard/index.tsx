@@ -1,0 +1,184 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * akadze's web dashboard: queues, throughput, limits, schedules, workers and jobs, with requeue, cancel and
+ * pause/resume, server-rendered with Hono's JSX (no script, no external asset). Opt in by passing it to
+ * `akadzeRoutes`; an app that does not import it bundles none of it.
+ *
+ * @example
+ * import { akadzeRoutes } from "akadze/hono";
+ * import { akadzeDashboard } from "akadze/dashboard";
+ * web.route("/akadze", akadzeRoutes(app, { db, secret: process.env.CRON_SECRET, dashboard: akadzeDashboard() }));
+ * // then open /akadze/ui and sign in with the same secret
+ */
+import { Hono, type Context, type Env } from "hono";
+import { basePath } from "hono/route";
+import * as v from "valibot";
+import type { App } from "../../app/app.js";
+import { parseDuration, type Duration } from "../../core/duration.js";
+import { JOB_STATES } from "../../core/states.js";
+import { pauseQueue, requestCancel, requeue, resumeQueue } from "../../control.js";
+import type { Db } from "../../db/driver.js";
+import { getJob, listJobs } from "../../ops/jobs.js";
+import { listLimits } from "../../ops/limits.js";
+import { listQueues } from "../../ops/queues.js";
+import { readThroughput } from "../../ops/throughput.js";
+import { listWorkers } from "../../ops/workers.js";
+import { listSchedules } from "../../schedules/list.js";
+import { secretMatches } from "../auth.js";
+import { parseRequest, problemOf, RouteProblem } from "../problems.js";
+import { JobIdParam } from "../requests.js";
+import { JobPage, JobsPage } from "./jobs.js";
+import { LoginPage, ProblemPage, type PageContext } from "./layout.js";
+import { OverviewPage } from "./overview.js";
+import { CSRF_FIELD, csrfMatches, endSession, readSession, startSession, type Session } from "./session.js";
+
+/** Where the dashboard is mounted inside `akadzeRoutes`. */
+export const DASHBOARD_PATH = "/ui";
+/** How long a sign-in lasts unless `sessionTtl` says otherwise. */
+export const DEFAULT_SESSION_TTL = "12h";
+/** Jobs per page of the list. */
+export const JOBS_PAGE_SIZE = 50;
+
+/** Options of `akadzeDashboard`. */
+export interface DashboardOptions {
+  /** How long a browser stays signed in. Default "12h". */
+  sessionTtl?: Duration;
+  /** The clock: what "now" is for sessions, ages and the chart. Default `() => new Date()`. */
+  now?: () => Date;
+}
+
+/** What `akadzeRoutes` gives the dashboard: the app (for schedules), the database and the bearer secret. */
+export interface DashboardHost<E extends Env> {
+  app: App;
+  getDb: (c: Context<E>) => Db | Promise<Db>;
+  getSecret: (c: Context<E>) => string | undefined;
+}
+
+/** Adds the dashboard's pages to akadze's routes; the value of `akadzeRoutes`' `dashboard` option. */
+export type Dashboard = <E extends Env>(routes: Hono<E>, host: DashboardHost<E>) => void;
+
+// Redirect targets carry a fixed code, never free text, so a crafted link cannot put words on the page.
+const NOTICES: Record<string, string> = {
+  requeued: "Requeued: the job is queued again and runs at the next invocation.",
+  cancelled: "Cancel requested: a queued job is cancelled now, a running one is asked to stop.",
+  paused: "Queue paused: no invocation claims its jobs until it is resumed.",
+  resumed: "Queue resumed.",
+};
+
+const Blank = v.pipe(v.string(), v.transform((s) => s.trim() || undefined));
+const ListQuery = v.object({
+  state: v.optional(v.pipe(Blank, v.union([v.undefined(), v.picklist(JOB_STATES, `state must be one of ${JOB_STATES.join(", ")}`)]))),
+  queue: v.optional(Blank),
+  task: v.optional(Blank),
+  before: v.optional(v.pipe(Blank, v.union([v.undefined(), v.pipe(v.string(), v.regex(/^[1-9]\d{0,15}$/, "before must be a job id"), v.transform(Number))]))),
+});
+
+/**
+ * The dashboard, for `akadzeRoutes(app, { ..., dashboard: akadzeDashboard() })`: pages under `/ui`, signed
+ * in with the routes' secret (an HttpOnly, SameSite=Strict, signed and expiring cookie; Secure outside
+ * localhost), a CSRF token on every POST, all output escaped.
+ * @example web.route("/akadze", akadzeRoutes(app, { db, secret, dashboard: akadzeDashboard({ sessionTtl: "8h" }) }));
+ */
+export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
+  const ttlMs = parseDuration(options.sessionTtl ?? DEFAULT_SESSION_TTL, "sessionTtl");
+  if (ttlMs < 1000) throw new TypeError("akadzeDashboard: sessionTtl must be at least 1s");
+  const clock = options.now ?? (() => new Date());
+  return <E extends Env>(routes: Hono<E>, host: DashboardHost<E>) => {
+    const ui = new Hono<E>();
+    type Guarded = (c: Context<E>, ctx: PageContext, db: Db) => Promise<Response>;
+    const context = (c: Context<E>, session: Session | null): PageContext => ({ base: basePath(c), csrf: session?.csrf ?? null, now: clock() });
+    const secretOf = (c: Context<E>) => {
+      const secret = host.getSecret(c);
+      if (!secret) throw new RouteProblem(500, "no_secret", "akadze routes have no secret configured; set one (e.g. CRON_SECRET) to sign in");
+      return secret;
+    };
+    const html = async (c: Context<E>, page: unknown, status = 200) => {
+      // No script may run here, whatever a job's args hold; no other site may frame the pages.
+      c.header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+      c.header("Cache-Control", "no-store");
+      c.header("Referrer-Policy", "same-origin");
+      // The doctype keeps browsers in standards mode; JSX cannot write one. The page is escaped JSX output.
+      const text = await (page as { toString(): string | Promise<string> }).toString();
+      return c.html(`<!doctype html>${text}`, status as 200);
+    };
+    // A page needs a live session; an action also the session's CSRF token in its form.
+    const signedIn = (handler: Guarded, isAction = false) => async (c: Context<E>) => {
+      const session = await readSession(c, secretOf(c), clock().getTime());
+      const ctx = context(c, session);
+      if (!session) return html(c, <LoginPage ctx={ctx} problem="Sign in to see this page." />, 401);
+      if (isAction && !csrfMatches(session, (await c.req.parseBody())[CSRF_FIELD])) {
+        return html(c, <ProblemPage ctx={ctx} title="Refused" message="This form is missing its CSRF token or it is stale: reload the page and try again." />, 403);
+      }
+      return handler(c, ctx, await host.getDb(c));
+    };
+
+    ui.onError((error, c) => {
+      const { status, body } = problemOf(error);
+      return html(c, <ProblemPage ctx={context(c, null)} title={status >= 500 ? "Something went wrong" : "Cannot do that"} message={body.error.message} />, status);
+    });
+
+    ui.get("/login", (c) => html(c, <LoginPage ctx={context(c, null)} />));
+    ui.post("/login", async (c) => {
+      const secret = secretOf(c);
+      const submitted = (await c.req.parseBody())["secret"];
+      if (typeof submitted !== "string" || !(await secretMatches(submitted, secret))) {
+        return html(c, <LoginPage ctx={context(c, null)} problem="Wrong secret." />, 401);
+      }
+      await startSession(c, secret, basePath(c), ttlMs, clock().getTime());
+      return c.redirect(basePath(c), 303);
+    });
+    ui.post("/logout", signedIn(async (c, ctx) => {
+      endSession(c, ctx.base);
+      return c.redirect(`${ctx.base}/login`, 303);
+    }, true));
+
+    ui.get("/", signedIn(async (c, ctx, db) => {
+      const now = ctx.now;
+      const [queues, throughput, limits, schedules, workers] = await Promise.all([
+        listQueues(db, { now }), readThroughput(db, { now }), listLimits(db, { now }),
+        listSchedules(db, { app: host.app, now }), listWorkers(db, { now, limit: 20 }),
+      ]);
+      return html(c, <OverviewPage ctx={ctx} data={{ queues, throughput, limits, schedules, workers }} notice={NOTICES[c.req.query("done") ?? ""]} />);
+    }));
+
+    ui.get("/jobs", signedIn(async (c, ctx, db) => {
+      const query = parseRequest(ListQuery, c.req.query(), "jobs filter");
+      const jobs = await listJobs(db, { state: query.state, queue: query.queue, task: query.task, beforeId: query.before, limit: JOBS_PAGE_SIZE });
+      return html(c, <JobsPage ctx={ctx} query={query} jobs={jobs} pageSize={JOBS_PAGE_SIZE} />);
+    }));
+
+    ui.get("/jobs/:id", signedIn(async (c, ctx, db) => {
+      const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
+      const job = await getJob(db, id);
+      if (!job) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
+      return html(c, <JobPage ctx={ctx} job={job} notice={NOTICES[c.req.query("done") ?? ""]} />);
+    }));
+
+    // The same control functions as `akadze jobs requeue|cancel` and `akadze queues pause|resume`.
+    for (const [name, operation, done, rule] of [
+      ["requeue", requeue, "requeued", "only a failed job can be requeued"],
+      ["cancel", requestCancel, "cancelled", "only a queued or running job can be cancelled"],
+    ] as const) {
+      ui.post(`/jobs/:id/${name}`, signedIn(async (c, ctx, db) => {
+        const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
+        if (!(await operation(db, id))) {
+          const job = await getJob(db, id);
+          if (!job) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
+          throw new RouteProblem(409, "conflict", `job ${id} is ${job.state}; ${rule}`);
+        }
+        return c.redirect(`${ctx.base}/jobs/${id}?done=${done}`, 303);
+      }, true));
+    }
+    for (const [name, operation, done] of [["pause", pauseQueue, "paused"], ["resume", resumeQueue, "resumed"]] as const) {
+      ui.post(`/queues/:name/${name}`, signedIn(async (c, ctx, db) => {
+        await operation(db, c.req.param("name") ?? ""); // validates the name: an empty one is a 400
+        return c.redirect(`${ctx.base}?done=${done}`, 303);
+      }, true));
+    }
+
+    // Unknown pages answer only to a signed-in browser, so the 404 does not tell strangers what exists.
+    ui.all("*", signedIn(async (c, ctx) => html(c, <ProblemPage ctx={ctx} title="Not found" message={`No dashboard page ${new URL(c.req.url).pathname}`} />, 404)));
+
+    routes.route(DASHBOARD_PATH, ui);
+  };
+}

@@ -1,0 +1,112 @@
+/** @jsxImportSource hono/jsx */
+// The jobs list (filtered, newest first, paged by id) and one job with its args, result and errors.
+import { JOB_STATES } from "../../core/states.js";
+import { formatSpan, formatTime } from "../../core/time-text.js";
+import type { JobDetail, JobSummary } from "../../ops/jobs.js";
+import { Ago, Badge, Layout, Notice, Post, type PageContext } from "./layout.js";
+
+/** The list's filters as the query string carries them. */
+export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }
+
+/** The jobs list, one page of it. @example c.html(<JobsPage ctx={ctx} query={{ state: "failed" }} jobs={jobs} pageSize={50} />) */
+export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobSummary[]; pageSize: number }) {
+  const { ctx, query, jobs } = props;
+  const filters = new URLSearchParams();
+  for (const key of ["state", "queue", "task"] as const) if (query[key]) filters.set(key, query[key]!);
+  const older = new URLSearchParams(filters);
+  if (jobs.length === props.pageSize) older.set("before", String(jobs[jobs.length - 1].id));
+  return (
+    <Layout ctx={ctx} title="Jobs" active="jobs">
+      <h1>Jobs</h1>
+      <form class="card filters" method="get" action={`${ctx.base}/jobs`}>
+        <label>State
+          <select name="state">
+            <option value="">any</option>
+            {JOB_STATES.map((s) => <option value={s} selected={query.state === s}>{s}</option>)}
+          </select>
+        </label>
+        <label>Queue<input name="queue" value={query.queue ?? ""} placeholder="any" /></label>
+        <label>Task<input name="task" value={query.task ?? ""} placeholder="any" /></label>
+        <button type="submit">Filter</button>
+      </form>
+      <div class="card">
+        {jobs.length === 0 ? <p class="empty">No jobs match.</p> : (
+          <table id="jobs">
+            <thead><tr><th class="n">Id</th><th>Task</th><th>Queue</th><th>State</th><th class="n">Attempt</th><th>Created</th><th>Finished</th></tr></thead>
+            <tbody>
+              {jobs.map((j) => (
+                <tr data-job={j.id}>
+                  <td class="n"><a href={`${ctx.base}/jobs/${j.id}`}>{j.id}</a></td>
+                  <td>{j.task}</td><td>{j.queue}</td><td><Badge value={j.state} /></td>
+                  <td class="n">{j.attempt} / {j.maxAttempts}</td>
+                  <td><Ago at={j.createdAt} now={ctx.now} /></td><td><Ago at={j.finishedAt} now={ctx.now} /></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        <div class="pager">
+          {query.before !== undefined && <a href={`${ctx.base}/jobs?${filters}`}>Newest</a>}
+          {older.has("before") && <a href={`${ctx.base}/jobs?${older}`} rel="next">Older</a>}
+        </div>
+      </div>
+    </Layout>
+  );
+}
+
+const json = (value: unknown) => JSON.stringify(value, null, 2) ?? "null";
+
+/** One job: its fields, args, result, errors and the actions its state allows. @example c.html(<JobPage ctx={ctx} job={job} />) */
+export function JobPage(props: { ctx: PageContext; job: JobDetail; notice?: string }) {
+  const { ctx, job } = props;
+  const action = (name: string) => `${ctx.base}/jobs/${job.id}/${name}`;
+  const ran = job.startedAt && job.finishedAt ? formatSpan(Date.parse(job.finishedAt) - Date.parse(job.startedAt)) : null;
+  const fields: [string, unknown][] = [
+    ["Queue", <a href={`${ctx.base}/jobs?queue=${encodeURIComponent(job.queue)}`}>{job.queue}</a>],
+    ["Attempts", `${job.attempt} of ${job.maxAttempts}`],
+    ["Priority", job.priority],
+    ["Created", <Time at={job.createdAt} ctx={ctx} />],
+    ["Run at", <Time at={job.runAt} ctx={ctx} />],
+    ["Started", <Time at={job.startedAt} ctx={ctx} />],
+    ["Finished", <>{<Time at={job.finishedAt} ctx={ctx} />}{ran && <span class="muted"> (last run took {ran})</span>}</>],
+    ["Expires", <Time at={job.expiresAt} ctx={ctx} />],
+    ["Unique key", job.uniqueKey ?? "-"],
+    ["Limit key", job.limitKey ?? "-"],
+    ["Lease", job.leaseOwner ? <>{job.leaseOwner}, until <Time at={job.leaseExpiresAt} ctx={ctx} /></> : "-"],
+    ["Cancel requested", job.cancelRequested ? "yes" : "no"],
+  ];
+  return (
+    <Layout ctx={ctx} title={`Job ${job.id}`} active="jobs">
+      <h1>Job {job.id} · {job.task} <Badge value={job.state} /></h1>
+      <Notice text={props.notice} />
+      <div class="card">
+        <dl>{fields.map(([label, value]) => <><dt>{label}</dt><dd>{value as string}</dd></>)}</dl>
+        {(job.state === "failed" || job.state === "queued" || job.state === "running") && (
+          <p style="margin:14px 0 0">
+            {job.state === "failed" && <Post ctx={ctx} action={action("requeue")} label="Requeue" kind="primary" />}
+            {(job.state === "queued" || job.state === "running") && <Post ctx={ctx} action={action("cancel")} label="Cancel" kind="danger" />}
+          </p>
+        )}
+      </div>
+      <div class="grid">
+        <div class="card"><h2>Args</h2><pre id="args">{json(job.args)}</pre></div>
+        <div class="card"><h2>Result</h2>{job.result === null ? <p class="empty">No result.</p> : <pre id="result">{json(job.result)}</pre>}</div>
+      </div>
+      <div class="card" style="margin-top:18px" id="errors">
+        <h2>Errors ({job.errors.length})</h2>
+        {job.errors.length === 0 ? <p class="empty">No failed attempts.</p> : [...job.errors].reverse().map((e) => (
+          <div class="err">
+            <div><b>Attempt {e.attempt}</b> · {e.kind} · <Time at={e.at} ctx={ctx} /></div>
+            <pre class="message">{e.message}</pre>
+            {e.stack && <details><summary>Stack</summary><pre>{e.stack}</pre></details>}
+          </div>
+        ))}
+      </div>
+    </Layout>
+  );
+}
+
+function Time(props: { at: string | null; ctx: PageContext }) {
+  if (!props.at) return <span class="muted">-</span>;
+  return <>{formatTime(props.at)} <span class="muted">(<Ago at={props.at} now={props.ctx.now} />)</span></>;
+}

@@ -1,0 +1,171 @@
+/** @jsxImportSource hono/jsx */
+// The overview: the last hour's throughput, every queue, limits, schedules and recent workers.
+import { formatMs, formatSpan, formatTime } from "../../core/time-text.js";
+import type { LimitRow } from "../../ops/limits.js";
+import type { QueueRow } from "../../ops/queues.js";
+import type { Throughput } from "../../ops/throughput.js";
+import type { WorkerRow } from "../../ops/workers.js";
+import type { ScheduleInfo } from "../../schedules/list.js";
+import { Ago, Badge, Layout, Notice, Post, type PageContext } from "./layout.js";
+
+/** Everything the overview shows, read before rendering. */
+export interface OverviewData {
+  queues: QueueRow[];
+  throughput: Throughput;
+  limits: LimitRow[];
+  schedules: ScheduleInfo[];
+  workers: WorkerRow[];
+}
+
+const COUNTS = ["due", "scheduled", "running", "succeeded", "failed", "cancelled"] as const;
+// Which list a count links to: due and scheduled jobs are both `queued`.
+const STATE_OF: Record<(typeof COUNTS)[number], string> = {
+  due: "queued", scheduled: "queued", running: "running", succeeded: "succeeded", failed: "failed", cancelled: "cancelled",
+};
+
+/** The overview page. @example c.html(<OverviewPage ctx={ctx} data={data} />) */
+export function OverviewPage(props: { ctx: PageContext; data: OverviewData; notice?: string }) {
+  const { ctx, data } = props;
+  return (
+    <Layout ctx={ctx} title="Overview" active="overview">
+      <h1>Overview</h1>
+      <Notice text={props.notice} />
+      <ThroughputCard throughput={data.throughput} />
+      <div class="card">
+        <h2>Queues</h2>
+        {data.queues.length === 0 ? <p class="empty">No queue has jobs yet.</p> : (
+          <table id="queues">
+            <thead><tr><th>Queue</th>{COUNTS.map((k) => <th class="n">{k}</th>)}<th class="n">Oldest due</th><th></th></tr></thead>
+            <tbody>
+              {data.queues.map((q) => (
+                <tr data-queue={q.queue}>
+                  <td><a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}`}>{q.queue}</a> {q.paused && <Badge value="paused" />}</td>
+                  {COUNTS.map((k) => (
+                    <td class="n">{q[k] === 0 ? <span class="muted">0</span>
+                      : <a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}&state=${STATE_OF[k]}`}>{q[k]}</a>}</td>
+                  ))}
+                  <td class="n">{q.oldestDueSeconds > 0 ? formatSpan(q.oldestDueSeconds * 1000) : <span class="muted">-</span>}</td>
+                  <td class="n">
+                    <Post ctx={ctx} action={`${ctx.base}/queues/${encodeURIComponent(q.queue)}/${q.paused ? "resume" : "pause"}`}
+                      label={q.paused ? "Resume" : "Pause"} kind={q.paused ? "primary" : undefined} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </div>
+      <div class="grid">
+        <LimitsCard limits={data.limits} />
+        <SchedulesCard schedules={data.schedules} ctx={ctx} />
+      </div>
+      <div style="height:18px" />
+      <WorkersCard workers={data.workers} ctx={ctx} />
+    </Layout>
+  );
+}
+
+function ThroughputCard(props: { throughput: Throughput }) {
+  const { buckets, bucketMs, succeeded, failed } = props.throughput;
+  const width = 24;
+  const height = 80;
+  const max = Math.max(1, ...buckets.map((b) => b.succeeded + b.failed));
+  const scale = (n: number) => (n / max) * (height - 4);
+  return (
+    <div class="card">
+      <h2>Finished in the last {formatSpan(bucketMs * buckets.length)}</h2>
+      <div class="chart">
+        <div class="legend"><b class="ok" id="done-count">{succeeded}</b>succeeded</div>
+        <div class="legend"><b class="bad" id="failed-count">{failed}</b>failed</div>
+        <div class="bars">
+          <svg viewBox={`0 0 ${buckets.length * width} ${height}`} preserveAspectRatio="none" role="img"
+            aria-label={`${succeeded} succeeded and ${failed} failed, per ${formatSpan(bucketMs)}`}>
+            <line x1="0" y1={height - 0.5} x2={buckets.length * width} y2={height - 0.5} stroke="#cbd2d9" />
+            {buckets.map((b, i) => {
+              const ok = scale(b.succeeded);
+              const bad = scale(b.failed);
+              return (
+                <g>
+                  <title>{`${formatTime(b.start)} + ${formatSpan(bucketMs)}: ${b.succeeded} succeeded, ${b.failed} failed`}</title>
+                  <rect x={i * width + 3} y={height - ok} width={width - 6} height={ok} fill="#3fa66a" />
+                  <rect x={i * width + 3} y={height - ok - bad} width={width - 6} height={bad} fill="#d64545" />
+                </g>
+              );
+            })}
+          </svg>
+          <div class="axis"><span>{formatSpan(bucketMs * buckets.length)} ago</span><span>now</span></div>
+        </div>
+      </div>
+    </div>
+  );
+}
+
+function LimitsCard(props: { limits: LimitRow[] }) {
+  return (
+    <div class="card">
+      <h2>Limits</h2>
+      {props.limits.length === 0 ? <p class="empty">No limits set.</p> : (
+        <table>
+          <thead><tr><th>Key</th><th class="n">Running</th><th class="n">Starts in window</th></tr></thead>
+          <tbody>
+            {props.limits.map((l) => (
+              <tr>
+                <td>{l.key}</td>
+                <td class="n">{l.maxRunning === null ? <span class="muted">-</span> : `${l.running} / ${l.maxRunning}`}</td>
+                <td class="n">{l.maxStarts === null ? <span class="muted">-</span> : `${l.startsInWindow} / ${l.maxStarts} per ${formatMs(l.windowMs)}`}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function SchedulesCard(props: { schedules: ScheduleInfo[]; ctx: PageContext }) {
+  const { now } = props.ctx;
+  return (
+    <div class="card">
+      <h2>Schedules</h2>
+      {props.schedules.length === 0 ? <p class="empty">No schedules.</p> : (
+        <table>
+          <thead><tr><th>Name</th><th>Schedule</th><th>Last slot</th><th>Next slot</th></tr></thead>
+          <tbody>
+            {props.schedules.map((s) => (
+              <tr>
+                <td>{s.name} <div class="muted">{s.task}</div></td>
+                <td>{s.schedule ?? <span class="muted">not defined by this app</span>}</td>
+                <td><Ago at={s.lastSlot} now={now} /></td>
+                <td><Ago at={s.nextSlot} now={now} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function WorkersCard(props: { workers: WorkerRow[]; ctx: PageContext }) {
+  const { now } = props.ctx;
+  return (
+    <div class="card">
+      <h2>Invocations and workers (live, or seen in the last hour)</h2>
+      {props.workers.length === 0 ? <p class="empty">None in the last hour.</p> : (
+        <table>
+          <thead><tr><th>Id</th><th>Kind</th><th>Status</th><th>Queues</th><th class="n">Running</th><th class="n">Jobs done</th><th>Started</th><th>Last seen</th></tr></thead>
+          <tbody>
+            {props.workers.map((w) => (
+              <tr>
+                <td>{w.id}</td><td>{w.kind}</td><td><Badge value={w.status} /></td>
+                <td>{w.queues.length === 0 ? <span class="muted">all</span> : w.queues.join(", ")}</td>
+                <td class="n">{w.running}</td><td class="n">{w.jobsDone}</td>
+                <td><Ago at={w.startedAt} now={now} /></td><td><Ago at={w.lastSeenAt} now={now} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,91 @@
+// The dashboard inside real workerd: the example Worker with `akadzeDashboard()` (examples/worker-with-dashboard.ts),
+// bundled by wrangler, signing a browser in with Web Crypto and acting over neon-http on a real Postgres.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import pg from "pg";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { Miniflare } from "miniflare";
+import { runOnce, type Db } from "../src/index.js";
+import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";
+import { app, charge, setup } from "../functions/app.js";
+import { createTestDatabase } from "./support/postgres.js";
+
+const SECRET = "workerd-dashboard-secret";
+
+let outdir: string;
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let pool: pg.Pool;
+let db: Db;
+let endpoint: NeonEndpoint;
+let mf: Miniflare;
+
+/** Bundles the entry as `wrangler deploy` would (its own config: wrangler.toml names functions/cloudflare.ts). */
+async function bundle(dir: string, entry: string): Promise<string> {
+  const config = join(dir, "wrangler.toml");
+  await writeFile(config, `name = "dashboard"\nmain = ${JSON.stringify(resolve(entry))}\ncompatibility_date = "2026-04-01"\ncompatibility_flags = ["nodejs_compat"]\n`);
+  await promisify(execFile)("node_modules/.bin/wrangler", ["deploy", "--dry-run", "--outdir", join(dir, "out"), "--config", config], {
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
+  });
+  return join(dir, "out", "worker-with-dashboard.js");
+}
+
+beforeAll(async () => {
+  outdir = await mkdtemp(join(tmpdir(), "akadze-dashboard-worker-"));
+  const [scriptPath, created] = await Promise.all([bundle(outdir, "examples/worker-with-dashboard.ts"), createTestDatabase("dashboard_workerd")]);
+  database = created;
+  pool = new pg.Pool({ connectionString: database.url });
+  db = drizzle(pool) as unknown as Db;
+  await setup(db);
+  endpoint = await startNeonEndpoint({ connectionString: database.url });
+  mf = new Miniflare({
+    scriptPath, modules: true, modulesRoot: join(outdir, "out"),
+    compatibilityDate: "2026-04-01", compatibilityFlags: ["nodejs_compat"],
+    bindings: {
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${endpoint.port}/${database.name}`,
+      NEON_FETCH_ENDPOINT: endpoint.fetchEndpoint,
+      CRON_SECRET: SECRET,
+    },
+  });
+  await mf.ready;
+}, 120_000);
+
+afterAll(async () => {
+  await mf?.dispose().catch(() => {});
+  await endpoint?.close().catch(() => {});
+  await pool?.end().catch(() => {});
+  await database?.drop();
+  if (outdir) await rm(outdir, { recursive: true, force: true });
+});
+
+describe("the dashboard in workerd", () => {
+  it("signs in with the Worker's secret, shows a failed job and requeues it with the CSRF token", async () => {
+    const id = await charge.using(db).enqueue({ orderId: "00000000-0000-4000-8000-000000000001", payment: "declined" });
+    await runOnce(app, { db, queues: ["orders"] });
+    const form = (fields: Record<string, string>, cookie = "") => ({
+      method: "POST", body: new URLSearchParams(fields).toString(), redirect: "manual" as const,
+      headers: { "content-type": "application/x-www-form-urlencoded", ...(cookie ? { cookie } : {}) },
+    });
+    const origin = "https://shop.example.com/akadze/ui";
+
+    expect((await mf.dispatchFetch(`${origin}/login`, form({ secret: "wrong" }))).status).toBe(401);
+    const signIn = await mf.dispatchFetch(`${origin}/login`, form({ secret: SECRET }));
+    expect(signIn.status).toBe(303);
+    const setCookie = signIn.headers.get("set-cookie")!;
+    expect(setCookie).toMatch(/; HttpOnly/);
+    expect(setCookie).toMatch(/; Secure/); // not localhost
+    const cookie = setCookie.split(";")[0];
+
+    const page = await (await mf.dispatchFetch(`${origin}/jobs/${id}`, { headers: { cookie } })).text();
+    expect(page).toContain("card declined");
+    const token = /name="_csrf" value="([^"]+)"/.exec(page)![1];
+    expect((await mf.dispatchFetch(`${origin}/jobs/${id}/requeue`, form({}, cookie))).status).toBe(403);
+    expect((await pool.query("select state from akadze.jobs where id = $1", [id])).rows[0].state).toBe("failed");
+    const requeued = await mf.dispatchFetch(`${origin}/jobs/${id}/requeue`, form({ _csrf: token }, cookie));
+    expect(requeued.status).toBe(303);
+    expect((await pool.query("select state from akadze.jobs where id = $1", [id])).rows[0].state).toBe("queued");
+  });
+});

@@ -1,0 +1,232 @@
+// The dashboard over real Requests and real databases: its pages and data on every driver, its session
+// and CSRF rules, and that the JSON routes and apps without it are unchanged. The browser suite is
+// test/dashboard-browser.test.ts.
+import { describe, expect, it } from "vitest";
+import { Hono } from "hono";
+import { createApp, Fail, runOnce } from "akadze";
+import { akadzeRoutes } from "akadze/hono";
+import { akadzeDashboard } from "akadze/dashboard";
+import { listJobs } from "../src/ops/jobs.js";
+import { readThroughput } from "../src/ops/throughput.js";
+import { forEachDriver, type Harness } from "./support/drivers.js";
+import { ManualClock } from "./support/clock.js";
+
+const SECRET = "dashboard-secret";
+
+function setup(h: () => Harness, options: { origin?: string; sessionTtl?: "1h" } = {}) {
+  const clock = new ManualClock();
+  const app = createApp({ clock: clock.now });
+  const ok = app.task("mail.send", { queue: "mail" }, async () => ({ sent: true }));
+  const broken = app.task("report.build", { queue: "reports", maxAttempts: 1 }, async () => { throw new Fail("no such month: 2026-13"); });
+  const dashboard = akadzeDashboard({ now: clock.now, sessionTtl: options.sessionTtl });
+  const web = new Hono().route("/akadze", akadzeRoutes(app, { db: h().db, secret: SECRET, dashboard }));
+  const origin = options.origin ?? "http://127.0.0.1:4000";
+  let cookie = "";
+  const request = (path: string, init: RequestInit = {}) =>
+    web.fetch(new Request(`${origin}${path}`, { ...init, headers: { ...(cookie ? { cookie } : {}), ...init.headers as object } }));
+  const form = (fields: Record<string, string>) => ({
+    method: "POST", body: new URLSearchParams(fields).toString(), headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
+  async function signIn(secret = SECRET) {
+    const res = await request("/akadze/ui/login", form({ secret }));
+    const set = res.headers.get("set-cookie");
+    if (set) cookie = set.split(";")[0];
+    return res;
+  }
+  /** The CSRF token of a signed-in page's forms. */
+  async function csrf() {
+    const page = await (await request("/akadze/ui")).text();
+    return /name="_csrf" value="([^"]+)"/.exec(page)![1];
+  }
+  const run = () => runOnce(app, { db: h().db, now: clock.now });
+  return { clock, app, ok, broken, web, request, form, signIn, csrf, run, setCookie: (c: string) => { cookie = c; } };
+}
+
+forEachDriver((h) => {
+  it("the overview shows queues, the hour's throughput, limits, schedules and invocations", async () => {
+    const t = setup(h);
+    t.app.periodic("report.hourly", { cron: "0 * * * *" }, async () => {});
+    await t.ok.using(h().db).enqueueMany([{}, {}]);
+    await t.broken.using(h().db).enqueue({});
+    await t.run();
+    await t.app.task("later", { queue: "mail" }, async () => {}).using(h().db, { delay: "1h" }).enqueue({});
+    expect((await t.signIn()).status).toBe(303);
+    const res = await t.request("/akadze/ui");
+    expect(res.status).toBe(200);
+    const page = await res.text();
+    expect(page.startsWith("<!doctype html><html")).toBe(true); // standards mode
+    expect(page).toMatch(/<tr data-queue="mail">.*?>2<\/a><\/td>.*?<\/tr>/s); // two succeeded
+    expect(page).toContain('id="done-count">3<'); // the two mails and the schedule's first slot
+    expect(page).toContain('id="failed-count">1<');
+    expect(page).toContain("report.hourly");
+    expect(page).toContain("cron &quot;0 * * * *&quot;"); // escaped, as all output is
+    expect(page).toContain("invocation");
+  });
+
+  it("the jobs list filters by state, queue and task, and pages newest first", async () => {
+    const t = setup(h);
+    const ids = await t.ok.using(h().db).enqueueMany(Array.from({ length: 55 }, () => ({})));
+    const failedId = await t.broken.using(h().db).enqueue({});
+    await t.signIn();
+    const first = await (await t.request("/akadze/ui/jobs?queue=mail")).text();
+    const shown = [...first.matchAll(/<tr data-job="(\d+)"/g)].map((m) => Number(m[1]));
+    expect(shown).toEqual([...ids].reverse().slice(0, 50));
+    const next = /href="([^"]+)" rel="next"/.exec(first)![1].replace(/&amp;/g, "&");
+    const second = await (await t.request(next)).text();
+    expect([...second.matchAll(/<tr data-job="(\d+)"/g)].map((m) => Number(m[1]))).toEqual([...ids].reverse().slice(50));
+    expect(second).not.toContain('rel="next"');
+    const byTask = await (await t.request("/akadze/ui/jobs?task=report.build&state=queued")).text();
+    expect([...byTask.matchAll(/<tr data-job="(\d+)"/g)].map((m) => Number(m[1]))).toEqual([failedId]);
+    expect((await t.request("/akadze/ui/jobs?state=done")).status).toBe(400);
+  });
+
+  it("a job page shows args, attempts and the error history; requeue and cancel change the job", async () => {
+    const t = setup(h);
+    const id = await t.broken.using(h().db).enqueue({});
+    const queuedId = await t.ok.using(h().db, { delay: "1h" }).enqueue({});
+    await t.run();
+    await t.signIn();
+    const page = await (await t.request(`/akadze/ui/jobs/${id}`)).text();
+    expect(page).toContain("no such month: 2026-13");
+    expect(page).toContain("1 of 1");
+    const token = await t.csrf();
+    const requeued = await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form({ _csrf: token }));
+    expect(requeued.status).toBe(303);
+    expect(requeued.headers.get("location")).toBe(`/akadze/ui/jobs/${id}?done=requeued`);
+    expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("queued");
+    expect((await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form({ _csrf: token }))).status).toBe(409);
+    expect((await t.request(`/akadze/ui/jobs/${queuedId}/cancel`, t.form({ _csrf: token }))).status).toBe(303);
+    expect((await h().rows(`select state from akadze.jobs where id = ${queuedId}`))[0].state).toBe("cancelled");
+    expect((await t.request("/akadze/ui/jobs/999999")).status).toBe(404);
+  });
+
+  it("throughput counts the jobs finished in each slice of the last hour", async () => {
+    const t = setup(h);
+    await t.ok.using(h().db).enqueue({});
+    await t.run(); // finishes at 12:00: 20 minutes into the hour before 12:40, the 5th slice
+    t.clock.advance(30 * 60_000);
+    await t.broken.using(h().db).enqueue({});
+    await t.ok.using(h().db).enqueue({});
+    await t.run(); // 12:30: the 11th slice
+    const now = t.clock.advance(10 * 60_000);
+    const { buckets, succeeded, failed, bucketMs } = await readThroughput(h().db, { now });
+    expect(bucketMs).toBe(5 * 60_000);
+    expect([succeeded, failed]).toEqual([2, 1]);
+    expect(buckets.map((b) => [b.succeeded, b.failed])).toEqual([
+      [0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [1, 1], [0, 0]]);
+    expect(buckets[0].start).toBe(new Date(now.getTime() - 3_600_000).toISOString());
+    const later = await readThroughput(h().db, { now: t.clock.advance(60 * 60_000) });
+    expect([later.succeeded, later.failed]).toEqual([0, 0]);
+  });
+
+  it("listJobs' beforeId pages by id, and a bad one is refused", async () => {
+    const t = setup(h);
+    const ids = await t.ok.using(h().db).enqueueMany([{}, {}, {}]);
+    expect((await listJobs(h().db, { beforeId: ids[2], limit: 1 })).map((j) => j.id)).toEqual([ids[1]]);
+    await expect(listJobs(h().db, { beforeId: 0 })).rejects.toThrow(/beforeId must be at least 1/);
+  });
+});
+
+describe("dashboard options", () => {
+  it("a bad sessionTtl or throughput window is a clear error naming it", async () => {
+    expect(() => akadzeDashboard({ sessionTtl: "soon" as never })).toThrow(/sessionTtl must be milliseconds/);
+    expect(() => akadzeDashboard({ sessionTtl: 10 })).toThrow(/sessionTtl must be at least 1s/);
+    const db = undefined as never; // refused before any query
+    await expect(readThroughput(db, { buckets: 0 })).rejects.toThrow(/buckets must be a whole number/);
+    await expect(readThroughput(db, { window: "an hour" as never })).rejects.toThrow(/window must be milliseconds/);
+  });
+});
+
+describe("dashboard sessions and CSRF", () => {
+  forEachDriver((h) => {
+    it("a wrong secret is refused and sets no cookie", async () => {
+      const t = setup(h);
+      for (const secret of ["wrong", "", `${SECRET} `]) {
+        const res = await t.signIn(secret);
+        expect(res.status).toBe(401);
+        expect(res.headers.get("set-cookie")).toBeNull();
+        expect(await res.text()).toContain("Wrong secret.");
+      }
+    });
+
+    it("the session cookie is signed, HttpOnly, SameSite=Strict, scoped to the dashboard and Secure off localhost", async () => {
+      const local = await setup(h).signIn();
+      const cookie = local.headers.get("set-cookie")!;
+      expect(cookie).toMatch(/^akadze_session=[^;]+\.[^;]+;/);
+      expect(cookie).toMatch(/; Max-Age=43200/);
+      expect(cookie).toMatch(/; Path=\/akadze\/ui/);
+      expect(cookie).toMatch(/; HttpOnly/);
+      expect(cookie).toMatch(/; SameSite=Strict/);
+      expect(cookie).not.toMatch(/Secure/);
+      const remote = (await setup(h, { origin: "https://jobs.example.com" }).signIn()).headers.get("set-cookie")!;
+      expect(remote).toMatch(/; Secure/);
+    });
+
+    it("without a valid session nothing is readable or changeable", async () => {
+      const t = setup(h);
+      const id = await t.broken.using(h().db).enqueue({});
+      await t.run();
+      for (const path of ["/akadze/ui", `/akadze/ui/jobs/${id}`, "/akadze/ui/jobs", "/akadze/ui/nope"]) {
+        const res = await t.request(path);
+        expect(res.status).toBe(401);
+        expect(await res.text()).not.toContain("no such month");
+      }
+      expect((await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form({ _csrf: "x".repeat(24) }))).status).toBe(401);
+      expect((await t.request("/akadze/ui/queues/mail/pause", t.form({}))).status).toBe(401);
+      // A forged cookie, and a real one signed for another secret.
+      t.setCookie("akadze_session=99999999999999.aaaaaaaaaaaaaaaaaaaaaaaa.c2lnbmF0dXJl");
+      expect((await t.request("/akadze/ui")).status).toBe(401);
+      const other = new Hono().route("/akadze", akadzeRoutes(t.app, { db: h().db, secret: "another", dashboard: akadzeDashboard() }));
+      const foreign = await other.fetch(new Request("http://127.0.0.1/akadze/ui/login", t.form({ secret: "another" })));
+      t.setCookie(foreign.headers.get("set-cookie")!.split(";")[0]);
+      expect((await t.request("/akadze/ui")).status).toBe(401);
+      expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("failed");
+      expect((await h().rows("select * from akadze.queues"))).toEqual([]);
+    });
+
+    it("a session expires after sessionTtl", async () => {
+      const t = setup(h, { sessionTtl: "1h" });
+      await t.signIn();
+      expect((await t.request("/akadze/ui")).status).toBe(200);
+      t.clock.advance(59 * 60_000);
+      expect((await t.request("/akadze/ui")).status).toBe(200);
+      t.clock.advance(60_000);
+      expect((await t.request("/akadze/ui")).status).toBe(401);
+    });
+
+    it("a POST without the session's CSRF token is refused and changes nothing", async () => {
+      const t = setup(h);
+      const id = await t.broken.using(h().db).enqueue({});
+      await t.run();
+      await t.signIn();
+      const token = await t.csrf();
+      for (const fields of [{}, { _csrf: "" }, { _csrf: `${token.slice(1)}x` }] as Record<string, string>[]) {
+        expect((await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form(fields))).status).toBe(403);
+        expect((await t.request("/akadze/ui/queues/reports/pause", t.form(fields))).status).toBe(403);
+      }
+      expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("failed");
+      expect((await h().rows("select * from akadze.queues"))).toEqual([]);
+      // Signing out ends the session: the cookie is cleared and the old token opens nothing.
+      const out = await t.request("/akadze/ui/logout", t.form({ _csrf: token }));
+      expect(out.status).toBe(303);
+      expect(out.headers.get("set-cookie")).toMatch(/^akadze_session=;.*Max-Age=0/);
+    });
+
+    it("the session cookie does not open the JSON routes, and the bearer secret does not open the pages", async () => {
+      const t = setup(h);
+      await t.signIn();
+      const json = await t.request("/akadze/jobs");
+      expect(json.status).toBe(401);
+      expect((await t.web.fetch(new Request("http://127.0.0.1/akadze/ui", { headers: { authorization: `Bearer ${SECRET}` } }))).status).toBe(401);
+    });
+
+    it("routes without the dashboard have no /ui", async () => {
+      const app = createApp();
+      const web = new Hono().route("/akadze", akadzeRoutes(app, { db: h().db, secret: SECRET }));
+      const res = await web.fetch(new Request("http://127.0.0.1/akadze/ui/login"));
+      expect(res.status).toBe(401); // the bearer check answers first, as for any unknown akadze path
+      const authed = await web.fetch(new Request("http://127.0.0.1/akadze/ui/login", { headers: { authorization: `Bearer ${SECRET}` } }));
+      expect(authed.status).toBe(404);
+    });
+  }, ["pglite"]);
+});
