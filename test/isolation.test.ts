@@ -1,0 +1,93 @@
+// One job never decides another's fate (SPEC §3.3): an outcome Postgres cannot store as it is, a thrown
+// value that cannot be turned into text, a throwing transition hook or a bad option affects that job (or
+// that call) only.
+import { expect, it } from "vitest";
+import * as v from "valibot";
+import { createApp, InvalidInput, Retry, runOnce, Fail } from "../src/index.js";
+import { forEachDriver } from "./support/drivers.js";
+import { ManualClock } from "./support/clock.js";
+
+forEachDriver((h) => {
+  it("the good jobs of a poisoned batch succeed exactly once and each poison is stored as its own job's outcome", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const runs = new Map<number, number>();
+    const task = app.task("mixed", { maxAttempts: 3, args: v.object({ kind: v.string() }) }, async (args, job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+      if (args.kind === "nul") return { text: "a\u0000b" };
+      if (args.kind === "surrogate") throw new Error("broken \ud800 text");
+      if (args.kind === "retry") throw new Retry("200000000d");
+      return { ok: true };
+    });
+    const kinds = ["ok", "nul", "ok", "surrogate", "ok", "ok", "retry", "ok", "ok", "ok", "ok", "ok"];
+    const ids = await task.using(h().db).enqueueMany(kinds.map((kind) => ({ kind })));
+    const summary = await runOnce(app, { db: h().db, now: clock.now, batchSize: 20, drain: false });
+
+    expect(summary).toMatchObject({ claimed: 12, succeeded: 10, retried: 2, lost: 0 });
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+    const rows = await h().rows<{ id: number; state: string; result: unknown; errors: { message: string }[]; far: boolean }>(
+      `select id, state, result, errors, run_at > '2100-01-01' as far from akadze.jobs order by id`);
+    const byKind = (kind: string) => rows[ids[kinds.indexOf(kind)] - ids[0]];
+    expect(rows.filter((r) => r.state === "succeeded")).toHaveLength(10);
+    expect(byKind("nul")).toMatchObject({ state: "succeeded", result: { text: "a\ufffdb" } });
+    expect(byKind("surrogate")).toMatchObject({ state: "queued", errors: [{ message: "broken \ufffd text" }] });
+    expect(byKind("retry")).toMatchObject({ state: "queued", far: true }); // clamped to a storable time, far away
+  });
+
+  it("a thrown value that cannot be turned into text is that job's error; the invocation carries on", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const hostile = new Proxy({}, { get() { throw new Error("no"); }, getPrototypeOf() { throw new Error("no"); }, ownKeys() { throw new Error("no"); } });
+    const throwing = { toString() { throw new Error("no"); } };
+    const values: Record<string, unknown> = { bare: Object.create(null), toString: throwing, proxy: hostile, payload: { code: 42 } };
+    const task = app.task("throws", { maxAttempts: 2, args: v.object({ what: v.string() }) }, async ({ what }) => {
+      if (what === "fine") return "ok";
+      throw values[what];
+    });
+    await task.using(h().db).enqueueMany(["bare", "fine", "toString", "proxy", "fine", "payload"].map((what) => ({ what })));
+    const summary = await runOnce(app, { db: h().db, now: clock.now, slots: 2, drain: false });
+    expect(summary).toMatchObject({ claimed: 6, succeeded: 2, retried: 4, lost: 0 });
+    const errors = await h().rows<{ what: string; errors: { kind: string; message: string; payload?: unknown }[] }>(
+      `select args->>'what' as what, errors from akadze.jobs where state = 'queued' order by id`);
+    expect(errors.map((e) => e.what)).toEqual(["bare", "toString", "proxy", "payload"]);
+    expect(errors.every((e) => e.errors.length === 1)).toBe(true);
+    expect(errors[3].errors[0]).toMatchObject({ message: '{"code":42}', payload: { code: 42 } }); // the payload is kept
+  });
+
+  it("a throwing transition hook affects only its own job: other jobs and queues run, and the failure is in the job's errors", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const seen: string[] = [];
+    app.hooks.onTransition((t) => {
+      if (t.to === "failed") throw new Error("alerting is down");
+      seen.push(`${t.task}:${t.to}`);
+    });
+    app.task("doomed", { queue: "a" }, async () => { throw new Fail("vendor said no"); });
+    app.task("fine", { queue: "b" }, async () => "ok");
+    await app.taskByName("doomed").using(h().db).enqueue({});
+    await app.taskByName("fine").using(h().db).enqueueMany([{}, {}]);
+    const summary = await runOnce(app, { db: h().db, now: clock.now, drain: false });
+    expect(summary).toMatchObject({ claimed: 3, succeeded: 2, failed: 1, lost: 0 });
+    const rows = await h().rows<{ task: string; state: string; kinds: string[] }>(
+      `select task, state, (select jsonb_agg(e->>'kind') from jsonb_array_elements(errors) e) as kinds from akadze.jobs order by id`);
+    expect(rows).toEqual([
+      { task: "doomed", state: "failed", kinds: ["Fail", "TransitionHookFailed"] },
+      { task: "fine", state: "succeeded", kinds: null },
+      { task: "fine", state: "succeeded", kinds: null },
+    ]);
+    expect(seen.filter((s) => s === "fine:succeeded")).toHaveLength(2);
+    // The next claim is not blocked either.
+    await app.taskByName("fine").using(h().db).enqueue({});
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 1 });
+  });
+
+  it("a bad number option is InvalidInput naming the field, and nothing is claimed", async () => {
+    const app = createApp();
+    await app.task("t", async () => {}).using(h().db).enqueue({});
+    for (const options of [{ slots: NaN }, { batchSize: -1 }, { slots: 1.5 }, { lease: "0ms" }, { heartbeat: 0 }]) {
+      await expect(runOnce(app, { db: h().db, ...(options as object) })).rejects.toThrow(InvalidInput);
+    }
+    await expect(runOnce(app, { db: h().db, slots: NaN })).rejects.toThrow(/slots/);
+    expect(await h().rows("select state, attempt from akadze.jobs")).toEqual([{ state: "queued", attempt: 0 }]);
+  });
+});
