@@ -11,7 +11,7 @@
  */
 export { App, createApp, type AppOptions } from "./app/app.js";
 export { Task, type TaskOptions, type Handler, type JobContext, type Enqueuer, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS } from "./app/task.js";
-export type { EnqueueOptions } from "./app/options.js";
+export type { EnqueueOptions } from "./core/validate.js";
 export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRunHook, type TransitionHook } from "./app/hooks.js";
 export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
 export { parseDuration, type Duration } from "./core/duration.js";

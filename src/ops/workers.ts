@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { sql, type SQL } from "drizzle-orm";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
-import { parseOrThrow } from "../app/options.js";
+import { parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { iso } from "./jobs.js";
 

@@ -1,6 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import { parseDuration } from "../core/duration.js";
 import { AkadzeError, Cancel, LeaseLost } from "../core/errors.js";
+import { parseRunOptions } from "../core/validate.js";
 import type { App } from "../app/app.js";
 import { emitTransitions, type Transition } from "../app/hooks.js";
 import { isNeonHttp, queryJson, type Db } from "../db/driver.js";
@@ -25,6 +26,7 @@ const COMPLETE_TRIES = 3;
  * @example const summary = await runOnce(app, { db, queues: ["mail"], slots: 8, batchSize: 50, budget: "25s" });
  */
 export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSummary> {
+  parseRunOptions(options); // bad options (slots: NaN, lease: "0ms") are InvalidInput before anything is claimed
   return new Invocation(app, options).run();
 }
 

@@ -1,7 +1,6 @@
-import * as v from "valibot";
 import { hostname } from "node:os";
-import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
-import { parseOrThrow } from "../app/options.js";
+import { parseDuration, type Duration } from "../core/duration.js";
+import { parseWorkerOptions } from "../core/validate.js";
 import type { App } from "../app/app.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { WORKER_SEEN_INTERVAL, workerStatements } from "../ops/workers.js";
@@ -51,13 +50,6 @@ export interface WorkerSummary {
   invocations: number;
 }
 
-const WorkerOptionsSchema = v.object({
-  queues: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, "a queue name must not be empty"))), v.minLength(1, "give at least one queue"))),
-  slots: v.optional(v.pipe(v.number(), v.integer("slots must be an integer"), v.minValue(1, "slots must be at least 1"), v.maxValue(1000, "slots must be at most 1000"))),
-  minPoll: v.optional(DurationSchema),
-  maxPoll: v.optional(DurationSchema),
-});
-
 /**
  * Runs jobs until `signal` aborts, then stops gracefully and resolves with a summary. Every queue gets
  * `slots` slots, run by one refilling invocation (`runOnce` with `refill`): when slots free up it claims
@@ -70,11 +62,11 @@ const WorkerOptionsSchema = v.object({
  * await runWorker(app, { db, queues: ["mail", "default"], slots: 8, signal: stop.signal });
  */
 export async function runWorker(app: App, options: WorkerOptions): Promise<WorkerSummary> {
-  const o = parseOrThrow(WorkerOptionsSchema, options, "worker options");
+  const o = parseWorkerOptions(options);
   const { db } = options;
   const now = options.now ?? app.clock;
   const id = options.id ?? `wrk-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
-  const poll = { min: o.minPoll ?? parseDuration(DEFAULT_MIN_POLL), max: o.maxPoll ?? parseDuration(DEFAULT_MAX_POLL) };
+  const poll = { min: parseDuration(o.minPoll ?? DEFAULT_MIN_POLL), max: parseDuration(o.maxPoll ?? DEFAULT_MAX_POLL) };
   const stopping = options.signal ?? new AbortController().signal;
   const summary: WorkerSummary = { id, jobsDone: 0, succeeded: 0, retried: 0, failed: 0, released: 0, invocations: 0 };
   let unreported = 0;
