@@ -6,7 +6,7 @@ import { DurationSchema, tryParseDuration, type Duration } from "./duration.js";
 import { InvalidInput } from "./errors.js";
 import { jsonProblem, textProblem } from "./json.js";
 
-/** Task, schedule, queue, limit-key, unique-key and worker-id names are at most this long. */
+/** Task, schedule, queue, limit-key, unique-key and worker-id names are at most this long. @example app.task("t".repeat(MAX_NAME_LENGTH), handler); // the longest name */
 export const MAX_NAME_LENGTH = 200;
 /** Timestamps akadze stores (runAt, expiresAt, the clock's now) lie in [1970-01-01, 9999-12-31] UTC. */
 export const EARLIEST_TIMESTAMP_MS = Date.UTC(1970, 0, 1);
@@ -28,7 +28,7 @@ export const MIN_HEARTBEAT_MS = 10;
 /** Upper bounds that keep one call from asking for an absurd invocation. */
 export const MAX_SLOTS = 1_000;
 export const MAX_BATCH_SIZE = 10_000;
-/** maxRunning and maxStarts are each stored as that many rows (slots, tokens) that claims walk: at most 10,000. */
+/** maxRunning and maxStarts are each stored as that many rows (slots, tokens) that claims walk: at most 10,000. @example await setLimit(db, "vendor", { maxRunning: MAX_LIMIT_COUNT }); */
 export const MAX_LIMIT_COUNT = 10_000;
 /** A maxStarts window is at most a year. */
 export const MAX_LIMIT_WINDOW_MS = 365 * 86_400_000;
@@ -243,7 +243,8 @@ export const WorkerOptionsSchema = v.pipe(
     queues: v.optional(Queues),
     slots: v.optional(Count("slots", MAX_SLOTS)),
     signal: v.optional(Signal),
-    id: v.optional(NameSchema),
+    // Room for the ".N" each of its invocations appends.
+    id: v.optional(v.pipe(NameSchema, v.maxLength(MAX_NAME_LENGTH - 20, `must be at most ${MAX_NAME_LENGTH - 20} characters`))),
     lease: RunEntries.lease,
     minPoll: v.optional(Duration("minPoll", 1, MAX_TIMER_MS)),
     maxPoll: v.optional(Duration("maxPoll", 1, MAX_TIMER_MS)),
