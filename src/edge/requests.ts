@@ -6,8 +6,6 @@ import { DurationSchema } from "../core/duration.js";
 import { MAX_BATCH_SIZE, MAX_SLOTS, MAX_TIMER_MS, NameSchema } from "../core/validate.js";
 import { RouteProblem } from "./problems.js";
 
-export { MAX_SLOTS, MAX_BATCH_SIZE };
-
 const Count = (what: string, max: number) => v.pipe(
   v.union([v.number(), v.pipe(v.string(), v.regex(/^\d+$/, `${what} must be a whole number`), v.transform(Number))],
     `${what} must be a whole number`),
