@@ -3,7 +3,7 @@
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import {
-  createApp, getJob, InvalidInput, pauseQueue, pruneJobs, requestCancel, requeue, runOnce, runWorker, setLimit,
+  createApp, getJob, InvalidInput, listWorkers, pauseQueue, pruneJobs, renderMetrics, requestCancel, requeue, runOnce, runWorker, setLimit,
   type LimitOptions, type RunOnceOptions,
 } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
@@ -195,7 +195,10 @@ forEachDriver((h) => {
     expect(await count("limit_slots")).toBe(3);
   });
 
-  it("a retention or prune age out of range is InvalidInput", async () => {
+  it("an age out of range is InvalidInput in pruneJobs, renderMetrics and listWorkers, not a RangeError", async () => {
     await expect(pruneJobs(h().db, { olderThan: "999999999999d" })).rejects.toThrow(/olderThan must be at most/);
+    await expect(renderMetrics(h().db, { window: "999999999999d" })).rejects.toThrow(/window must be at most/);
+    await expect(listWorkers(h().db, { since: "999999999999d" })).rejects.toThrow(/since must be at most/);
+    await expect(renderMetrics(h().db, { now: new Date("nope") })).rejects.toThrow(InvalidInput);
   });
 });
