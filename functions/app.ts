@@ -99,8 +99,8 @@ const NewOrder = v.strictObject({
 export function createWeb(options: { budget?: Duration; dashboard?: Dashboard } = {}): Hono<{ Bindings: Env }> {
   const web = new Hono<{ Bindings: Env }>();
   web.onError((error, c) => {
-    console.error(error);
-    return c.json({ error: { code: "internal_error", message: error.message } }, 500);
+    console.error(error); // the detail (maybe SQL and its parameters) stays in the log
+    return c.json({ error: { code: "internal_error", message: "the server could not complete the request" } }, 500);
   });
 
   web.post("/orders", async (c) => {

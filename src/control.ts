@@ -1,35 +1,46 @@
-import * as v from "valibot";
-import { DurationSchema, type Duration } from "./core/duration.js";
+import type { Duration } from "./core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "./core/errors.js";
-import { JobIdSchema as JobId, parseOrThrow } from "./app/options.js";
+import type { JobState } from "./core/states.js";
+import { JobIdSchema as JobId, LimitOptionsSchema, NameSchema, parseOrThrow } from "./core/validate.js";
+import { runWithTransitions, type Hooks, type Transition } from "./app/hooks.js";
 import { queryJson, runAtomically, type Db } from "./db/driver.js";
-import { requestCancelStatement, requeueStatement, setQueuePausedStatement } from "./sql/control.js";
+import { requestCancelStatement, requeueStatement, setQueuePausedStatement, type ControlledJob } from "./sql/control.js";
 import {
   clearLimitSlotsStatement, deleteLimitStatement, fillLimitSlotsStatement, lockLimitTablesStatement, setLimitStatement,
 } from "./sql/limits.js";
 
-const QueueName = v.pipe(v.string(), v.minLength(1, "a queue name must not be empty"));
-const LimitKey = v.pipe(v.string(), v.minLength(1, "a limit key must not be empty"));
+/** Whose transition hooks a control operation reports to: an `App` (or anything with its `hooks`). @example await requeue(db, id, app); */
+export interface HooksOwner { hooks: Hooks }
+
+function transitionOf(job: ControlledJob, from: JobState): Transition {
+  return { jobId: Number(job.id), task: job.task, queue: job.queue, from, to: job.state as JobState, attempt: job.attempt };
+}
 
 /**
  * Cancels a queued job at once, or asks a running one to stop (its `job.signal` aborts at the next
- * heartbeat). True if it marked an active job; false for any other state or an unknown id.
- * @example if (!(await requestCancel(db, id))) console.log("job is not active");
+ * heartbeat). True if it marked an active job; false for any other state or an unknown id. Given the
+ * app, its `onTransition` hooks see a queued job's `queued -> cancelled` in the same transaction.
+ * @example if (!(await requestCancel(db, id, app))) console.log("job is not active");
  */
-export async function requestCancel(db: Db, jobId: number): Promise<boolean> {
+export async function requestCancel(db: Db, jobId: number, app?: HooksOwner): Promise<boolean> {
   const id = parseOrThrow(JobId, jobId, "job id");
-  return (await queryJson<number | null>(db, requestCancelStatement(id))) !== null;
+  const job = await runWithTransitions(db, app?.hooks, (d) => queryJson<ControlledJob | null>(d, requestCancelStatement(id)),
+    (marked) => (marked?.state === "cancelled" ? [transitionOf(marked, "queued")] : []));
+  return job !== null;
 }
 
 /**
  * Moves a failed job back to `queued` in the caller's transaction; attempt, errors and args are kept
  * and `maxAttempts` grows if needed so it gets one more run. False if the job is not failed or unknown.
- * @example await requeue(tx, jobId);
+ * Given the app, its `onTransition` hooks see the `failed -> queued` in the same transaction.
+ * @example await requeue(tx, jobId, app);
  */
-export async function requeue(db: Db, jobId: number): Promise<boolean> {
+export async function requeue(db: Db, jobId: number, app?: HooksOwner): Promise<boolean> {
   const id = parseOrThrow(JobId, jobId, "job id");
   try {
-    return (await queryJson<number | null>(db, requeueStatement(id))) !== null;
+    const job = await runWithTransitions(db, app?.hooks, (d) => queryJson<ControlledJob | null>(d, requeueStatement(id)),
+      (requeued) => (requeued ? [transitionOf(requeued, "failed")] : []));
+    return job !== null;
   } catch (error) {
     if (isUniqueKeyViolation(error)) throw new DuplicateJob("(of the requeued job)", { cause: error });
     throw error;
@@ -38,33 +49,22 @@ export async function requeue(db: Db, jobId: number): Promise<boolean> {
 
 /** Stops every invocation from claiming this queue. @example await pauseQueue(db, "mail"); */
 export async function pauseQueue(db: Db, queue: string): Promise<void> {
-  await queryJson(db, setQueuePausedStatement(parseOrThrow(QueueName, queue, "queue"), true));
+  await queryJson(db, setQueuePausedStatement(parseOrThrow(NameSchema, queue, "queue"), true));
 }
 
 /** Undoes `pauseQueue`. @example await resumeQueue(db, "mail"); */
 export async function resumeQueue(db: Db, queue: string): Promise<void> {
-  await queryJson(db, setQueuePausedStatement(parseOrThrow(QueueName, queue, "queue"), false));
+  await queryJson(db, setQueuePausedStatement(parseOrThrow(NameSchema, queue, "queue"), false));
 }
 
 /** A limit on the jobs enqueued with a `limitKey`. @example const vendorLimit: LimitOptions = { maxStarts: 10, window: "1m" }; */
 export interface LimitOptions {
-  /** At most this many starts in any sliding `window`. */
+  /** At most this many starts in any sliding `window` (1 to MAX_LIMIT_COUNT, 10,000). */
   maxStarts?: number | null;
   window?: Duration | null;
-  /** At most this many running at once, cluster-wide. */
+  /** At most this many running at once, cluster-wide (1 to MAX_LIMIT_COUNT, 10,000: each is a row). */
   maxRunning?: number | null;
 }
-
-const PositiveInt = (what: string) => v.pipe(v.number(), v.integer(`${what} must be an integer`), v.minValue(1, `${what} must be at least 1`));
-const LimitOptionsSchema = v.pipe(
-  v.strictObject({
-    maxStarts: v.optional(v.nullable(PositiveInt("maxStarts"))),
-    window: v.optional(v.nullable(v.pipe(DurationSchema, v.minValue(1, "window must be longer than zero")))),
-    maxRunning: v.optional(v.nullable(PositiveInt("maxRunning"))),
-  }),
-  v.check((o) => o.maxStarts !== undefined || o.maxRunning !== undefined || o.window !== undefined, "give maxStarts with window, or maxRunning"),
-  v.check((o) => (o.maxStarts == null) === (o.window == null), "maxStarts and window go together"),
-);
 
 /** The limit as stored. @example const { maxRunning }: Limit = await setLimit(db, "vendor", { maxRunning: 3 }); */
 export interface Limit { key: string; maxStarts: number | null; windowMs: number | null; maxRunning: number | null }
@@ -80,7 +80,7 @@ export interface Limit { key: string; maxStarts: number | null; windowMs: number
  * await setLimit(db, "vendor", { maxRunning: 3 });
  */
 export async function setLimit(db: Db, key: string, options: LimitOptions): Promise<Limit> {
-  const k = parseOrThrow(LimitKey, key, "limit key");
+  const k = parseOrThrow(NameSchema, key, "limit key");
   const o = parseOrThrow(LimitOptionsSchema, options, `limit for ${JSON.stringify(key)}`);
   if (o.maxStarts === undefined && o.window === undefined && o.maxRunning === undefined) throw new InvalidInput("nothing to set");
   const change = { maxStarts: o.maxStarts, windowMs: o.window, maxRunning: o.maxRunning };
@@ -97,5 +97,5 @@ export async function setLimit(db: Db, key: string, options: LimitOptions): Prom
 
 /** Removes a limit; true if there was one. @example await deleteLimit(db, "vendor"); */
 export async function deleteLimit(db: Db, key: string): Promise<boolean> {
-  return queryJson<boolean>(db, deleteLimitStatement(parseOrThrow(LimitKey, key, "limit key")));
+  return queryJson<boolean>(db, deleteLimitStatement(parseOrThrow(NameSchema, key, "limit key")));
 }

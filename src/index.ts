@@ -11,7 +11,12 @@
  */
 export { App, createApp, type AppOptions } from "./app/app.js";
 export { Task, type TaskOptions, type Handler, type JobContext, type Enqueuer, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS } from "./app/task.js";
-export type { EnqueueOptions } from "./app/options.js";
+export {
+  type EnqueueOptions, MAX_NAME_LENGTH, EARLIEST_TIMESTAMP_MS, LATEST_TIMESTAMP_MS, MAX_SPAN_MS, MAX_TIMER_MS, MIN_PRIORITY, MAX_PRIORITY,
+  MAX_ATTEMPTS_BOUND, MIN_LEASE_MS, MAX_LEASE_MS, MIN_HEARTBEAT_MS, MAX_SLOTS, MAX_BATCH_SIZE, MAX_LIMIT_COUNT, MAX_LIMIT_WINDOW_MS,
+  MAX_RETENTION_BATCH,
+} from "./core/validate.js";
+export { MAX_JSON_DEPTH } from "./core/json.js";
 export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRunHook, type TransitionHook } from "./app/hooks.js";
 export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
 export { parseDuration, type Duration } from "./core/duration.js";
@@ -19,7 +24,7 @@ export { defaultBackoffMs, type BackoffPolicy } from "./core/backoff.js";
 export { JOB_STATES, type JobState } from "./core/states.js";
 export type { Db, BatchItem } from "./db/driver.js";
 export { migrate } from "./migrate.js";
-export { requestCancel, requeue, pauseQueue, resumeQueue, setLimit, deleteLimit, type LimitOptions, type Limit } from "./control.js";
+export { requestCancel, requeue, pauseQueue, resumeQueue, setLimit, deleteLimit, type LimitOptions, type Limit, type HooksOwner } from "./control.js";
 export { current, CurrentJob } from "./runtime/context.js";
 export { runOnce, type RunOnceOptions, type RunSummary, DEFAULT_SLOTS, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE } from "./runtime/run-once.js";
 export { runWorker, type WorkerOptions, type WorkerSummary, DEFAULT_MIN_POLL, DEFAULT_MAX_POLL } from "./runtime/worker.js";

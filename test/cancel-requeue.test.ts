@@ -1,6 +1,6 @@
 // Cancel before and during a run, expiry, requeue (SPEC §2), on every driver.
 import { expect, it } from "vitest";
-import { createApp, requestCancel, requeue, Retry, Snooze, runOnce, InvalidInput } from "../src/index.js";
+import { createApp, requestCancel, requeue, Retry, Snooze, runOnce, InvalidInput, type Transition } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
@@ -114,6 +114,56 @@ forEachDriver((h, driver) => {
       throw new Error("rollback");
     })).rejects.toThrow("rollback");
     expect(await state(id)).toMatchObject({ state: "failed" });
+  });
+
+  it("requestCancel and requeue given the app report their transitions to its onTransition hooks", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const seen: Pick<Transition, "jobId" | "task" | "queue" | "from" | "to" | "attempt">[] = [];
+    const task = app.task("t", { maxAttempts: 1, queue: "q" }, async () => { throw new Error("x"); });
+    const [queued, failing] = await task.using(h().db).enqueueMany([{}, {}]);
+    expect(await requestCancel(h().db, queued)).toBe(true); // the cancel of the first: no app, no hooks yet
+    await runOnce(app, { db: h().db, now: clock.now });
+    app.hooks.onTransition(({ jobId, task, queue, from, to, attempt }) => { seen.push({ jobId, task, queue, from, to, attempt }); });
+    expect(await requeue(h().db, failing, app)).toBe(true);
+    expect(await requestCancel(h().db, failing, app)).toBe(true);
+    expect(seen).toEqual([
+      { jobId: failing, task: "t", queue: "q", from: "failed", to: "queued", attempt: 1 },
+      { jobId: failing, task: "t", queue: "q", from: "queued", to: "cancelled", attempt: 1 },
+    ]);
+    // Nothing changed, nothing reported: a finished job, an unknown id.
+    expect(await requestCancel(h().db, failing, app)).toBe(false);
+    expect(await requeue(h().db, 424242, app)).toBe(false);
+    expect(seen).toHaveLength(2);
+  });
+
+  it("a cancel request on a running job changes no state, so the hooks see no transition until it ends", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const seen: string[] = [];
+    let marked: boolean | undefined;
+    const id = await app.task("t", async (_a, job) => {
+      marked = await requestCancel(h().db, job.id, app);
+      seen.push("body returned");
+      return "done";
+    }).using(h().db).enqueue({});
+    app.hooks.onTransition((t) => { seen.push(`${t.from} -> ${t.to}`); });
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(marked).toBe(true);
+    expect(seen).toEqual(["queued -> running", "body returned", "running -> succeeded"]);
+    expect(await state(id)).toMatchObject({ state: "succeeded", cancel_requested: true });
+  });
+
+  // On neon-http the change has committed when the hook runs (no interactive transactions).
+  if (driver !== "neon-http") it("a throwing hook undoes the cancel or requeue it was told of, and the caller gets its error", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const [queued, failing] = await app.task("t", { maxAttempts: 1 }, async () => { throw new Error("x"); }).using(h().db).enqueueMany([{}, {}]);
+    await requestCancel(h().db, queued);
+    await runOnce(app, { db: h().db, now: clock.now });
+    app.hooks.onTransition(() => { throw new Error("alerting is down"); });
+    await expect(requeue(h().db, failing, app)).rejects.toThrow("alerting is down");
+    expect(await state(failing)).toMatchObject({ state: "failed" });
   });
 });
 

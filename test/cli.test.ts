@@ -152,6 +152,13 @@ describe("akadze", () => {
     expectOneLineError(unknown, 1, /^akadze: job is not active \(no job 987654\)$/m);
   });
 
+  it("jobs cancel --app reports the change to the app's onTransition hooks, in the change's transaction", async () => {
+    const id = await echo.using(t.db, { delay: "1h" }).enqueue({ text: "hooked" });
+    const cancelled = await akadze(["jobs", "cancel", String(id), "--app", "test/fixtures/hooked-app.ts"]);
+    expect(cancelled).toMatchObject({ code: 0, stdout: `job ${id}: cancelled\n`, stderr: "" });
+    expect(await t.rows("select job_id::int as id, change from fixture_transitions")).toEqual([{ id, change: "queued -> cancelled" }]);
+  });
+
   it("jobs requeue moves a failed job back to queued and exits 1 for any other job; an unknown id exits 1", async () => {
     const requeued = await akadze(["jobs", "requeue", String(ids.doomed), "--json"]);
     expect(requeued).toMatchObject({ code: 0, stderr: "" });
@@ -237,6 +244,8 @@ describe("akadze", () => {
       [["jobs", "list"], /no database: set DATABASE_URL or pass --database/, { DATABASE_URL: undefined }],
       [["limits", "set", "vendor", "--max-starts", "5"], /maxStarts and window go together/],
       [["--http", "jobs", "list"], /--http to 127\.0\.0\.1 needs the SQL-over-HTTP endpoint: pass --neon-endpoint/],
+      [["jobs", "cancel", "9007199254740993"], /a job id is a positive integer no larger than 9007199254740991/],
+      [["limits", "set", "k", "--max-running", "2000000"], /maxRunning must be at most 10000/],
     ];
     const runs = await Promise.all(cases.map(([args, , env]) => akadze(args, env)));
     runs.forEach((run, i) => expectOneLineError(run, 2, cases[i][1]));

@@ -1,8 +1,8 @@
 // akadze's Hono routes, driven by real Request objects against real Postgres.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { Hono } from "hono";
 import { createApp, Fail, runOnce, type App, type Duration } from "akadze";
-import { akadzeRoutes } from "akadze/hono";
+import { akadzeRoutes, INTERNAL_ERROR_MESSAGE } from "akadze/hono";
 import { secretMatches, bearerToken } from "../src/edge/auth.js";
 import { forEachDriver } from "./support/drivers.js";
 
@@ -166,12 +166,19 @@ forEachDriver((h) => {
     }
   });
 
-  it("an error inside a route is a JSON 500, not an HTML page", async () => {
+  it("an error inside a route is a JSON 500, not an HTML page; its detail goes to the server log only", async () => {
     const app: App = createApp();
     const web = new Hono().route("/akadze", akadzeRoutes(app, { getDb: () => { throw new Error("database is down"); }, secret: SECRET }));
-    const res = await web.fetch(new Request("http://test/akadze/work", { method: "POST", headers: auth }));
-    expect(res.status).toBe(500);
-    expect(await res.json()).toEqual({ error: { code: "internal_error", message: "database is down" } });
+    const logged: unknown[][] = [];
+    const log = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => { logged.push(args); });
+    try {
+      const res = await web.fetch(new Request("http://test/akadze/work", { method: "POST", headers: auth }));
+      expect(res.status).toBe(500);
+      expect(await res.json()).toEqual({ error: { code: "internal_error", message: INTERNAL_ERROR_MESSAGE } });
+    } finally {
+      log.mockRestore();
+    }
+    expect(logged.flat().some((a) => a instanceof Error && a.message === "database is down")).toBe(true);
   });
 
   it("the admin API lists and shows jobs, and answers 404 for an unknown one and 400 for a bad filter", async () => {

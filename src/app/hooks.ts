@@ -1,5 +1,5 @@
 import type { JobState } from "../core/states.js";
-import type { Db } from "../db/driver.js";
+import { isNeonHttp, type Db } from "../db/driver.js";
 import type { JobContext } from "./task.js";
 
 /** A job as hooks see it: its context plus its args. @example app.hooks.beforeRun((job: HookJob) => console.log(job.args)); */
@@ -47,4 +47,25 @@ export class Hooks {
 /** Calls the transition hooks in order for each change. */
 export async function emitTransitions(hooks: Hooks, transitions: Transition[], tx: Db): Promise<void> {
   for (const transition of transitions) for (const hook of hooks.transition) await hook(transition, tx);
+}
+
+/**
+ * Runs one statement so the transition hooks see its changes in its transaction: inside `db.transaction`
+ * (a savepoint when `db` already is one), or on neon-http (no interactive transactions) right after it
+ * commits. A throwing hook rolls the change back, except on neon-http where it has committed; either way
+ * the caller gets the error. With no hooks it is just the statement.
+ * @example await runWithTransitions(db, app.hooks, (d) => queryJson(d, statement), (job) => job ? [transitionOf(job)] : []);
+ */
+export async function runWithTransitions<T>(db: Db, hooks: Hooks | undefined, run: (db: Db) => Promise<T>, transitions: (result: T) => Transition[]): Promise<T> {
+  if (!hooks || hooks.transition.length === 0) return run(db);
+  if (isNeonHttp(db)) {
+    const result = await run(db);
+    await emitTransitions(hooks, transitions(result), db);
+    return result;
+  }
+  return db.transaction(async (tx) => {
+    const result = await run(tx as unknown as Db);
+    await emitTransitions(hooks, transitions(result), tx as unknown as Db);
+    return result;
+  });
 }

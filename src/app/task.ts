@@ -1,12 +1,13 @@
 import * as v from "valibot";
 import type { SQL } from "drizzle-orm";
 import type { BackoffPolicy } from "../core/backoff.js";
-import { parseDuration, type Duration } from "../core/duration.js";
+import type { Duration } from "../core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
-import { isJsonValue } from "../core/json.js";
 import { queryJson, type BatchItem, type Db } from "../db/driver.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
-import { parseEnqueueOptions, parseOrThrow, type EnqueueOptions } from "./options.js";
+import {
+  assertStorableJson, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,
+} from "../core/validate.js";
 
 /** The queue of a task that names none. @example app.task("t", async () => {}); // queue "default" */
 export const DEFAULT_QUEUE = "default";
@@ -63,20 +64,20 @@ export interface TaskDefinition {
 
 const EMPTY_ARGS = v.object({});
 
+/** Validates a task's name, options and handler (throws InvalidInput) and applies the defaults. */
 export function defineTask<S extends ArgsSchema>(name: string, options: TaskOptions<S>, handler: Handler<S>): TaskDefinition {
-  if (typeof name !== "string" || name.length === 0) throw new InvalidInput("a task needs a non-empty name");
+  parseOrThrow(NameSchema, name, "task name");
   if (typeof handler !== "function") throw new InvalidInput(`task ${name}: the handler must be a function`);
-  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new InvalidInput(`task ${name}: maxAttempts must be an integer >= 1`);
+  const o = parseOrThrow(TaskOptionsSchema, options, `options of task ${name}`);
   return {
     name,
     schema: options.args ?? EMPTY_ARGS,
-    queue: options.queue ?? DEFAULT_QUEUE,
-    maxAttempts,
-    timeoutMs: options.timeout === undefined ? undefined : parseDuration(options.timeout, `task ${name}: timeout`),
+    queue: o.queue ?? DEFAULT_QUEUE,
+    maxAttempts: o.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    timeoutMs: o.timeout,
     backoff: options.backoff,
     retryOn: options.retryOn,
-    priority: options.priority ?? 0,
+    priority: o.priority ?? 0,
     handler,
   };
 }
@@ -119,11 +120,14 @@ export class Task<S extends ArgsSchema = ArgsSchema> {
 /** Validates the options and every args; throws InvalidInput before anything is written. */
 export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date): JobBatch {
   const parsed = parseEnqueueOptions(options);
-  for (const args of list) {
+  list.forEach((args, i) => {
     parseOrThrow(task.schema, args, `args for task ${task.name}`);
-    if (!isJsonValue(args ?? {})) throw new InvalidInput(`Invalid args for task ${task.name}: args must be JSON (no Date, Map, BigInt, class instances or cycles)`);
-  }
+    assertStorableJson(args ?? {}, list.length === 1 ? "args" : `args[${i}]`, `args for task ${task.name}`);
+  });
   const runAt = parsed.runAt ?? new Date(now.getTime() + (parsed.delay ?? 0));
+  if (!inTimestampRange(runAt.getTime())) {
+    throw new InvalidInput(`Invalid enqueue options: the run time (the clock's now plus delay) must lie between 1970 and 9999; got ${runAt.getTime()} ms`);
+  }
   return {
     task: task.name,
     queue: parsed.queue ?? task.queue,

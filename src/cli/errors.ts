@@ -1,4 +1,4 @@
-import { InvalidInput } from "../core/errors.js";
+import { InvalidInput, postgresErrorOf } from "../core/errors.js";
 
 /** A failure the CLI reports as one line and exit code 1. */
 export class CliError extends Error {
@@ -53,7 +53,7 @@ export function describeError(error: unknown, where?: string): string {
   const errors = chain(error);
   const network = errors.find((e) => typeof e?.code === "string" && e.code in NETWORK_CODES);
   if (network) return `cannot reach the database${where ? ` at ${where}` : ""}: ${NETWORK_CODES[network.code]} (${network.code})`;
-  const pgError = errors.find((e) => typeof e?.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && e.severity !== undefined);
+  const pgError = postgresErrorOf(error);
   if (pgError) {
     if (pgError.code === "42P01" || pgError.code === "3F000") return "akadze's tables are missing in this database: run `akadze migrate` first";
     return `database error: ${firstLine(pgError.message)}`;

@@ -7,6 +7,9 @@ import { CliError } from "./errors.js";
 import type { CliContext } from "./main.js";
 import { formatAgo, formatSpan, formatTime, print, printJson, printRows, renderFields, renderTable } from "./output.js";
 import { duration, jobId, positiveInt } from "./parse.js";
+import { loadApp } from "./worker.js";
+
+const APP_OPTION = 'the app module ("./src/app.ts" or "./dist/jobs.js:exportName") whose onTransition hooks see the change';
 
 /** `akadze jobs list|show|cancel|requeue|prune`. */
 export function registerJobs(program: Command, ctx: CliContext): void {
@@ -38,8 +41,9 @@ export function registerJobs(program: Command, ctx: CliContext): void {
 
   jobs.command("cancel").description("cancel a queued job, or ask a running one to stop (exit 1 if it is not active)")
     .argument("<id>", "the job id", jobId)
-    .action((id: number, _opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
-      const marked = await requestCancel(db, id);
+    .option("--app <module>", APP_OPTION)
+    .action((id: number, opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      const marked = await requestCancel(db, id, opts.app ? await loadApp(opts.app) : undefined);
       const job = await getJob(db, id);
       if (!marked) throw new CliError(`job is not active (${job ? `job ${id} is ${job.state}` : `no job ${id}`})`);
       if (ctx.json(cmd)) return printJson({ id, cancelRequested: true, state: job?.state });
@@ -50,8 +54,9 @@ export function registerJobs(program: Command, ctx: CliContext): void {
 
   jobs.command("requeue").description("move a failed job back to queued for one more run")
     .argument("<id>", "the job id", jobId)
-    .action((id: number, _opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
-      if (!(await requeue(db, id))) {
+    .option("--app <module>", APP_OPTION)
+    .action((id: number, opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      if (!(await requeue(db, id, opts.app ? await loadApp(opts.app) : undefined))) {
         const job = await getJob(db, id);
         throw new CliError(job ? `job ${id} is ${job.state}: only failed jobs can be requeued` : `no job ${id}`);
       }

@@ -10,8 +10,9 @@ export function positiveInt(value: string): number {
   return Number(value);
 }
 
+/** A job id: a positive integer up to 2^53 - 1; a larger one is refused, never rounded to another job's id. */
 export function jobId(value: string): number {
-  try { return positiveInt(value); } catch { throw new InvalidArgumentError("a job id is a positive integer."); }
+  try { return positiveInt(value); } catch { throw new InvalidArgumentError(`a job id is a positive integer no larger than ${Number.MAX_SAFE_INTEGER}.`); }
 }
 
 /** A Duration from the command line: "500ms", "30s", "5m", "2h", "1d", or bare milliseconds. */

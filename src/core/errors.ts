@@ -79,3 +79,15 @@ export function isUniqueKeyViolation(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * The Postgres error inside an error, whatever the driver (drizzle wraps it as `cause`; pg, PGlite and
+ * Neon's errors carry a five-character SQLSTATE `code` and a `severity`), or undefined.
+ * @example if (postgresErrorOf(e)?.code?.startsWith("22")) // a data exception: bad input
+ */
+export function postgresErrorOf(error: unknown): { code: string; message: string } | undefined {
+  for (let e: any = error, depth = 0; e && depth < 10; e = e.cause, depth++) {
+    if (typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && e.severity !== undefined) return e;
+  }
+  return undefined;
+}

@@ -13,3 +13,61 @@ export function isJsonValue(value: unknown, seen = new Set<object>()): boolean {
   seen.delete(value);
   return ok;
 }
+
+/** Args nested deeper than this are refused: Postgres parses jsonb recursively and runs out of stack long before JS does. */
+export const MAX_JSON_DEPTH = 100;
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why Postgres cannot store this text, or null: `text` and `jsonb` hold no NUL byte, and a lone UTF-16
+ * surrogate is no Unicode character at all (the driver cannot encode it).
+ * @example textProblem("a\u0000b") // "contains a NUL byte (\\u0000), which Postgres cannot store"
+ */
+export function textProblem(text: string): string | null {
+  if (text.includes("\u0000")) return "contains a NUL byte (\\u0000), which Postgres cannot store";
+  if (LONE_SURROGATE.test(text)) return "contains a lone UTF-16 surrogate, which is not valid Unicode and Postgres cannot store";
+  return null;
+}
+
+/**
+ * The first reason `value` cannot be stored as jsonb, with its path (`args.items[2].name: ...`), or null:
+ * the `isJsonValue` rules plus text Postgres can store (keys too) and at most MAX_JSON_DEPTH levels.
+ * @example jsonProblem({ note: "\ud800" }, "args") // "args.note: contains a lone UTF-16 surrogate, ..."
+ */
+export function jsonProblem(value: unknown, path: string, depth = 0, seen = new Set<object>()): string | null {
+  if (value === null || typeof value === "boolean") return null;
+  if (typeof value === "string") return at(path, textProblem(value));
+  if (typeof value === "number") return Number.isFinite(value) ? null : `${path}: ${value} is not a finite number, which JSON cannot hold`;
+  if (typeof value !== "object") return `${path}: a value of type ${typeof value} is not JSON`;
+  if (seen.has(value)) return `${path}: a cycle is not JSON`;
+  if (depth >= MAX_JSON_DEPTH) return `${path}: nested deeper than ${MAX_JSON_DEPTH} levels`;
+  const proto = Object.getPrototypeOf(value);
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
+    return `${path}: a ${value.constructor?.name ?? "class instance"} is not JSON (use plain objects, arrays, strings, numbers)`;
+  }
+  seen.add(value);
+  try {
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const problem = jsonProblem(value[i], `${path}[${i}]`, depth + 1, seen);
+        if (problem) return problem;
+      }
+      return null;
+    }
+    for (const [key, item] of Object.entries(value)) {
+      const keyProblem = textProblem(key);
+      if (keyProblem) return `${path}: the key ${JSON.stringify(key)} ${keyProblem}`;
+      if (item === undefined) continue; // JSON.stringify leaves it out
+      const problem = jsonProblem(item, `${path}.${key}`, depth + 1, seen);
+      if (problem) return problem;
+    }
+    return null;
+  } finally {
+    seen.delete(value);
+  }
+}
+
+function at(path: string, problem: string | null): string | null {
+  return problem === null ? null : `${path}: ${problem}`;
+}

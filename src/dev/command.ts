@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as v from "valibot";
 import { InvalidInput } from "../core/errors.js";
-import { parseOrThrow } from "../app/options.js";
+import { parseOrThrow } from "../core/validate.js";
 import type { RunSummary } from "../runtime/run-once.js";
 import { runDemo } from "./demo.js";
 import { DASHBOARD_PATH, DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "./dev-server.js";

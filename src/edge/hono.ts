@@ -9,8 +9,11 @@
  * web.route("/akadze", akadzeRoutes(app, { getDb: (c) => dbFor(c.env), getSecret: (c) => c.env.CRON_SECRET }));
  */
 import { Hono, type Context, type Env } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import type { App } from "../app/app.js";
 import { parseDuration, type Duration } from "../core/duration.js";
+import { InvalidInput } from "../core/errors.js";
+import { parseRoutesOptions } from "../core/validate.js";
 import { requestCancel, requeue } from "../control.js";
 import type { Db } from "../db/driver.js";
 import { getJob } from "../ops/jobs.js";
@@ -43,7 +46,12 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
    * `secret` and use a session cookie instead of the bearer header. Left out, none of it is bundled.
    */
   dashboard?: Dashboard;
+  /** Request bodies larger than this many bytes are refused with 413 before they are read. Default `DEFAULT_MAX_BODY_BYTES` (1 MiB). */
+  maxBodyBytes?: number;
 }
+
+/** The largest request body the routes read unless told otherwise: 1 MiB, far above any admin or work request. */
+export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
 
 /**
  * The routes, each behind `Authorization: Bearer <secret>` (Vercel Cron's `CRON_SECRET` header as is):
@@ -53,16 +61,17 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
  * - `POST /jobs/:id/cancel`, `POST /jobs/:id/requeue`.
  * - the admin API of `registerAdminRoutes`: jobs, queues (pause/resume), limits, workers, schedules.
  * - with `dashboard`, its pages under `/ui` (signed in with the same secret, see `akadzeDashboard`).
- * Errors are JSON `{ error: { code, message, issues? } }`: 400 malformed, 401 no or wrong secret,
- * 404 unknown job, 409 job in the wrong state.
+ * Errors are JSON `{ error: { code, message, issues? } }`: 400 malformed (or refused by Postgres as bad
+ * data), 401 no or wrong secret, 404 unknown job, 409 job in the wrong state, 413 body over
+ * `maxBodyBytes`; an unexpected 500 says only that the server log has the details (logged with console.error).
  * @example web.route("/akadze", akadzeRoutes(app, { db, secret: process.env.CRON_SECRET }));
  */
 export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoutesOptions<E>): Hono<E> {
-  if (!options.db === !options.getDb) throw new TypeError("akadzeRoutes needs exactly one of db and getDb");
-  if (options.secret === undefined && !options.getSecret) throw new TypeError("akadzeRoutes needs secret or getSecret");
+  parseRoutesOptions(options);
   const budgetMs = parseDuration(options.budget ?? DEFAULT_BUDGET, "budget");
   const maxBudgetMs = options.maxBudget === undefined ? budgetMs : parseDuration(options.maxBudget, "maxBudget");
-  if (budgetMs > maxBudgetMs) throw new TypeError("akadzeRoutes: budget must not exceed maxBudget");
+  if (budgetMs > maxBudgetMs) throw new InvalidInput("Invalid akadzeRoutes options: budget must not exceed maxBudget");
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const getDb = options.getDb ?? (() => options.db!);
   const renderMetrics = options.metrics ?? ((db: Db) => renderAllMetrics(db));
 
@@ -73,6 +82,8 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   options.dashboard?.(routes, { app, getDb, getSecret });
   routes.onError((error, c) => {
     const { status, body } = problemOf(error);
+    // The client gets a code and a sentence; the detail (SQL, parameters, stack) goes to the server log only.
+    if (status >= 500) console.error(`akadze: ${c.req.method} ${new URL(c.req.url).pathname} failed:`, error);
     return c.json(body, status as 400);
   });
   routes.use("*", async (c, next) => {
@@ -83,6 +94,11 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
     if (!(await secretMatches(token, secret))) throw new RouteProblem(401, "unauthorized", "wrong secret");
     await next();
   });
+  // After the secret: a stranger's oversized body is refused as unauthorised without being read.
+  routes.use("*", bodyLimit({
+    maxSize: maxBodyBytes,
+    onError: () => { throw new RouteProblem(413, "payload_too_large", `the request body is larger than ${maxBodyBytes} bytes`); },
+  }));
 
   const work = async (c: Context<E>) => {
     const request = parseRequest(WorkRequest, { ...queryObject(new URL(c.req.url)), ...(await jsonBody(c)) }, "work request");
@@ -108,14 +124,14 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   routes.post("/jobs/:id/cancel", async (c) => {
     const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
     const db = await getDb(c);
-    if (!(await requestCancel(db, id))) await refuseInactive(db, id, "only a queued or running job can be cancelled");
+    if (!(await requestCancel(db, id, app))) await refuseInactive(db, id, "only a queued or running job can be cancelled");
     return c.json({ id, cancelRequested: true });
   });
 
   routes.post("/jobs/:id/requeue", async (c) => {
     const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
     const db = await getDb(c);
-    if (!(await requeue(db, id))) await refuseInactive(db, id, "only a failed job can be requeued");
+    if (!(await requeue(db, id, app))) await refuseInactive(db, id, "only a failed job can be requeued");
     return c.json({ id, state: "queued" });
   });
 
@@ -137,4 +153,4 @@ async function refuseInactive(db: Db, id: number, rule: string): Promise<never> 
 export { nudge, NUDGE_BUDGET } from "./nudge.js";
 export { scheduledInvocation, type ScheduledOptions } from "./workers.js";
 export { vercelHandlers } from "./vercel.js";
-export { RouteProblem, type ProblemBody } from "./problems.js";
+export { RouteProblem, INTERNAL_ERROR_MESSAGE, type ProblemBody } from "./problems.js";

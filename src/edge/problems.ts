@@ -1,6 +1,6 @@
 // How akadze's routes say no: one error class carrying an HTTP status, rendered as JSON.
 import * as v from "valibot";
-import { AkadzeError, DuplicateJob, InvalidInput } from "../core/errors.js";
+import { AkadzeError, DuplicateJob, InvalidInput, postgresErrorOf } from "../core/errors.js";
 
 /** One problem with a request, as the JSON body of an error response. */
 export interface ProblemBody {
@@ -12,7 +12,7 @@ export interface ProblemBody {
  * @example throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
  */
 export class RouteProblem extends AkadzeError {
-  constructor(readonly status: 400 | 401 | 404 | 409 | 500, readonly code: string, message: string, readonly extra: Record<string, unknown> = {}) {
+  constructor(readonly status: 400 | 401 | 404 | 409 | 413 | 500, readonly code: string, message: string, readonly extra: Record<string, unknown> = {}) {
     super(message);
   }
 }
@@ -26,13 +26,24 @@ export function parseRequest<S extends v.GenericSchema>(schema: S, input: unknow
   throw new RouteProblem(400, "invalid_request", `Invalid ${what}: ${summary}`, { issues });
 }
 
-/** The status and JSON body for any error a route threw. */
+/** The sentence of every unexpected 500: what went wrong stays in the server log (it may hold SQL and its parameters). */
+export const INTERNAL_ERROR_MESSAGE = "akadze could not complete the request; the server log has the details";
+
+/**
+ * The status and JSON body for any error a route threw. Input Postgres refuses (SQLSTATE class 22, data
+ * exception, or 23, integrity violation) is a 400 with Postgres' own sentence; anything unexpected is a
+ * 500 with a fixed sentence, never the failed SQL or its parameters.
+ */
 export function problemOf(error: unknown): { status: number; body: ProblemBody } {
   if (error instanceof RouteProblem) {
     return { status: error.status, body: { error: { code: error.code, message: error.message, ...error.extra } } };
   }
   if (error instanceof DuplicateJob) return { status: 409, body: { error: { code: "duplicate_job", message: error.message } } };
   if (error instanceof InvalidInput) return { status: 400, body: { error: { code: "invalid_request", message: error.message } } };
-  const message = error instanceof Error ? error.message : String(error);
-  return { status: 500, body: { error: { code: "internal_error", message } } };
+  const pg = postgresErrorOf(error);
+  if (pg && /^2[23]/.test(pg.code)) {
+    const reason = String(pg.message).split("\n")[0];
+    return { status: 400, body: { error: { code: "invalid_input", message: `the database refused the input: ${reason}`, sqlstate: pg.code } } };
+  }
+  return { status: 500, body: { error: { code: "internal_error", message: INTERNAL_ERROR_MESSAGE } } };
 }

@@ -3,11 +3,8 @@
 import * as v from "valibot";
 import type { Context } from "hono";
 import { DurationSchema } from "../core/duration.js";
+import { MAX_BATCH_SIZE, MAX_SLOTS, MAX_TIMER_MS, NameSchema } from "../core/validate.js";
 import { RouteProblem } from "./problems.js";
-
-/** Upper bounds that keep one request from asking for an absurd invocation. */
-export const MAX_SLOTS = 1_000;
-export const MAX_BATCH_SIZE = 10_000;
 
 const Count = (what: string, max: number) => v.pipe(
   v.union([v.number(), v.pipe(v.string(), v.regex(/^\d+$/, `${what} must be a whole number`), v.transform(Number))],
@@ -21,6 +18,7 @@ const QueueList = v.pipe(
   v.union([v.string(), v.array(v.string())], "queues must be a queue name, a comma-separated list or an array of names"),
   v.transform((value) => (Array.isArray(value) ? value : [value]).flatMap((s) => s.split(",")).map((s) => s.trim())),
   v.check((names) => names.length > 0 && names.every((n) => n.length > 0), "queues must not contain an empty name"),
+  v.array(NameSchema),
 );
 
 // A bare number in a query string means milliseconds, as a Duration number does.
@@ -29,6 +27,7 @@ const Budget = v.pipe(
   v.transform((value) => (typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value)),
   DurationSchema,
   v.minValue(1, "budget must be longer than zero"),
+  v.maxValue(MAX_TIMER_MS, `budget must be at most ${MAX_TIMER_MS} ms`),
 );
 
 /** `POST /work`: which queues, how many jobs at once and in all, and the wall-time budget (ms once parsed). */
@@ -43,11 +42,12 @@ export const WorkRequest = v.strictObject({
 
 export type WorkRequest = v.InferOutput<typeof WorkRequest>;
 
-/** A job id in a path: digits only, so `abc` or `-1` are a 400, not a 404. */
+/** A job id in a path: digits only, so `abc` or `-1` are a 400, not a 404; above 2^53 - 1 too, never rounded. */
 export const JobIdParam = v.pipe(
   v.string(),
-  v.regex(/^[1-9]\d{0,15}$/, "a job id is a positive whole number"),
+  v.regex(/^[1-9]\d*$/, "a job id is a positive whole number"),
   v.transform(Number),
+  v.safeInteger(`a job id is at most ${Number.MAX_SAFE_INTEGER}`),
 );
 
 /** The fields of a query string; a repeated key becomes an array (`?queues=a&queues=b`). */

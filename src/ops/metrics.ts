@@ -1,5 +1,7 @@
+import * as v from "valibot";
 import { sql } from "drizzle-orm";
-import { parseDuration, type Duration } from "../core/duration.js";
+import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
+import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { LIVE_WITHIN } from "./workers.js";
 
@@ -26,11 +28,17 @@ interface Snapshot {
  * @example app.get("/metrics", async (c) => c.text(await renderMetrics(db), 200, { "content-type": PROMETHEUS_CONTENT_TYPE }));
  */
 export async function renderMetrics(db: Db, options: { now?: Date; window?: Duration } = {}): Promise<string> {
-  const now = options.now ?? new Date();
-  const windowMs = parseDuration(options.window ?? METRICS_WINDOW, "metrics window");
+  const o = parseOrThrow(MetricsOptionsSchema, options, "metrics options");
+  const now = o.now ?? new Date();
+  const windowMs = o.window ?? parseDuration(METRICS_WINDOW);
   const s = await queryJson<Snapshot>(db, snapshotStatement(now, windowMs));
   return formatFamilies(familiesOf(s, windowMs));
 }
+
+const MetricsOptionsSchema = v.strictObject({
+  now: v.optional(v.date("now must be a valid Date")),
+  window: v.optional(v.pipe(DurationSchema, v.minValue(1, "window must be longer than zero"), v.maxValue(MAX_SPAN_MS, `window must be at most ${MAX_SPAN_MS} ms`))),
+});
 
 /** The Content-Type of `renderMetrics`' text. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";

@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { sql, type SQL } from "drizzle-orm";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
-import { parseOrThrow } from "../app/options.js";
+import { MAX_SPAN_MS, parseOrThrow, RetentionSchema } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 
 /** How long succeeded and cancelled jobs stay in the table after they finish, by default. */
@@ -27,17 +27,11 @@ export type Retention = Duration | RetentionOptions | false;
 /** Retention with every default applied, in milliseconds. */
 export interface RetentionPlan { finishedMs: number; failedMs: number | null; batch: number; workersMs: number }
 
-const RetentionOptionsSchema = v.strictObject({
-  finished: v.optional(DurationSchema),
-  failed: v.optional(v.nullable(DurationSchema)),
-  batch: v.optional(v.pipe(v.number(), v.integer("batch must be an integer"), v.minValue(1, "batch must be at least 1"))),
-});
-
 /** Validates a `retention` option (throws InvalidInput) and applies the defaults; `null` means prune nothing. */
 export function resolveRetention(retention: Retention | undefined): RetentionPlan | null {
-  if (retention === false) return null;
-  const options = typeof retention === "object" ? retention : { finished: retention };
-  const o = parseOrThrow(RetentionOptionsSchema, options, "retention");
+  if (retention === undefined) return resolveRetention({});
+  const o = parseOrThrow(RetentionSchema, retention, "retention");
+  if (o === false) return null;
   return {
     finishedMs: o.finished ?? parseDuration(DEFAULT_RETENTION),
     failedMs: o.failed ?? null,
@@ -97,10 +91,10 @@ export interface PruneOptions {
 }
 
 const PruneSchema = v.strictObject({
-  olderThan: v.optional(DurationSchema),
+  olderThan: v.optional(v.pipe(DurationSchema, v.maxValue(MAX_SPAN_MS, `olderThan must be at most ${MAX_SPAN_MS} ms (100 years)`))),
   states: v.optional(v.pipe(v.array(v.picklist(["succeeded", "cancelled", "failed"], "states are succeeded, cancelled or failed")),
     v.minLength(1, "give at least one state"))),
-  now: v.optional(v.date()),
+  now: v.optional(v.date("now must be a valid Date")),
 });
 
 /**

@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { sql, type SQL } from "drizzle-orm";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
-import { parseOrThrow } from "../app/options.js";
+import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { iso } from "./jobs.js";
 
@@ -72,10 +72,10 @@ export interface WorkerRow {
 }
 
 const ListSchema = v.strictObject({
-  since: v.optional(DurationSchema),
+  since: v.optional(v.pipe(DurationSchema, v.maxValue(MAX_SPAN_MS, `since must be at most ${MAX_SPAN_MS} ms`))),
   all: v.optional(v.boolean()),
   limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, "limit must be at least 1"), v.maxValue(1000, "limit must be at most 1000"))),
-  now: v.optional(v.date()),
+  now: v.optional(v.date("now must be a valid Date")),
 });
 
 /**

@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { backoffMs } from "../core/backoff.js";
 import { Cancel, Fail, JobTimeout, ResultNotJson, Retry, Snooze } from "../core/errors.js";
 import { isJsonValue } from "../core/json.js";
-import { describeIssues } from "../app/options.js";
+import { describeIssues } from "../core/validate.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
 import type { TaskDefinition } from "../app/task.js";
 import type { ClaimedJob } from "../sql/claim.js";

@@ -1,6 +1,5 @@
-import * as v from "valibot";
 import { parseDuration } from "../core/duration.js";
-import { InvalidInput } from "../core/errors.js";
+import { parseRunOptions } from "../core/validate.js";
 import type { App } from "../app/app.js";
 import { resolveRetention, retentionCtes } from "../ops/retention.js";
 import { invocationDoneCte, invocationSeenCte } from "../ops/workers.js";
@@ -39,19 +38,14 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   return engine.run();
 }
 
-const positiveInteger = (name: string) => v.pipe(v.number(`${name} must be a number`), v.integer(`${name} must be a whole number`),
-  v.minValue(1, `${name} must be at least 1`), v.maxValue(10_000, `${name} must be at most 10000`));
-
-const RunNumbersSchema = v.object({ slots: v.optional(positiveInteger("slots")), batchSize: v.optional(positiveInteger("batchSize")) });
-
-/** The numbers of an invocation, validated, with defaults applied. Throws InvalidInput naming the field. */
+/**
+ * The numbers of an invocation with defaults applied, after `parseRunOptions` validated them (InvalidInput
+ * naming the field: `slots: NaN`, `lease: "0ms"` never reach the database).
+ */
 export function resolveRunOptions(options: RunOnceOptions): { slots: number; batchSize: number; budgetMs: number; leaseMs: number; heartbeatMs: number } {
-  const numbers = v.safeParse(RunNumbersSchema, { slots: options.slots, batchSize: options.batchSize });
-  if (!numbers.success) throw new InvalidInput(`Invalid runOnce options: ${numbers.issues.map((i) => i.message).join("; ")}`);
+  parseRunOptions(options);
   const budgetMs = options.budget === Infinity ? Infinity : parseDuration(options.budget ?? DEFAULT_BUDGET, "budget");
   const leaseMs = parseDuration(options.lease ?? DEFAULT_LEASE, "lease");
-  if (leaseMs < 1000) throw new InvalidInput(`Invalid runOnce options: lease must be at least 1s (got ${leaseMs} ms)`);
   const heartbeatMs = options.heartbeat === undefined ? leaseMs / 3 : parseDuration(options.heartbeat, "heartbeat");
-  if (!(heartbeatMs >= 10)) throw new InvalidInput(`Invalid runOnce options: heartbeat must be at least 10ms (got ${heartbeatMs} ms)`);
-  return { slots: numbers.output.slots ?? DEFAULT_SLOTS, batchSize: numbers.output.batchSize ?? DEFAULT_BATCH_SIZE, budgetMs, leaseMs, heartbeatMs };
+  return { slots: options.slots ?? DEFAULT_SLOTS, batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE, budgetMs, leaseMs, heartbeatMs };
 }

@@ -1,7 +1,6 @@
-import * as v from "valibot";
 import { hostname } from "node:os";
-import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
-import { parseOrThrow } from "../app/options.js";
+import { parseDuration, type Duration } from "../core/duration.js";
+import { parseWorkerOptions } from "../core/validate.js";
 import type { App } from "../app/app.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { WORKER_SEEN_INTERVAL, workerStatements } from "../ops/workers.js";
@@ -67,14 +66,6 @@ export interface WorkerSummary {
   invocations: number;
 }
 
-const WorkerOptionsSchema = v.object({
-  queues: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, "a queue name must not be empty"))), v.minLength(1, "give at least one queue"))),
-  slots: v.optional(v.pipe(v.number(), v.integer("slots must be an integer"), v.minValue(1, "slots must be at least 1"), v.maxValue(1000, "slots must be at most 1000"))),
-  prefetch: v.optional(v.pipe(v.number(), v.integer("prefetch must be an integer"), v.minValue(1, "prefetch must be at least 1"), v.maxValue(10_000, "prefetch must be at most 10000"))),
-  minPoll: v.optional(DurationSchema),
-  maxPoll: v.optional(DurationSchema),
-});
-
 const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "lost", "roundTrips"] as const;
 
 /**
@@ -89,7 +80,7 @@ const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancel
  * await runWorker(app, { db, queues: ["mail", "default"], slots: 8, signal: stop.signal });
  */
 export async function runWorker(app: App, options: WorkerOptions): Promise<WorkerSummary> {
-  const o = parseOrThrow(WorkerOptionsSchema, options, "worker options");
+  const o = parseWorkerOptions(options);
   const { db } = options;
   const slots = o.slots ?? DEFAULT_SLOTS;
   const prefetch = o.prefetch ?? slots * DEFAULT_PREFETCH_PER_SLOT;
@@ -97,7 +88,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const now = options.now ?? app.clock;
   const sqlClock = options.now ?? app.sqlClock;
   const id = options.id ?? `wrk-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
-  const poll = { min: o.minPoll ?? parseDuration(DEFAULT_MIN_POLL), max: o.maxPoll ?? parseDuration(DEFAULT_MAX_POLL) };
+  const poll = { min: parseDuration(o.minPoll ?? DEFAULT_MIN_POLL), max: parseDuration(o.maxPoll ?? DEFAULT_MAX_POLL) };
   const stopping = options.signal ?? new AbortController().signal;
   const retention = resolveRetention(options.retention);
   const onError = (error: unknown) => options.onError?.(error);

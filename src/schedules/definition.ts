@@ -1,9 +1,7 @@
 import { Cron } from "croner";
-import * as v from "valibot";
-import { tryParseDuration, type Duration } from "../core/duration.js";
+import type { Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
-import { isJsonValue } from "../core/json.js";
-import { parseOrThrow } from "../app/options.js";
+import { assertStorableJson, NameSchema, parseOrThrow, ScheduleEntrySchema, ScheduleTimingSchema } from "../core/validate.js";
 import type { TaskDefinition } from "../app/task.js";
 
 /**
@@ -63,44 +61,17 @@ export class Schedule {
   }
 }
 
-const Name = (what: string) => v.pipe(v.string(`${what} must be a string`), v.minLength(1, `${what} must not be empty`), v.maxLength(200, `${what} is too long`));
-
-const TimingSchema = v.pipe(
-  v.object({
-    cron: v.optional(v.string("cron must be a string")),
-    every: v.optional(v.union([v.number(), v.string()], "every must be a Duration such as \"5m\"")),
-    timezone: v.optional(v.string("timezone must be a string")),
-  }),
-  v.check((t) => (t.cron === undefined) !== (t.every === undefined), "give either cron or every, not both or neither"),
-  v.check((t) => t.timezone === undefined || t.cron !== undefined, "timezone applies to cron schedules only"),
-);
-
-const EntrySchema = v.strictObject({
-  name: Name("a schedule name"),
-  task: Name("a schedule's task"),
-  cron: v.optional(v.unknown()),
-  every: v.optional(v.unknown()),
-  timezone: v.optional(v.unknown()),
-  args: v.optional(v.unknown()),
-});
-
 /**
  * Validates a schedule against the task it enqueues; throws InvalidInput (bad cron expression,
  * unknown time zone, zero or negative `every`, args the task rejects) and has no side effects.
  */
 export function defineSchedule(name: string, task: TaskDefinition, timingInput: unknown, args: unknown = {}): Schedule {
+  parseOrThrow(NameSchema, name, "schedule name");
   const what = `schedule ${JSON.stringify(name)}`;
-  const timing = parseOrThrow(TimingSchema, timingInput, what);
+  const timing = parseOrThrow(ScheduleTimingSchema, timingInput, what);
   parseOrThrow(task.schema, args, `args of ${what} for task ${task.name}`);
-  if (!isJsonValue(args)) throw new InvalidInput(`Invalid args of ${what}: args must be JSON`);
-  if (timing.every !== undefined) {
-    const everyMs = tryParseDuration(timing.every);
-    if (everyMs === undefined || everyMs <= 0) {
-      throw new InvalidInput(`Invalid ${what}: every must be a positive Duration such as "30s" or "5m"; got ${JSON.stringify(timing.every)}`);
-    }
-    return new Schedule(name, task.name, args, { everyMs });
-  }
-  if (timing.timezone !== undefined) checkTimeZone(timing.timezone, what);
+  assertStorableJson(args, "args", what);
+  if (timing.every !== undefined) return new Schedule(name, task.name, args, { everyMs: timing.every });
   try {
     return new Schedule(name, task.name, args, { cron: timing.cron!, timezone: timing.timezone });
   } catch (error) {
@@ -113,7 +84,7 @@ export function defineSchedules(entries: unknown, tasks: ReadonlyMap<string, Tas
   if (!Array.isArray(entries)) throw new InvalidInput("addSchedules takes an array of schedules");
   const names = new Set(taken);
   return entries.map((input, i) => {
-    const entry = parseOrThrow(EntrySchema, input, `schedule #${i + 1}`);
+    const entry = parseOrThrow(ScheduleEntrySchema, input, `schedule #${i + 1}`);
     if (names.has(entry.name)) throw new InvalidInput(`schedule ${JSON.stringify(entry.name)} is already defined`);
     names.add(entry.name);
     const task = tasks.get(entry.task);
@@ -121,12 +92,4 @@ export function defineSchedules(entries: unknown, tasks: ReadonlyMap<string, Tas
     const { cron, every, timezone } = entry;
     return defineSchedule(entry.name, task, { cron, every, timezone }, entry.args ?? {});
   });
-}
-
-function checkTimeZone(timezone: string, what: string): void {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: timezone });
-  } catch (error) {
-    throw new InvalidInput(`Invalid ${what}: unknown time zone ${JSON.stringify(timezone)} (use an IANA name such as "Europe/Berlin")`, { cause: error });
-  }
 }

@@ -1,6 +1,14 @@
 import { sql, type SQL } from "drizzle-orm";
 
-/** Cancels a queued job at once, or marks a running one so its heartbeat aborts it. Returns the id if it marked one. */
+/** What a control statement changed: the job, and its state after the change. */
+export interface ControlledJob { id: number; task: string; queue: string; state: string; attempt: number }
+
+const CHANGED = sql`jsonb_build_object('id', id, 'task', task, 'queue', queue, 'state', state, 'attempt', attempt)`;
+
+/**
+ * Cancels a queued job at once, or marks a running one so its heartbeat aborts it. Returns the job it
+ * marked (`state` cancelled: it was queued; running: only marked), or null.
+ */
 export function requestCancelStatement(jobId: number): SQL {
   return sql`
     with marked as (
@@ -8,12 +16,12 @@ export function requestCancelStatement(jobId: number): SQL {
         state = case when state = 'queued' then 'cancelled' else state end,
         finished_at = case when state = 'queued' then now() else finished_at end
       where id = ${jobId} and state in ('queued', 'running')
-      returning id
+      returning *
     )
-    select (select id from marked) as r`;
+    select (select ${CHANGED} from marked) as r`;
 }
 
-/** failed -> queued, keeping attempt, errors and args, growing max_attempts so one more run is allowed. */
+/** failed -> queued, keeping attempt, errors and args, growing max_attempts so one more run is allowed. Returns the job, or null. */
 export function requeueStatement(jobId: number): SQL {
   return sql`
     with requeued as (
@@ -21,9 +29,9 @@ export function requeueStatement(jobId: number): SQL {
       update akadze.jobs set state = 'queued', run_at = least(now(), run_at), finished_at = null, cancel_requested = false,
         max_attempts = greatest(max_attempts, attempt + 1)
       where id = ${jobId} and state = 'failed'
-      returning id
+      returning *
     )
-    select (select id from requeued) as r`;
+    select (select ${CHANGED} from requeued) as r`;
 }
 
 /** Pauses or resumes a queue for every invocation. */

@@ -1,0 +1,289 @@
+// What akadze accepts from its callers, in one place: every public entry (enqueue, task and schedule
+// definitions, runOnce, runWorker, akadzeRoutes, limits, retention, control by job id) validates here,
+// so bad input is an InvalidInput naming the field before anything is written or claimed.
+import * as v from "valibot";
+import { DurationSchema, tryParseDuration, type Duration } from "./duration.js";
+import { InvalidInput } from "./errors.js";
+import { jsonProblem, textProblem } from "./json.js";
+
+/** Task, schedule, queue, limit-key, unique-key and worker-id names are at most this long. @example app.task("t".repeat(MAX_NAME_LENGTH), handler); // the longest name */
+export const MAX_NAME_LENGTH = 200;
+/** Timestamps akadze stores (runAt, expiresAt, the clock's now) lie in [1970-01-01, 9999-12-31] UTC. */
+export const EARLIEST_TIMESTAMP_MS = Date.UTC(1970, 0, 1);
+export const LATEST_TIMESTAMP_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+/** The longest delay, retention age or schedule period: 100 years. */
+export const MAX_SPAN_MS = 100 * 365 * 86_400_000;
+/** The longest timer JavaScript runtimes keep (2^31 - 1 ms, ~24.8 days): a task timeout, heartbeat or poll beyond it would fire at once. */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** Priorities are a Postgres smallint. */
+export const MIN_PRIORITY = -32768;
+export const MAX_PRIORITY = 32767;
+/** maxAttempts is a Postgres integer; one below its top so a requeue's extra attempt still fits. */
+export const MAX_ATTEMPTS_BOUND = 2_147_483_646;
+/** A lease shorter than a second expires between a claim and its first heartbeat; longer than a day hides a dead invocation for too long. */
+export const MIN_LEASE_MS = 1_000;
+export const MAX_LEASE_MS = 86_400_000;
+/** A heartbeat more often than this only loads the database. */
+export const MIN_HEARTBEAT_MS = 10;
+/** Upper bounds that keep one call from asking for an absurd invocation. */
+export const MAX_SLOTS = 1_000;
+export const MAX_BATCH_SIZE = 10_000;
+/** maxRunning and maxStarts are each stored as that many rows (slots, tokens) that claims walk: at most 10,000. @example await setLimit(db, "vendor", { maxRunning: MAX_LIMIT_COUNT }); */
+export const MAX_LIMIT_COUNT = 10_000;
+/** A maxStarts window is at most a year. */
+export const MAX_LIMIT_WINDOW_MS = 365 * 86_400_000;
+/** Rows one invocation prunes per kind, at most. */
+export const MAX_RETENTION_BATCH = 100_000;
+
+/** Runs a valibot schema; on failure throws InvalidInput listing each issue with its path. @example parseOrThrow(JobIdSchema, 42, "job id") */
+export function parseOrThrow<S extends v.GenericSchema>(schema: S, input: unknown, what: string): v.InferOutput<S> {
+  const result = v.safeParse(schema, input);
+  if (result.success) return result.output;
+  throw new InvalidInput(`Invalid ${what}: ${describeIssues(result.issues)}`, { cause: result.issues });
+}
+
+/** Each issue as `path: message`, joined by "; ". */
+export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
+  return issues.map((issue) => {
+    const path = v.getDotPath(issue);
+    return path ? `${path}: ${issue.message}` : issue.message;
+  }).join("; ");
+}
+
+/**
+ * The one rule for names (tasks, schedules, queues, limit keys, unique keys, ids): non-empty text Postgres
+ * can store, at most MAX_NAME_LENGTH characters. Messages leave the field to the issue's path.
+ * @example parseOrThrow(NameSchema, "mail", "queue")
+ */
+export const NameSchema = v.pipe(
+  v.string("must be a string"),
+  v.minLength(1, "must not be empty"),
+  v.maxLength(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`),
+  v.check((s) => textProblem(s) === null, (issue) => textProblem(issue.input as string)!),
+);
+
+/** A job id: a positive safe integer (ids above 2^53 - 1 are refused, never rounded). @example parseOrThrow(JobIdSchema, 42, "job id") */
+export const JobIdSchema = v.pipe(
+  v.number("a job id must be a number"),
+  v.safeInteger(`a job id must be a whole number no larger than ${Number.MAX_SAFE_INTEGER}`),
+  v.minValue(1, "a job id must be positive"),
+);
+
+const Count = (what: string, max: number) => v.pipe(
+  v.number(`${what} must be a number`), v.integer(`${what} must be a whole number`),
+  v.minValue(1, `${what} must be at least 1`), v.maxValue(max, `${what} must be at most ${max}`),
+);
+const Duration = (what: string, minMs: number, maxMs: number) => v.pipe(
+  DurationSchema,
+  v.minValue(minMs, minMs <= 1 ? `${what} must be longer than zero` : `${what} must be at least ${minMs} ms`),
+  v.maxValue(maxMs, `${what} must be at most ${maxMs} ms`),
+);
+const Timestamp = (what: string) => v.pipe(
+  v.date(`${what} must be a valid Date`),
+  v.check((d) => inTimestampRange(d.getTime()), `${what} must lie between 1970-01-01 and 9999-12-31 (UTC)`),
+);
+const Fn = (what: string) => v.function(`${what} must be a function`);
+const Priority = v.pipe(v.number("priority must be a number"), v.integer("priority must be an integer"),
+  v.minValue(MIN_PRIORITY, `priority must be at least ${MIN_PRIORITY}`), v.maxValue(MAX_PRIORITY, `priority must be at most ${MAX_PRIORITY}`));
+const Queues = v.pipe(v.array(NameSchema, "queues must be an array of names"),
+  v.minLength(1, "give at least one queue, or leave queues out for every queue"));
+const Db = v.custom((db) => typeof (db as { execute?: unknown } | null)?.execute === "function", "db must be a drizzle Postgres database or transaction");
+const Signal = v.custom((s) => typeof (s as { aborted?: unknown } | null)?.aborted === "boolean", "signal must be an AbortSignal");
+
+/** True for an instant akadze stores (see EARLIEST_TIMESTAMP_MS, LATEST_TIMESTAMP_MS). */
+export function inTimestampRange(ms: number): boolean {
+  return Number.isFinite(ms) && ms >= EARLIEST_TIMESTAMP_MS && ms <= LATEST_TIMESTAMP_MS;
+}
+
+/** Throws InvalidInput naming the first value under `path` that Postgres cannot store as jsonb. */
+export function assertStorableJson(value: unknown, path: string, what: string): void {
+  const problem = jsonProblem(value, path);
+  if (problem) throw new InvalidInput(`Invalid ${what}: args must be JSON that Postgres can store; ${problem}`);
+}
+
+/** Options of one enqueue; they are stored on the job row and never mixed into its args. @example task.using(db, { delay: "30s", priority: 5, uniqueKey: "welcome-7" }) */
+export interface EnqueueOptions {
+  /** Run no sooner than this long from now (at most 100 years). */
+  delay?: Duration;
+  /** Run no sooner than this instant (1970 to 9999). */
+  runAt?: Date;
+  /** Cancel instead of running if not started by then. */
+  expiresAt?: Date;
+  /** Higher runs first; a Postgres smallint. */
+  priority?: number;
+  /** While a job with this key is queued or running, enqueueing another throws `DuplicateJob`. */
+  uniqueKey?: string;
+  /** The key `setLimit` limits are counted under. */
+  limitKey?: string;
+  /** Overrides the task's queue. */
+  queue?: string;
+}
+
+const EnqueueOptionsSchema = v.pipe(
+  v.strictObject({
+    delay: v.optional(Duration("delay", 0, MAX_SPAN_MS)),
+    runAt: v.optional(Timestamp("runAt")),
+    expiresAt: v.optional(Timestamp("expiresAt")),
+    priority: v.optional(Priority),
+    uniqueKey: v.optional(NameSchema),
+    limitKey: v.optional(NameSchema),
+    queue: v.optional(NameSchema),
+  }),
+  v.check((o) => o.delay === undefined || o.runAt === undefined, "give delay or runAt, not both"),
+);
+
+export type ParsedEnqueueOptions = v.InferOutput<typeof EnqueueOptionsSchema>;
+
+/** Validates enqueue options; throws InvalidInput with every problem in one sentence. @example parseEnqueueOptions({ delay: "30s" }).delay // 30000 */
+export function parseEnqueueOptions(options: EnqueueOptions | undefined): ParsedEnqueueOptions {
+  return parseOrThrow(EnqueueOptionsSchema, options ?? {}, "enqueue options");
+}
+
+const isSyncSchema = (s: unknown) => typeof s === "object" && s !== null && (s as v.GenericSchema).kind === "schema" && (s as v.GenericSchema).async === false;
+
+/** A task's options (`app.task`, `app.periodic`, `app.register`). */
+export const TaskOptionsSchema = v.object({
+  args: v.optional(v.custom(isSyncSchema, "args must be a synchronous valibot schema, e.g. v.object({ userId: v.number() })")),
+  queue: v.optional(NameSchema),
+  maxAttempts: v.optional(v.pipe(v.number("maxAttempts must be a number"), v.integer("maxAttempts must be an integer"),
+    v.minValue(1, "maxAttempts must be at least 1"), v.maxValue(MAX_ATTEMPTS_BOUND, `maxAttempts must be at most ${MAX_ATTEMPTS_BOUND}`))),
+  timeout: v.optional(Duration("timeout", 1, MAX_TIMER_MS)),
+  backoff: v.optional(Fn("backoff")),
+  retryOn: v.optional(Fn("retryOn")),
+  priority: v.optional(Priority),
+});
+
+/** A cron expression of 5 fields, or 6 with seconds first (croner would also take a 7th, a year, which the docs do not promise). */
+const cronFields = (cron: string) => cron.trim().split(/\s+/).length;
+const Cron = v.pipe(v.string("cron must be a string"), v.check((c) => [5, 6].includes(cronFields(c)), (issue) =>
+  `bad cron expression ${JSON.stringify(issue.input)}: use 5 fields (minute hour day month weekday), or 6 with seconds first; it has ${cronFields(issue.input as string)}`));
+const EVERY = 'every must be a positive Duration such as "30s" or "5m", at most 100 years';
+const Every = v.pipe(v.union([v.number(), v.string()], EVERY), v.check((x) => {
+  const ms = tryParseDuration(x);
+  return ms !== undefined && ms > 0 && ms <= MAX_SPAN_MS;
+}, (issue) => `${EVERY}; got ${JSON.stringify(issue.input)}`), v.transform((x) => tryParseDuration(x)!));
+const TimeZone = v.pipe(v.string("timezone must be a string"), v.check((zone) => {
+  try { new Intl.DateTimeFormat("en-US", { timeZone: zone }); return true; } catch { return false; }
+}, (issue) => `unknown time zone ${JSON.stringify(issue.input)} (use an IANA name such as "Europe/Berlin")`));
+
+/** When a schedule fires: `cron` (with an optional `timezone`) or `every`. */
+export const ScheduleTimingSchema = v.pipe(
+  v.object({
+    cron: v.optional(Cron),
+    every: v.optional(Every),
+    timezone: v.optional(TimeZone),
+  }),
+  v.check((t) => (t.cron === undefined) !== (t.every === undefined), "give either cron or every, not both or neither"),
+  v.check((t) => t.timezone === undefined || t.cron !== undefined, "timezone applies to cron schedules only"),
+);
+
+/** An `addSchedules` entry before its timing and args are checked against its task. */
+export const ScheduleEntrySchema = v.strictObject({
+  name: NameSchema,
+  task: NameSchema,
+  cron: v.optional(v.unknown()),
+  every: v.optional(v.unknown()),
+  timezone: v.optional(v.unknown()),
+  args: v.optional(v.unknown()),
+});
+
+/** `setLimit` options: positive counts up to MAX_LIMIT_COUNT, a window up to MAX_LIMIT_WINDOW_MS; `null` removes one. */
+export const LimitOptionsSchema = v.pipe(
+  v.strictObject({
+    maxStarts: v.optional(v.nullable(Count("maxStarts", MAX_LIMIT_COUNT))),
+    window: v.optional(v.nullable(Duration("window", 1, MAX_LIMIT_WINDOW_MS))),
+    maxRunning: v.optional(v.nullable(Count("maxRunning", MAX_LIMIT_COUNT))),
+  }),
+  v.check((o) => o.maxStarts !== undefined || o.maxRunning !== undefined || o.window !== undefined, "give maxStarts with window, or maxRunning"),
+  v.check((o) => (o.maxStarts == null) === (o.window == null), "maxStarts and window go together"),
+);
+
+const RetentionOptionsSchema = v.strictObject({
+  finished: v.optional(Duration("finished", 0, MAX_SPAN_MS)),
+  failed: v.optional(v.nullable(Duration("failed", 0, MAX_SPAN_MS))),
+  batch: v.optional(Count("batch", MAX_RETENTION_BATCH)),
+});
+/** A `retention` option: `false`, an age for succeeded and cancelled jobs, or `{ finished, failed, batch }`; parsed to `false` or the object in ms. */
+export const RetentionSchema = v.union([
+  v.literal(false),
+  v.pipe(v.union([v.number(), v.string()]), v.transform((finished): v.InferInput<typeof RetentionOptionsSchema> => ({ finished })), RetentionOptionsSchema),
+  RetentionOptionsSchema,
+], "retention must be false, a Duration or { finished, failed, batch }");
+
+const Budget = v.union([v.literal(Infinity), Duration("budget", 1, MAX_TIMER_MS)], "budget must be a Duration (at most 24.8 days) or Infinity");
+
+const RunEntries = {
+  db: Db,
+  queues: v.optional(Queues),
+  slots: v.optional(Count("slots", MAX_SLOTS)),
+  batchSize: v.optional(Count("batchSize", MAX_BATCH_SIZE)),
+  budget: v.optional(Budget),
+  lease: v.optional(Duration("lease", MIN_LEASE_MS, MAX_LEASE_MS)),
+  heartbeat: v.optional(Duration("heartbeat", MIN_HEARTBEAT_MS, MAX_TIMER_MS)),
+  now: v.optional(Fn("now")),
+  signal: v.optional(Signal),
+  id: v.optional(NameSchema),
+  retention: v.optional(RetentionSchema),
+  register: v.optional(v.boolean("register must be true or false")),
+  drain: v.optional(v.boolean("drain must be true or false")),
+};
+/** `runOnce` options; unknown keys are ignored, as TypeScript already flags them. */
+export const RunOptionsSchema = v.object(RunEntries);
+
+/** Validates `runOnce` options (throws InvalidInput naming each bad field) and returns them unchanged. @example parseRunOptions({ db, slots: Number(process.env.SLOTS ?? 8) }) */
+export function parseRunOptions<T extends object>(options: T): T {
+  parseOrThrow(RunOptionsSchema, options, "runOnce options");
+  return options;
+}
+
+/** `runWorker` options. */
+export const WorkerOptionsSchema = v.pipe(
+  v.object({
+    db: Db,
+    queues: v.optional(Queues),
+    slots: v.optional(Count("slots", MAX_SLOTS)),
+    prefetch: v.optional(Count("prefetch", MAX_BATCH_SIZE)),
+    listen: v.optional(v.boolean("listen must be true or false")),
+    signal: v.optional(Signal),
+    // Room for the ".N" each of its invocations appends.
+    id: v.optional(v.pipe(NameSchema, v.maxLength(MAX_NAME_LENGTH - 20, `must be at most ${MAX_NAME_LENGTH - 20} characters`))),
+    lease: RunEntries.lease,
+    minPoll: v.optional(Duration("minPoll", 1, MAX_TIMER_MS)),
+    maxPoll: v.optional(Duration("maxPoll", 1, MAX_TIMER_MS)),
+    retention: RunEntries.retention,
+    now: RunEntries.now,
+    onError: v.optional(Fn("onError")),
+    onStart: v.optional(Fn("onStart")),
+    onInvocation: v.optional(Fn("onInvocation")),
+  }),
+  v.check((o) => o.minPoll === undefined || o.maxPoll === undefined || o.minPoll <= o.maxPoll, "minPoll must not exceed maxPoll"),
+);
+
+/** Validates `runWorker` options (throws InvalidInput) and returns them unchanged. @example parseWorkerOptions({ db, queues: ["mail"], slots: 4 }) */
+export function parseWorkerOptions<T extends object>(options: T): T {
+  parseOrThrow(WorkerOptionsSchema, options, "worker options");
+  return options;
+}
+
+/** `akadzeRoutes` options. */
+export const RoutesOptionsSchema = v.pipe(
+  v.object({
+    db: v.optional(Db),
+    getDb: v.optional(Fn("getDb")),
+    secret: v.optional(v.string("secret must be a string")),
+    getSecret: v.optional(Fn("getSecret")),
+    budget: v.optional(Duration("budget", 1, MAX_TIMER_MS)),
+    maxBudget: v.optional(Duration("maxBudget", 1, MAX_TIMER_MS)),
+    run: v.optional(v.object((({ db: _db, queues: _q, slots: _s, batchSize: _b, budget: _u, ...rest }) => rest)(RunEntries))),
+    metrics: v.optional(Fn("metrics")),
+    maxBodyBytes: v.optional(Count("maxBodyBytes", MAX_TIMER_MS)),
+  }),
+  v.check((o) => (o.db === undefined) !== (o.getDb === undefined), "give exactly one of db and getDb"),
+  v.check((o) => o.secret !== undefined || o.getSecret !== undefined, "give secret or getSecret"),
+);
+
+/** Validates `akadzeRoutes` options (throws InvalidInput) and returns them unchanged. @example parseRoutesOptions({ db, secret: process.env.CRON_SECRET }) */
+export function parseRoutesOptions<T extends object>(options: T): T {
+  parseOrThrow(RoutesOptionsSchema, options, "akadzeRoutes options");
+  return options;
+}
