@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { DurationSchema, type Duration } from "./core/duration.js";
-import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "./core/errors.js";
+import { DuplicateJob, InvalidInput, isUniqueKeyViolation, uniqueKeyOfViolation } from "./core/errors.js";
 import { JobIdSchema as JobId, parseOrThrow } from "./app/options.js";
 import { queryJson, runAtomically, type Db } from "./db/driver.js";
 import { requestCancelStatement, requeueStatement, setQueuePausedStatement } from "./sql/control.js";
@@ -28,12 +28,16 @@ export async function requestCancel(db: Db, jobId: number): Promise<boolean> {
  */
 export async function requeue(db: Db, jobId: number): Promise<boolean> {
   const id = parseOrThrow(JobId, jobId, "job id");
+  let outcome: { id: number | null; clash: string | null };
   try {
-    return (await queryJson<number | null>(db, requeueStatement(id))) !== null;
+    outcome = await queryJson(db, requeueStatement(id));
   } catch (error) {
-    if (isUniqueKeyViolation(error)) throw new DuplicateJob("(of the requeued job)", { cause: error });
+    // A job with the key was enqueued between the statement's check and its update.
+    if (isUniqueKeyViolation(error)) throw new DuplicateJob(uniqueKeyOfViolation(error) ?? `(the unique key of job ${id})`, { cause: error });
     throw error;
   }
+  if (outcome.clash !== null) throw new DuplicateJob(outcome.clash);
+  return outcome.id !== null;
 }
 
 /** Stops every invocation from claiming this queue. @example await pauseQueue(db, "mail"); */

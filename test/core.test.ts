@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { parseDuration } from "../src/core/duration.js";
 import { backoffMs, defaultBackoffMs, POLICY_MAX_DELAY_MS } from "../src/core/backoff.js";
-import { isJsonValue } from "../src/core/json.js";
+import { describeNonJson, isJsonValue } from "../src/core/json.js";
 
 describe("durations", () => {
   it("accept milliseconds and unit strings", () => {
@@ -26,6 +26,12 @@ describe("backoff", () => {
     expect(backoffMs(1, () => { throw new Error("x"); }, () => 1)).toBe(1000);
     expect(backoffMs(2, () => undefined as any, () => 1)).toBe(2000);
   });
+  it("a policy's number out of range is clamped to [0, 365 days], not replaced; NaN falls back", () => {
+    expect(backoffMs(1, () => -5000)).toBe(0);
+    expect(backoffMs(1, () => Infinity)).toBe(POLICY_MAX_DELAY_MS);
+    expect(backoffMs(1, () => -Infinity)).toBe(0);
+    expect(backoffMs(3, () => Number.NaN, () => 1)).toBe(4000);
+  });
 });
 
 describe("the JSON check of results", () => {
@@ -39,5 +45,18 @@ describe("the JSON check of results", () => {
   it("allows the same object twice when it is not a cycle", () => {
     const shared = { x: 1 };
     expect(isJsonValue({ a: shared, b: shared })).toBe(true);
+  });
+});
+
+describe("why a result is not JSON", () => {
+  it("names the offending value and where it sits", () => {
+    const cycle: any = { a: 1 }; cycle.self = cycle;
+    expect(describeNonJson(cycle)).toBe("a cycle at .self (an object that contains itself)");
+    expect(describeNonJson({ at: new Date() })).toBe("a Date at .at");
+    expect(describeNonJson([1, { m: new Map() }])).toBe("a Map at [1].m");
+    expect(describeNonJson(new (class VendorReply {})())).toBe("a VendorReply");
+    expect(describeNonJson({ n: 10n })).toBe("a BigInt at .n");
+    expect(describeNonJson({ x: Number.NaN })).toBe("the number NaN at .x");
+    expect(describeNonJson({ ok: [1, "s", null], skipped: undefined })).toBeNull();
   });
 });

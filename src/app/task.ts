@@ -119,6 +119,11 @@ export class Task<S extends ArgsSchema = ArgsSchema> {
 /** Validates the options and every args; throws InvalidInput before anything is written. */
 export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date): JobBatch {
   const parsed = parseEnqueueOptions(options);
+  if (parsed.uniqueKey !== undefined && list.length > 1) {
+    // Every job of one call shares its options: the second job would clash with the first, not with an earlier one.
+    throw new InvalidInput(`Invalid enqueue options: uniqueKey ${JSON.stringify(parsed.uniqueKey)} would be shared by all ${list.length} jobs ` +
+      "of this enqueueMany call, and a key belongs to one active job: enqueue them one by one, each with its own key");
+  }
   for (const args of list) {
     parseOrThrow(task.schema, args, `args for task ${task.name}`);
     if (!isJsonValue(args ?? {})) throw new InvalidInput(`Invalid args for task ${task.name}: args must be JSON (no Date, Map, BigInt, class instances or cycles)`);

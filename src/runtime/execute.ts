@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { backoffMs } from "../core/backoff.js";
 import { Cancel, Fail, JobTimeout, ResultNotJson, Retry, Snooze } from "../core/errors.js";
-import { isJsonValue } from "../core/json.js";
+import { describeNonJson, isJsonValue } from "../core/json.js";
 import { describeIssues } from "../app/options.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
 import type { TaskDefinition } from "../app/task.js";
@@ -59,7 +59,7 @@ async function runBody(run: JobRun, args: unknown, hookJob: HookJob): Promise<un
   const result = await run.task.handler(args, { ...context, signal: run.controller.signal });
   if (run.current.completed) return result;
   if (result !== undefined && !isJsonValue(result)) {
-    throw new ResultNotJson(`task ${run.task.name} returned a value that is not JSON (${describeValue(result)})`);
+    throw new ResultNotJson(`task ${run.task.name} returned a value that is not JSON: ${describeNonJson(result)}`);
   }
   for (const hook of run.hooks.after) await hook(hookJob, result);
   return result;
@@ -83,10 +83,4 @@ function safePredicate(predicate: (error: unknown) => boolean, error: unknown): 
 function errorEntry(run: JobRun, error: unknown): ErrorEntry {
   const e = error instanceof Error ? error : new Error(String(error));
   return { attempt: run.job.attempt, at: run.now().toISOString(), kind: e.name, message: e.message, stack: e.stack ?? null };
-}
-
-function describeValue(value: unknown): string {
-  if (typeof value === "bigint") return "a BigInt";
-  if (typeof value === "object" && value !== null) return `a ${value.constructor?.name ?? "object without prototype"} or a cycle`;
-  return typeof value;
 }

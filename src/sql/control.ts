@@ -13,17 +13,25 @@ export function requestCancelStatement(jobId: number): SQL {
     select (select id from marked) as r`;
 }
 
-/** failed -> queued, keeping attempt, errors and args, growing max_attempts so one more run is allowed. */
+/**
+ * failed -> queued, keeping attempt, errors and args, growing max_attempts so one more run is allowed.
+ * When an active job holds the same unique key nothing changes and `clash` names that key.
+ */
 export function requeueStatement(jobId: number): SQL {
   return sql`
-    with requeued as (
+    with target as (select id, unique_key from akadze.jobs where id = ${jobId} and state = 'failed'),
+    clash as (
+      select t.unique_key from target t
+      where exists (select 1 from akadze.jobs a where a.unique_key = t.unique_key and a.state in ('queued', 'running'))
+    ),
+    requeued as (
       -- least(): due at once even when the caller's clock lags the database's
       update akadze.jobs set state = 'queued', run_at = least(now(), run_at), finished_at = null, cancel_requested = false,
         max_attempts = greatest(max_attempts, attempt + 1)
-      where id = ${jobId} and state = 'failed'
+      where id = ${jobId} and state = 'failed' and not exists (select 1 from clash)
       returning id
     )
-    select (select id from requeued) as r`;
+    select jsonb_build_object('id', (select id from requeued), 'clash', (select unique_key from clash)) as r`;
 }
 
 /** Pauses or resumes a queue for every invocation. */
