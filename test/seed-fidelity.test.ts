@@ -1,7 +1,7 @@
 // Issue 14: the behaviours where the seed documents and the first release differed, on every driver.
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
-import { createApp, DuplicateJob, InvalidInput, requeue, runOnce, type App } from "../src/index.js";
+import { createApp, current, DuplicateJob, InvalidInput, requeue, runOnce, type App } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
@@ -10,10 +10,101 @@ function setup() {
   return { clock, app: createApp({ clock: clock.now }) };
 }
 
-forEachDriver((h) => {
+/** Holds the event loop for `ms` of real time, as a CPU-bound body does (no timer can fire meanwhile). */
+function blockEventLoop(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) { /* busy */ }
+}
+
+forEachDriver((h, driver) => {
   const run = (app: App, clock: ManualClock, extra: object = {}) => runOnce(app, { db: h().db, now: clock.now, ...extra });
   const job = async (id: number) =>
     (await h().rows(`select id, state, attempt, result, errors, run_at, finished_at from akadze.jobs where id = ${id}`))[0];
+
+  describe("a timeout is decided by elapsed time", () => {
+    it("a body that returns after its timeout by the invocation clock spends an attempt with JobTimeout", async () => {
+      const { app, clock } = setup();
+      const after: unknown[] = [];
+      app.hooks.afterRun((_j, r) => { after.push(r); });
+      let signal: AbortSignal | undefined;
+      const id = await app.task("slow.sync", { timeout: "100ms", maxAttempts: 3 }, (_a, j) => {
+        signal = j.signal;
+        clock.advance(500); // the body took 500 ms of the invocation's time, all of it synchronous
+        return "late";
+      }).using(h().db).enqueue({});
+      const summary = await run(app, clock);
+      expect(summary).toMatchObject({ succeeded: 0, retried: 1 });
+      const row = await job(id);
+      expect(row).toMatchObject({ state: "queued", attempt: 1, result: null });
+      expect(row.errors[0]).toMatchObject({ kind: "JobTimeout", message: "task slow.sync ran past its timeout of 100 ms" });
+      expect(after).toEqual([]); // afterRun runs only inside the timeout
+      expect(signal?.aborted).toBe(true);
+    });
+
+    it("an async body that overran and then threw is a timeout too, retried with backoff", async () => {
+      const { app, clock } = setup();
+      const id = await app.task("slow.async", { timeout: "100ms", backoff: () => "1m" }, async () => {
+        await Promise.resolve();
+        clock.advance(500);
+        throw new Error("gave up");
+      }).using(h().db).enqueue({});
+      await run(app, clock);
+      const row = await job(id);
+      expect(row).toMatchObject({ state: "queued", attempt: 1 });
+      expect(row.errors[0].kind).toBe("JobTimeout");
+      expect((new Date(row.run_at).getTime() - clock.now().getTime()) / 1000).toBe(60);
+    });
+
+    it("a body that finishes exactly at its timeout succeeds", async () => {
+      const { app, clock } = setup();
+      const id = await app.task("on.time", { timeout: "100ms" }, () => { clock.advance(100); return 1; }).using(h().db).enqueue({});
+      await run(app, clock);
+      expect(await job(id)).toMatchObject({ state: "succeeded", result: 1 });
+    });
+
+    // The one case no clock a test can pass expresses: real time spent blocking the event loop, which the
+    // monotonic clock measures. 60 ms against a 20 ms timeout keeps the CPU cost small.
+    it("a body that blocks the event loop past its timeout in real time spends an attempt", async () => {
+      const { app, clock } = setup();
+      const id = await app.task("cpu.bound", { timeout: "20ms" }, () => { blockEventLoop(60); return "done"; }).using(h().db).enqueue({});
+      await run(app, clock);
+      const row = await job(id);
+      expect(row).toMatchObject({ state: "queued", attempt: 1, result: null });
+      expect(row.errors[0].kind).toBe("JobTimeout");
+    });
+  });
+
+  describe("the body's return value after completeTx/completeBatch", () => {
+    it("completeBatch then return: the job is succeeded with the returned value as its result", async () => {
+      const { app, clock } = setup();
+      const id = await app.task("batch.then.return", async (_a, j) => {
+        await current().completeBatch(() => []);
+        return { built: j.id };
+      }).using(h().db).enqueue({});
+      const summary = await run(app, clock);
+      expect(summary.succeeded).toBe(1);
+      expect(await job(id)).toMatchObject({ state: "succeeded", attempt: 1, result: { built: id } });
+    });
+
+    if (driver !== "neon-http") it("completeTx then return: the returned value is the result", async () => {
+      const { app, clock } = setup();
+      const id = await app.task("tx.then.return", async () => {
+        await current().completeTx(async () => {});
+        return ["a", 1];
+      }).using(h().db).enqueue({});
+      await run(app, clock);
+      expect(await job(id)).toMatchObject({ state: "succeeded", result: ["a", 1] });
+    });
+
+    it("a value JSON cannot hold, or a throw after completion, leaves the job succeeded with a null result", async () => {
+      const { app, clock } = setup();
+      const odd = await app.task("odd.after", async () => { await current().completeBatch(() => []); return new Map(); }).using(h().db).enqueue({});
+      const thrown = await app.task("throw.after", async () => { await current().completeBatch(() => []); throw new Error("late"); }).using(h().db).enqueue({});
+      await run(app, clock);
+      expect(await job(odd)).toMatchObject({ state: "succeeded", result: null, errors: [] });
+      expect(await job(thrown)).toMatchObject({ state: "succeeded", result: null, errors: [] });
+    });
+  });
 
   describe("messages", () => {
     it("ResultNotJson names a cycle and where it is, not 'a Object'", async () => {
