@@ -106,6 +106,54 @@ forEachDriver((h, driver) => {
     });
   });
 
+  describe("a declarative retry policy", () => {
+    class VendorError extends Error {}
+    const secondsUntil = (runAt: string, now: Date) => (new Date(runAt).getTime() - now.getTime()) / 1000;
+
+    it("sets the attempt budget and the delays: wait, times backoff, at most maxWait; then the job fails", async () => {
+      const { app, clock } = setup();
+      const id = await app.task("vendor.fetch", {
+        backoff: { maxAttempts: 4, wait: "2s", backoff: 2, maxWait: "5s", retryOn: [VendorError] },
+      }, async () => { throw new VendorError("503"); }).using(h().db).enqueue({});
+      const delays: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        await run(app, clock);
+        const row = await job(id);
+        if (row.state === "queued") { delays.push(secondsUntil(row.run_at, clock.now())); clock.set(row.run_at); }
+      }
+      expect(delays).toEqual([2, 4, 5]);
+      expect(await job(id)).toMatchObject({ state: "failed", attempt: 4 });
+      expect((await h().rows(`select max_attempts from akadze.jobs where id = ${id}`))[0].max_attempts).toBe(4);
+    });
+
+    it("its error filter fails other errors at once, and composes with the task's retryOn (both must accept)", async () => {
+      const { app, clock } = setup();
+      const task = app.task("vendor.call", {
+        args: v.object({ error: v.string() }), maxAttempts: 5,
+        backoff: { wait: "1m", retryOn: [VendorError] },
+        retryOn: (e) => !(e instanceof VendorError && e.message === "gone"),
+      }, async ({ error }) => { throw error === "type" ? new TypeError("bug") : new VendorError(error); });
+      const retried = await task.using(h().db).enqueue({ error: "503" });
+      const notVendor = await task.using(h().db).enqueue({ error: "type" });
+      const vetoed = await task.using(h().db).enqueue({ error: "gone" });
+      await run(app, clock);
+      const row = await job(retried);
+      expect(row).toMatchObject({ state: "queued", attempt: 1 });
+      expect(secondsUntil(row.run_at, clock.now())).toBe(60);
+      expect(await job(notVendor)).toMatchObject({ state: "failed", attempt: 1 });
+      expect(await job(vetoed)).toMatchObject({ state: "failed", attempt: 1 });
+    });
+
+    it("a bad policy is refused when the task is declared, naming the field", () => {
+      const { app } = setup();
+      expect(() => app.task("bad.policy", { backoff: { wait: "2s", backoff: 0 } }, async () => {}))
+        .toThrow(/task bad.policy: invalid backoff policy: backoff must be at least 1/);
+      expect(() => app.task("twice", { maxAttempts: 3, backoff: { maxAttempts: 5 } }, async () => {}))
+        .toThrow(/maxAttempts is 3 but its backoff policy says 5/);
+      expect(app.tasks.has("bad.policy")).toBe(false);
+    });
+  });
+
   describe("messages", () => {
     it("ResultNotJson names a cycle and where it is, not 'a Object'", async () => {
       const { app, clock } = setup();

@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import type { SQL } from "drizzle-orm";
 import type { BackoffPolicy } from "../core/backoff.js";
+import { isRetryPolicy, resolveRetryPolicy, type RetryPolicy } from "../core/retry-policy.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
 import { isJsonValue } from "../core/json.js";
@@ -37,9 +38,12 @@ export interface TaskOptions<S extends ArgsSchema = ArgsSchema> {
   maxAttempts?: number;
   /** The run is an error (and `job.signal` aborts) past this. Default: the invocation's remaining budget. */
   timeout?: Duration;
-  /** Retry delay per failed attempt; default 2^(attempt-1) s up to 300 s with jitter. */
-  backoff?: BackoffPolicy;
-  /** Only errors it accepts are retried; others fail the job at once. */
+  /**
+   * Retry delay per failed attempt: a function of the attempt, or a declarative `RetryPolicy` (which may
+   * also set `maxAttempts` and filter errors). Default 2^(attempt-1) s up to 300 s with jitter.
+   */
+  backoff?: BackoffPolicy | RetryPolicy;
+  /** Only errors it accepts are retried; others fail the job at once. With a `RetryPolicy`'s `retryOn`, both must accept. */
   retryOn?: (error: unknown) => boolean;
   /** Default priority of this task's jobs (smallint, higher first). */
   priority?: number;
@@ -66,7 +70,8 @@ const EMPTY_ARGS = v.object({});
 export function defineTask<S extends ArgsSchema>(name: string, options: TaskOptions<S>, handler: Handler<S>): TaskDefinition {
   if (typeof name !== "string" || name.length === 0) throw new InvalidInput("a task needs a non-empty name");
   if (typeof handler !== "function") throw new InvalidInput(`task ${name}: the handler must be a function`);
-  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const retry = resolveRetry(name, options);
+  const maxAttempts = options.maxAttempts ?? retry.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new InvalidInput(`task ${name}: maxAttempts must be an integer >= 1`);
   return {
     name,
@@ -74,11 +79,33 @@ export function defineTask<S extends ArgsSchema>(name: string, options: TaskOpti
     queue: options.queue ?? DEFAULT_QUEUE,
     maxAttempts,
     timeoutMs: options.timeout === undefined ? undefined : parseDuration(options.timeout, `task ${name}: timeout`),
-    backoff: options.backoff,
-    retryOn: options.retryOn,
+    backoff: retry.backoff,
+    retryOn: retry.retryOn,
     priority: options.priority ?? 0,
     handler,
   };
+}
+
+/** The task's backoff and error filter, from a function or a declarative policy composed with `retryOn`. */
+function resolveRetry(name: string, options: TaskOptions<any>): { backoff?: BackoffPolicy; retryOn?: (error: unknown) => boolean; maxAttempts?: number } {
+  const { backoff, retryOn } = options;
+  if (backoff !== undefined && typeof backoff !== "function" && !isRetryPolicy(backoff)) {
+    throw new InvalidInput(`task ${name}: backoff must be a function of the attempt or a RetryPolicy object`);
+  }
+  if (retryOn !== undefined && typeof retryOn !== "function") throw new InvalidInput(`task ${name}: retryOn must be a function`);
+  if (backoff === undefined || typeof backoff === "function") return { backoff, retryOn };
+  let policy;
+  try {
+    policy = resolveRetryPolicy(backoff);
+  } catch (error) {
+    throw new InvalidInput(`task ${name}: invalid backoff policy: ${(error as Error).message}`, { cause: error });
+  }
+  if (policy.maxAttempts !== undefined && options.maxAttempts !== undefined && policy.maxAttempts !== options.maxAttempts) {
+    throw new InvalidInput(`task ${name}: maxAttempts is ${options.maxAttempts} but its backoff policy says ${policy.maxAttempts}: give it once`);
+  }
+  const own = policy.retryOn;
+  const both = own && retryOn ? (error: unknown) => own(error) && retryOn(error) : own ?? retryOn;
+  return { backoff: policy.backoff, retryOn: both, maxAttempts: policy.maxAttempts };
 }
 
 /** Enqueue operations bound to a database or transaction and a set of options. @example const ids = await sendMail.using(db).enqueueMany([{ userId: 1 }, { userId: 2 }]); */
