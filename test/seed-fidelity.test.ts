@@ -1,7 +1,9 @@
 // Issue 14: the behaviours where the seed documents and the first release differed, on every driver.
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
-import { createApp, current, DuplicateJob, InvalidInput, requeue, runOnce, type App } from "../src/index.js";
+import {
+  createApp, current, DuplicateJob, InvalidInput, listJobs, listQueues, renderMetrics, requeue, runOnce, setLimit, type App, type Transition,
+} from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
@@ -151,6 +153,84 @@ forEachDriver((h, driver) => {
       expect(() => app.task("twice", { maxAttempts: 3, backoff: { maxAttempts: 5 } }, async () => {}))
         .toThrow(/maxAttempts is 3 but its backoff policy says 5/);
       expect(app.tasks.has("bad.policy")).toBe(false);
+    });
+  });
+
+  describe("an opt-in bound on how long a job may be held back by its limit", () => {
+    const MINUTE = 60_000;
+    const vendor = (app: App, limitWait?: "10m") =>
+      app.task("vendor.call", { args: v.object({ n: v.number() }), ...(limitWait ? { limitWait } : {}) }, async ({ n }) => n);
+
+    it("a due job held back past its limitWait ends rate_limited: no attempt spent, seen by onTransition, the summary and listings", async () => {
+      const { app, clock } = setup();
+      const seen: Transition[] = [];
+      app.hooks.onTransition((t) => { if (t.to === "rate_limited") seen.push(t); });
+      await setLimit(h().db, "vendor", { maxStarts: 1, window: "1h" });
+      const [first, second] = await vendor(app, "10m").using(h().db, { limitKey: "vendor" }).enqueueMany([{ n: 1 }, { n: 2 }]);
+      expect((await run(app, clock)).succeeded).toBe(1);
+      clock.advance(10 * MINUTE);
+      const atBound = await run(app, clock); // exactly 10 minutes held back: not past the bound yet
+      expect(atBound).toMatchObject({ claimed: 0, rateLimited: 0 });
+      expect((await job(second)).state).toBe("queued");
+      clock.advance(1);
+      const past = await run(app, clock);
+      expect(past).toMatchObject({ claimed: 0, rateLimited: 1 });
+      const row = await job(second);
+      expect(row).toMatchObject({ state: "rate_limited", attempt: 0, errors: [] });
+      expect(new Date(row.finished_at).getTime()).toBe(clock.now().getTime());
+      expect(seen).toEqual([{ jobId: second, task: "vendor.call", queue: "default", from: "queued", to: "rate_limited", attempt: 0 }]);
+      expect((await job(first)).state).toBe("succeeded");
+      expect((await listJobs(h().db, { state: "rate_limited" })).map((j) => j.id)).toEqual([second]);
+      expect((await listQueues(h().db, { now: clock.now() }))[0]).toMatchObject({ queue: "default", rateLimited: 1 });
+      const metrics = await renderMetrics(h().db, { now: clock.now() });
+      expect(metrics).toContain('akadze_jobs{queue="default",task="vendor.call",state="rate_limited"} 1');
+      expect(metrics).toContain('akadze_recent_finished_jobs{queue="default",task="vendor.call",state="rate_limited"} 1');
+    });
+
+    it("without limitWait a held-back job waits in queued, however long", async () => {
+      const { app, clock } = setup();
+      await setLimit(h().db, "vendor", { maxStarts: 1, window: "1d" });
+      const [, second] = await vendor(app).using(h().db, { limitKey: "vendor" }).enqueueMany([{ n: 1 }, { n: 2 }]);
+      await run(app, clock);
+      clock.advance(12 * 60 * MINUTE);
+      expect((await run(app, clock)).rateLimited).toBe(0);
+      expect((await job(second)).state).toBe("queued");
+    });
+
+    it("a job whose key has room is claimed even long past its limitWait: only the limit's hold counts", async () => {
+      const { app, clock } = setup();
+      await setLimit(h().db, "vendor", { maxStarts: 5, window: "1m" });
+      const id = await vendor(app, "10m").using(h().db, { limitKey: "vendor" }).enqueue({ n: 7 });
+      clock.advance(60 * MINUTE); // no invocation ran for an hour
+      expect(await run(app, clock)).toMatchObject({ succeeded: 1, rateLimited: 0 });
+      expect(await job(id)).toMatchObject({ state: "succeeded", result: 7 });
+    });
+
+    it("a key whose maxRunning slots are all held ends its jobs held back past the bound; the enqueue option overrides the task's", async () => {
+      const { app, clock } = setup();
+      await setLimit(h().db, "vendor", { maxRunning: 1 });
+      let release!: () => void;
+      const holding = new Promise<void>((resolve) => { release = resolve; });
+      let started!: () => void;
+      const hasStarted = new Promise<void>((resolve) => { started = resolve; });
+      app.task("vendor.hold", { timeout: "1d" }, async () => { started(); await holding; });
+      await app.taskByName("vendor.hold").using(h().db, { limitKey: "vendor" }).enqueue({});
+      const waiting = await vendor(app, "10m").using(h().db, { limitKey: "vendor", limitWait: "1m" }).enqueue({ n: 1 });
+      const first = run(app, clock, { budget: "2d", lease: "1h" }); // its lease outlives the minute the clock moves
+      await hasStarted;
+      clock.advance(MINUTE + 1);
+      expect(await run(app, clock)).toMatchObject({ claimed: 0, recovered: 0, rateLimited: 1 });
+      release();
+      expect(await first).toMatchObject({ succeeded: 1 });
+      expect((await job(waiting)).state).toBe("rate_limited");
+    });
+
+    it("limitWait without a limitKey is refused, naming the field, and nothing is written", async () => {
+      const { app } = setup();
+      const error = await vendor(app).using(h().db, { limitWait: "5m" }).enqueue({ n: 1 }).catch((e) => e);
+      expect(error).toBeInstanceOf(InvalidInput);
+      expect(error.message).toContain("limitWait bounds the wait for a limit: give it with a limitKey");
+      expect(await h().rows("select id from akadze.jobs")).toEqual([]);
     });
   });
 

@@ -16,6 +16,8 @@ export interface EnqueueOptions {
   uniqueKey?: string;
   /** The key `setLimit` limits are counted under. */
   limitKey?: string;
+  /** With `limitKey`: once due, the job may be held back by its limit this long; then it ends `rate_limited`. Overrides the task's. */
+  limitWait?: Duration;
   /** Overrides the task's queue. */
   queue?: string;
 }
@@ -36,9 +38,11 @@ const EnqueueOptionsSchema = v.pipe(
       v.minValue(SMALLINT_MIN, `priority must be at least ${SMALLINT_MIN}`), v.maxValue(SMALLINT_MAX, `priority must be at most ${SMALLINT_MAX}`))),
     uniqueKey: v.optional(Name),
     limitKey: v.optional(Name),
+    limitWait: v.optional(DurationSchema),
     queue: v.optional(Name),
   }),
   v.check((o) => o.delay === undefined || o.runAt === undefined, "give delay or runAt, not both"),
+  v.check((o) => o.limitWait === undefined || o.limitKey !== undefined, "limitWait bounds the wait for a limit: give it with a limitKey"),
 );
 
 export type ParsedEnqueueOptions = v.InferOutput<typeof EnqueueOptionsSchema>;

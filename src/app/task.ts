@@ -47,6 +47,11 @@ export interface TaskOptions<S extends ArgsSchema = ArgsSchema> {
   retryOn?: (error: unknown) => boolean;
   /** Default priority of this task's jobs (smallint, higher first). */
   priority?: number;
+  /**
+   * Opt-in bound for jobs enqueued with a `limitKey`: once due, a job held back by its limit for longer
+   * than this ends `rate_limited` instead of waiting on. Default: no bound (it waits in `queued`).
+   */
+  limitWait?: Duration;
 }
 
 /** A task body: validated args and the job context. @example const handler: Handler<typeof Args> = async ({ userId }, job) => ({ userId, attempt: job.attempt }); */
@@ -62,6 +67,7 @@ export interface TaskDefinition {
   backoff: BackoffPolicy | undefined;
   retryOn: ((error: unknown) => boolean) | undefined;
   priority: number;
+  limitWaitMs: number | undefined;
   handler: Handler<any>;
 }
 
@@ -82,6 +88,7 @@ export function defineTask<S extends ArgsSchema>(name: string, options: TaskOpti
     backoff: retry.backoff,
     retryOn: retry.retryOn,
     priority: options.priority ?? 0,
+    limitWaitMs: options.limitWait === undefined ? undefined : parseDuration(options.limitWait, `task ${name}: limitWait`),
     handler,
   };
 }
@@ -165,6 +172,7 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
     expiresAt: parsed.expiresAt ?? null,
     uniqueKey: parsed.uniqueKey ?? null,
     limitKey: parsed.limitKey ?? null,
+    limitWaitMs: parsed.limitKey === undefined ? null : parsed.limitWait ?? task.limitWaitMs ?? null,
   };
 }
 

@@ -55,7 +55,7 @@ class Invocation {
     this.deadline = this.started + budget;
     this.retention = resolveRetention(options.retention);
     this.summary = { id: this.id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
-      recovered: 0, lost: 0, tooLongForBudget: [], roundTrips: 0, durationMs: 0 };
+      recovered: 0, rateLimited: 0, lost: 0, tooLongForBudget: [], roundTrips: 0, durationMs: 0 };
   }
 
   async run(): Promise<RunSummary> {
@@ -101,10 +101,11 @@ class Invocation {
       owner: this.id, now, leaseMs: this.leaseMs, batchSize, tasks, queues: this.options.queues ?? null, ...parts,
     });
     const claim = await this.send((db) => queryJson<ClaimResult>(db, statement), (result) => [
-      ...result.recovered.map(sideTransition), ...result.cancelled.map(sideTransition),
+      ...result.recovered.map(sideTransition), ...result.cancelled.map(sideTransition), ...result.rateLimited.map(sideTransition),
       ...result.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);
     claim.claimed = claim.claimed.map((j) => ({ ...j, id: Number(j.id) }));
+    this.summary.rateLimited += claim.rateLimited.length;
     return claim;
   }
 

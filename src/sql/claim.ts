@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
 
 /** How many expired leases one claim recovers at most; the rest wait for the next claim. */
 export const RECOVER_LIMIT = 500;
@@ -39,6 +40,8 @@ export interface ClaimResult {
   claimed: ClaimedJob[];
   recovered: SideTransition[];
   cancelled: SideTransition[];
+  /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this claim. */
+  rateLimited: SideTransition[];
   /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
   scheduled?: number;
 }
@@ -80,7 +83,8 @@ export function claimJobsStatement(p: ClaimParams): SQL {
         and ${queueFilter}
         and j.queue not in (select name from akadze.queues where paused)`;
   return sql`
-    with ${sql.join(extra, sql` `)} recovered as (
+    with ${sql.join(extra, sql` `)} ${rateLimitedCtes({ eligible, stop, now })},
+    recovered as (
       update akadze.jobs j set
         state = case when j.attempt >= j.max_attempts then 'failed' else 'queued' end,
         run_at = case when j.attempt >= j.max_attempts then j.run_at else ${now} + ${defaultBackoffSql(sql`j.attempt`)} end,
@@ -141,7 +145,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       order by c.priority desc, c.run_at, c.id
       limit ${p.batchSize}
     ),
-    due as (select * from candidates where not stop),
+    due as (select * from candidates where not stop and ${notRateLimited(sql`candidates.id`)}),
     slot_room as (
       -- Only the first (maxRunning - occupied) free slots of a key may be taken. Slots outnumber
       -- maxRunning after a limit was lowered below the running count; this keeps the extra ones inert,
@@ -208,6 +212,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
         'from', 'running', 'to', state)) from recovered), '[]'::jsonb),
       'cancelled', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::jsonb),
+      'rateLimited', ${rateLimitedTransitions()},
       'slots', (select count(*) from took_slots) + (select count(*) from took_tokens) + (select count(*) from freed)
     )${report} as r`;
 }
