@@ -4,7 +4,7 @@ import { DurationSchema, parseDuration, type Duration } from "../core/duration.j
 import { parseOrThrow } from "../app/options.js";
 import { queryJson, type Db } from "../db/driver.js";
 
-/** How long succeeded and cancelled jobs stay in the table after they finish, by default. */
+/** How long succeeded, cancelled and rate_limited jobs stay in the table after they finish, by default. */
 export const DEFAULT_RETENTION = "7d";
 /** At most this many job rows (and as many registry rows) one invocation deletes, so pruning never makes a claim slow. */
 export const RETENTION_BATCH = 1000;
@@ -13,7 +13,7 @@ export const WORKERS_RETENTION = "1d";
 
 /** What invocations prune as a side effect of their claim. */
 export interface RetentionOptions {
-  /** Age after which succeeded and cancelled jobs are deleted. Default `DEFAULT_RETENTION` ("7d"). */
+  /** Age after which succeeded, cancelled and rate_limited jobs are deleted. Default `DEFAULT_RETENTION` ("7d"). */
   finished?: Duration;
   /** Age after which failed jobs are deleted too; default: kept until requeued or pruned explicitly. */
   failed?: Duration | null;
@@ -21,7 +21,7 @@ export interface RetentionOptions {
   batch?: number;
 }
 
-/** `runOnce`'s `retention` option: an age for succeeded and cancelled jobs, the full options, or `false` for none. */
+/** `runOnce`'s `retention` option: an age for succeeded, cancelled and rate_limited jobs, the full options, or `false` for none. */
 export type Retention = Duration | RetentionOptions | false;
 
 /** Retention with every default applied, in milliseconds. */
