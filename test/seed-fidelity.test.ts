@@ -225,6 +225,19 @@ forEachDriver((h, driver) => {
       expect((await job(waiting)).state).toBe("rate_limited");
     });
 
+    it("a rate_limited job is pruned by retention with the succeeded and cancelled ones", async () => {
+      const { app, clock } = setup();
+      await setLimit(h().db, "vendor", { maxStarts: 1, window: "30d" });
+      const [, held] = await vendor(app, "10m").using(h().db, { limitKey: "vendor" }).enqueueMany([{ n: 1 }, { n: 2 }]);
+      await run(app, clock);
+      clock.advance(11 * MINUTE);
+      await run(app, clock);
+      expect((await job(held)).state).toBe("rate_limited");
+      clock.advance(8 * 24 * 60 * MINUTE); // past the default retention of 7 days
+      await run(app, clock);
+      expect(await h().rows("select state from akadze.jobs")).toEqual([]);
+    });
+
     it("limitWait without a limitKey is refused, naming the field, and nothing is written", async () => {
       const { app } = setup();
       const error = await vendor(app).using(h().db, { limitWait: "5m" }).enqueue({ n: 1 }).catch((e) => e);
