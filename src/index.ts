@@ -21,6 +21,7 @@ export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRun
 export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
 export { parseDuration, type Duration } from "./core/duration.js";
 export { defaultBackoffMs, type BackoffPolicy } from "./core/backoff.js";
+export { RETRY_POLICY_DEFAULTS, type RetryPolicy, type ErrorClass } from "./core/retry-policy.js";
 export { JOB_STATES, type JobState } from "./core/states.js";
 export type { Db, BatchItem } from "./db/driver.js";
 export { migrate } from "./migrate.js";

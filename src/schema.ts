@@ -30,6 +30,8 @@ export const jobs = akadze.table("jobs", {
   expiresAt: tz("expires_at"),
   uniqueKey: text("unique_key"),
   limitKey: text("limit_key"),
+  /** Opt-in: how long a due job may be held back by its limit key before it ends `rate_limited`. */
+  limitWaitMs: bigint("limit_wait_ms", { mode: "number" }),
   leaseOwner: text("lease_owner"),
   leaseExpiresAt: tz("lease_expires_at"),
   cancelRequested: boolean("cancel_requested").notNull().default(false),
@@ -39,17 +41,19 @@ export const jobs = akadze.table("jobs", {
   startedAt: tz("started_at"),
   finishedAt: tz("finished_at"),
 }, (t) => [
-  check("jobs_state_check", sql`${t.state} in ('queued', 'running', 'succeeded', 'failed', 'cancelled')`),
+  check("jobs_state_check", sql`${t.state} in ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'rate_limited')`),
   check("jobs_attempts_check", sql`${t.maxAttempts} >= 1 and ${t.attempt} >= 0`),
   index("jobs_claim_idx").on(t.queue, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
   // The claim's own order across every queue: it reads the first due rows instead of sorting every queued one.
   index("jobs_due_idx").on(t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
   // The claim takes each limited key's next jobs by this index, so a long backlog under a limit stays cheap.
   index("jobs_limit_idx").on(t.limitKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.limitKey} is not null`),
+  // Only jobs that opted into limitWait: each claim looks for those held back too long without reading the backlog.
+  index("jobs_limit_wait_idx").on(t.runAt).where(sql`${t.state} = 'queued' and ${t.limitWaitMs} is not null`),
   index("jobs_lease_idx").on(t.leaseExpiresAt).where(sql`${t.state} = 'running'`),
   index("jobs_owner_idx").on(t.leaseOwner).where(sql`${t.state} = 'running'`),
   // (state, finished_at): retention prunes one state by age without walking the failed jobs it keeps.
-  index("jobs_finished_idx").on(t.state, t.finishedAt).where(sql`${t.state} in ('succeeded', 'failed', 'cancelled')`),
+  index("jobs_finished_idx").on(t.state, t.finishedAt).where(sql`${t.state} in ('succeeded', 'failed', 'cancelled', 'rate_limited')`),
   // Only jobs that have a key: jobs without one (most) cost this index nothing.
   uniqueIndex("jobs_unique_key_active").on(t.uniqueKey).where(sql`${t.state} in ('queued', 'running') and ${t.uniqueKey} is not null`),
 ]);

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import pg from "pg";
-import { runOnce } from "../src/index.js";
+import { createApp, runOnce, setLimit } from "../src/index.js";
 import { app, doomed, echo, flaky } from "./fixtures/worker-app.js";
 import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
 import { ADMIN_URL, urlFor } from "./support/postgres.js";
@@ -184,7 +184,7 @@ describe("akadze", () => {
     const paused = await akadze(["queues", "pause", "reports"]);
     expect(paused).toMatchObject({ code: 0, stdout: "queue reports: paused\n", stderr: "" });
     const listed = await akadze(["queues", "list"]);
-    expect(listed.stdout).toMatch(/^QUEUE\s+PAUSED\s+DUE\s+SCHEDULED\s+RUNNING\s+SUCCEEDED\s+FAILED\s+CANCELLED\s+OLDEST DUE\n/);
+    expect(listed.stdout).toMatch(/^QUEUE\s+PAUSED\s+DUE\s+SCHEDULED\s+RUNNING\s+SUCCEEDED\s+FAILED\s+CANCELLED\s+RATE LIMITED\s+OLDEST DUE\n/);
     expect(listed.stdout).toMatch(/^reports\s+yes\s/m);
     expect(listed.stdout).toMatch(/^default\s+no\s+0\s+\d+\s+0\s+2\s+1\s/m);
     const resumed = await akadze(["queues", "resume", "reports", "--json"]);
@@ -219,7 +219,7 @@ describe("akadze", () => {
 
   it("jobs prune deletes finished jobs now, failed ones only when asked", async () => {
     const kept = await akadze(["jobs", "prune", "--older-than", "1d"]);
-    expect(kept).toMatchObject({ code: 0, stdout: "deleted 0 succeeded/cancelled jobs\n", stderr: "" });
+    expect(kept).toMatchObject({ code: 0, stdout: "deleted 0 succeeded/cancelled/rate_limited jobs\n", stderr: "" });
     const failed = await akadze(["jobs", "prune", "--only-failed", "--older-than", "0"]);
     expect(failed).toMatchObject({ code: 0, stdout: "deleted 1 failed job\n", stderr: "" });
     expect(await t.rows("select count(*)::int as n from akadze.jobs where state = 'failed'")).toEqual([{ n: 0 }]);
@@ -263,5 +263,26 @@ describe("akadze", () => {
     expectOneLineError(missing, 1, /^akadze: database error: database "akadze_ops_no_such_database" does not exist$/m);
     expectOneLineError(bare, 1, /^akadze: akadze's tables are missing in this database: run `akadze migrate` first$/m);
     expectOneLineError(worker, 1, /cannot reach the database .*connection refused/);
+  });
+
+  // Last: it adds jobs the listings above do not expect.
+  it("jobs list, jobs show and queues list show a job that ended rate_limited", async () => {
+    let at = Date.parse("2026-06-01T12:00:00Z");
+    const vendorApp = createApp({ clock: () => new Date(at) });
+    const call = vendorApp.task("fixture.vendor", { queue: "vendor", limitWait: "5m" }, async () => {});
+    await setLimit(t.db, "fixture-vendor", { maxStarts: 1, window: "1d" });
+    const [, held] = await call.using(t.db, { limitKey: "fixture-vendor" }).enqueueMany([{}, {}]);
+    await runOnce(vendorApp, { db: t.db });
+    at += 6 * 60_000;
+    expect(await runOnce(vendorApp, { db: t.db })).toMatchObject({ rateLimited: 1 });
+    const [listed, shown, queues] = await Promise.all([
+      akadze(["jobs", "list", "--status", "rate_limited", "--json"]),
+      akadze(["jobs", "show", String(held)]),
+      akadze(["queues", "list", "--json"]),
+    ]);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id: held, task: "fixture.vendor", state: "rate_limited", attempt: 0 })]);
+    expect(shown.stdout).toMatch(/state\s+rate_limited/);
+    expect(shown.stdout).toMatch(/limit wait\s+5m/);
+    expect(JSON.parse(queues.stdout)).toContainEqual(expect.objectContaining({ queue: "vendor", succeeded: 1, rateLimited: 1 }));
   });
 });

@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { parseDuration } from "../src/core/duration.js";
 import { backoffMs, defaultBackoffMs, POLICY_MAX_DELAY_MS } from "../src/core/backoff.js";
-import { isJsonValue } from "../src/core/json.js";
+import { describeNonJson, isJsonValue } from "../src/core/json.js";
+import { resolveRetryPolicy } from "../src/core/retry-policy.js";
 
 describe("durations", () => {
   it("accept milliseconds and unit strings", () => {
@@ -26,6 +27,12 @@ describe("backoff", () => {
     expect(backoffMs(1, () => { throw new Error("x"); }, () => 1)).toBe(1000);
     expect(backoffMs(2, () => undefined as any, () => 1)).toBe(2000);
   });
+  it("a policy's number out of range is clamped to [0, 365 days], not replaced; NaN falls back", () => {
+    expect(backoffMs(1, () => -5000)).toBe(0);
+    expect(backoffMs(1, () => Infinity)).toBe(POLICY_MAX_DELAY_MS);
+    expect(backoffMs(1, () => -Infinity)).toBe(0);
+    expect(backoffMs(3, () => Number.NaN, () => 1)).toBe(4000);
+  });
 });
 
 describe("the JSON check of results", () => {
@@ -39,5 +46,44 @@ describe("the JSON check of results", () => {
   it("allows the same object twice when it is not a cycle", () => {
     const shared = { x: 1 };
     expect(isJsonValue({ a: shared, b: shared })).toBe(true);
+  });
+});
+
+describe("why a result is not JSON", () => {
+  it("names the offending value and where it sits", () => {
+    const cycle: any = { a: 1 }; cycle.self = cycle;
+    expect(describeNonJson(cycle)).toBe("a cycle at .self (an object that contains itself)");
+    expect(describeNonJson({ at: new Date() })).toBe("a Date at .at");
+    expect(describeNonJson([1, { m: new Map() }])).toBe("a Map at [1].m");
+    expect(describeNonJson(new (class VendorReply {})())).toBe("a VendorReply");
+    expect(describeNonJson({ n: 10n })).toBe("a BigInt at .n");
+    expect(describeNonJson({ x: Number.NaN })).toBe("the number NaN at .x");
+    expect(describeNonJson({ ok: [1, "s", null], skipped: undefined })).toBeNull();
+  });
+});
+
+describe("declarative retry policies", () => {
+  it("wait grows by the backoff factor up to maxWait; jitter scales each delay into [50 %, 100 %]", () => {
+    const fixed = resolveRetryPolicy({ wait: "2s" });
+    expect([1, 2, 3].map((a) => fixed.backoff(a))).toEqual([2000, 2000, 2000]);
+    const growing = resolveRetryPolicy({ wait: "2s", backoff: 2, maxWait: "5s" });
+    expect([1, 2, 3, 4].map((a) => growing.backoff(a))).toEqual([2000, 4000, 5000, 5000]);
+    expect(resolveRetryPolicy({ wait: "1s", backoff: 10 }).backoff(1000)).toBe(POLICY_MAX_DELAY_MS);
+    expect(resolveRetryPolicy({ wait: "4s", jitter: true }, () => 0).backoff(1)).toBe(2000);
+    expect(resolveRetryPolicy({ wait: "4s", jitter: true }, () => 1).backoff(1)).toBe(4000);
+  });
+  it("retryOn takes a predicate or error classes", () => {
+    class VendorError extends Error {}
+    const byClass = resolveRetryPolicy({ retryOn: [VendorError, RangeError] }).retryOn!;
+    expect([new VendorError(), new RangeError(), new TypeError()].map(byClass)).toEqual([true, true, false]);
+    expect(resolveRetryPolicy({ retryOn: (e) => e === 1 }).retryOn!(1)).toBe(true);
+  });
+  it("a bad field is named in the error", () => {
+    class VendorError extends Error {}
+    expect(() => resolveRetryPolicy({ backoff: 0.5 })).toThrow("backoff must be at least 1");
+    expect(() => resolveRetryPolicy({ wait: "soon" as any })).toThrow(/wait: Invalid duration "soon"/);
+    expect(() => resolveRetryPolicy({ maxAttempts: 0 })).toThrow("maxAttempts must be at least 1");
+    expect(() => resolveRetryPolicy({ retryOn: VendorError as any })).toThrow("retryOn: give error classes as an array, [VendorError]");
+    expect(() => resolveRetryPolicy({ tries: 3 } as any)).toThrow(/tries/);
   });
 });

@@ -189,10 +189,11 @@ forEachDriver((h, driver) => {
       const { app, clock } = setup();
       const negative = await app.task("neg", { backoff: () => -5000 as any }, async () => { throw new Error("x"); }).using(h().db).enqueue({});
       const huge = await app.task("huge", { backoff: () => "1000d" }, async () => { throw new Error("x"); }).using(h().db).enqueue({});
+      const infinite = await app.task("inf", { backoff: () => Infinity as any }, async () => { throw new Error("x"); }).using(h().db).enqueue({});
       await run(app, clock);
-      // A negative number is no valid Duration: the default curve applies.
-      expect(secondsUntil((await job(h, negative)).run_at, clock.now())).toBeLessThanOrEqual(1);
+      expect(secondsUntil((await job(h, negative)).run_at, clock.now())).toBe(0);
       expect(secondsUntil((await job(h, huge)).run_at, clock.now())).toBe(365 * 86_400);
+      expect(secondsUntil((await job(h, infinite)).run_at, clock.now())).toBe(365 * 86_400);
     });
   });
 

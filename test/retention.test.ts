@@ -132,7 +132,7 @@ describe("retention", () => {
     await runOnce(app, { db: t.db, now: clock.now });
     expect(await pruneJobs(t.db, { olderThan: "30d", states: ["failed"], now: clock.now() })).toEqual({ deleted: 2 });
     expect(await countByState()).toEqual({ failed: 1 });
-    await expect(pruneJobs(t.db, { states: ["queued" as never] })).rejects.toThrow(/succeeded, cancelled or failed/);
+    await expect(pruneJobs(t.db, { states: ["queued" as never] })).rejects.toThrow(/succeeded, cancelled, rate_limited or failed/);
   });
 });
 

@@ -1,7 +1,8 @@
 import * as v from "valibot";
 import type { SQL } from "drizzle-orm";
 import type { BackoffPolicy } from "../core/backoff.js";
-import type { Duration } from "../core/duration.js";
+import { isRetryPolicy, resolveRetryPolicy, type RetryPolicy } from "../core/retry-policy.js";
+import { parseDuration, type Duration } from "../core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
 import { queryJson, type BatchItem, type Db } from "../db/driver.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
@@ -38,12 +39,20 @@ export interface TaskOptions<S extends ArgsSchema = ArgsSchema> {
   maxAttempts?: number;
   /** The run is an error (and `job.signal` aborts) past this. Default: the invocation's remaining budget. */
   timeout?: Duration;
-  /** Retry delay per failed attempt; default 2^(attempt-1) s up to 300 s with jitter. */
-  backoff?: BackoffPolicy;
-  /** Only errors it accepts are retried; others fail the job at once. */
+  /**
+   * Retry delay per failed attempt: a function of the attempt, or a declarative `RetryPolicy` (which may
+   * also set `maxAttempts` and filter errors). Default 2^(attempt-1) s up to 300 s with jitter.
+   */
+  backoff?: BackoffPolicy | RetryPolicy;
+  /** Only errors it accepts are retried; others fail the job at once. With a `RetryPolicy`'s `retryOn`, both must accept. */
   retryOn?: (error: unknown) => boolean;
   /** Default priority of this task's jobs (smallint, higher first). */
   priority?: number;
+  /**
+   * Opt-in bound for jobs enqueued with a `limitKey`: once due, a job held back by its limit for longer
+   * than this ends `rate_limited` instead of waiting on. Default: no bound (it waits in `queued`).
+   */
+  limitWait?: Duration;
 }
 
 /** A task body: validated args and the job context. @example const handler: Handler<typeof Args> = async ({ userId }, job) => ({ userId, attempt: job.attempt }); */
@@ -59,6 +68,7 @@ export interface TaskDefinition {
   backoff: BackoffPolicy | undefined;
   retryOn: ((error: unknown) => boolean) | undefined;
   priority: number;
+  limitWaitMs: number | undefined;
   handler: Handler<any>;
 }
 
@@ -69,17 +79,42 @@ export function defineTask<S extends ArgsSchema>(name: string, options: TaskOpti
   parseOrThrow(NameSchema, name, "task name");
   if (typeof handler !== "function") throw new InvalidInput(`task ${name}: the handler must be a function`);
   const o = parseOrThrow(TaskOptionsSchema, options, `options of task ${name}`);
+  const retry = resolveRetry(name, options);
+  const maxAttempts = o.maxAttempts ?? retry.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   return {
     name,
     schema: options.args ?? EMPTY_ARGS,
     queue: o.queue ?? DEFAULT_QUEUE,
-    maxAttempts: o.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    maxAttempts,
     timeoutMs: o.timeout,
-    backoff: options.backoff,
-    retryOn: options.retryOn,
+    backoff: retry.backoff,
+    retryOn: retry.retryOn,
     priority: o.priority ?? 0,
+    limitWaitMs: options.limitWait === undefined ? undefined : parseDuration(options.limitWait, `task ${name}: limitWait`),
     handler,
   };
+}
+
+/** The task's backoff and error filter, from a function or a declarative policy composed with `retryOn`. */
+function resolveRetry(name: string, options: TaskOptions<any>): { backoff?: BackoffPolicy; retryOn?: (error: unknown) => boolean; maxAttempts?: number } {
+  const { backoff, retryOn } = options;
+  if (backoff !== undefined && typeof backoff !== "function" && !isRetryPolicy(backoff)) {
+    throw new InvalidInput(`task ${name}: backoff must be a function of the attempt or a RetryPolicy object`);
+  }
+  if (retryOn !== undefined && typeof retryOn !== "function") throw new InvalidInput(`task ${name}: retryOn must be a function`);
+  if (backoff === undefined || typeof backoff === "function") return { backoff, retryOn };
+  let policy;
+  try {
+    policy = resolveRetryPolicy(backoff);
+  } catch (error) {
+    throw new InvalidInput(`task ${name}: invalid backoff policy: ${(error as Error).message}`, { cause: error });
+  }
+  if (policy.maxAttempts !== undefined && options.maxAttempts !== undefined && policy.maxAttempts !== options.maxAttempts) {
+    throw new InvalidInput(`task ${name}: maxAttempts is ${options.maxAttempts} but its backoff policy says ${policy.maxAttempts}: give it once`);
+  }
+  const own = policy.retryOn;
+  const both = own && retryOn ? (error: unknown) => own(error) && retryOn(error) : own ?? retryOn;
+  return { backoff: policy.backoff, retryOn: both, maxAttempts: policy.maxAttempts };
 }
 
 /** Enqueue operations bound to a database or transaction and a set of options. @example const ids = await sendMail.using(db).enqueueMany([{ userId: 1 }, { userId: 2 }]); */
@@ -120,6 +155,11 @@ export class Task<S extends ArgsSchema = ArgsSchema> {
 /** Validates the options and every args; throws InvalidInput before anything is written. */
 export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date): JobBatch {
   const parsed = parseEnqueueOptions(options);
+  if (parsed.uniqueKey !== undefined && list.length > 1) {
+    // Every job of one call shares its options: the second job would clash with the first, not with an earlier one.
+    throw new InvalidInput(`Invalid enqueue options: uniqueKey ${JSON.stringify(parsed.uniqueKey)} would be shared by all ${list.length} jobs ` +
+      "of this enqueueMany call, and a key belongs to one active job: enqueue them one by one, each with its own key");
+  }
   list.forEach((args, i) => {
     parseOrThrow(task.schema, args, `args for task ${task.name}`);
     assertStorableJson(args ?? {}, list.length === 1 ? "args" : `args[${i}]`, `args for task ${task.name}`);
@@ -137,6 +177,7 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
     expiresAt: parsed.expiresAt ?? null,
     uniqueKey: parsed.uniqueKey ?? null,
     limitKey: parsed.limitKey ?? null,
+    limitWaitMs: parsed.limitKey === undefined ? null : parsed.limitWait ?? task.limitWaitMs ?? null,
   };
 }
 

@@ -2,7 +2,7 @@ import { Option, type Command } from "commander";
 import { requestCancel, requeue } from "../control.js";
 import { JOB_STATES } from "../core/states.js";
 import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.js";
-import { DEFAULT_RETENTION, pruneJobs } from "../ops/retention.js";
+import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT, pruneJobs, type PruneOptions } from "../ops/retention.js";
 import { CliError } from "./errors.js";
 import type { CliContext } from "./main.js";
 import { formatAgo, formatSpan, formatTime, print, printJson, printRows, renderFields, renderTable } from "./output.js";
@@ -69,8 +69,8 @@ export function registerJobs(program: Command, ctx: CliContext): void {
     .option("--failed", "also delete failed jobs (kept by default until requeued)")
     .option("--only-failed", "delete failed jobs only")
     .action((opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
-      const states: ("succeeded" | "cancelled" | "failed")[] = opts.onlyFailed ? ["failed"]
-        : opts.failed ? ["succeeded", "cancelled", "failed"] : ["succeeded", "cancelled"];
+      const states: NonNullable<PruneOptions["states"]> = opts.onlyFailed ? ["failed"]
+        : opts.failed ? [...PRUNED_BY_DEFAULT, "failed"] : [...PRUNED_BY_DEFAULT];
       const { deleted } = await pruneJobs(db, { olderThan: opts.olderThan, states });
       if (ctx.json(cmd)) return printJson({ deleted, states });
       print(`deleted ${deleted} ${states.join("/")} job${deleted === 1 ? "" : "s"}`);
@@ -92,6 +92,7 @@ function renderJob(job: JobDetail): string {
   if (job.expiresAt) fields.push(["expires", formatTime(job.expiresAt)]);
   if (job.uniqueKey) fields.push(["unique key", job.uniqueKey]);
   if (job.limitKey) fields.push(["limit key", job.limitKey]);
+  if (job.limitWaitMs !== null) fields.push(["limit wait", formatSpan(job.limitWaitMs)]);
   if (job.leaseOwner) fields.push(["lease", `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`]);
   const out = [renderFields(fields)];
   if (job.errors.length === 0) out.push("", "errors: none");

@@ -14,7 +14,7 @@ export function registerQueues(program: Command, ctx: CliContext): void {
       printRows<QueueRow>(ctx.json(cmd), rows, "no queues yet: enqueue a job or pause a queue", [
         ["QUEUE", (q) => q.queue], ["PAUSED", (q) => (q.paused ? "yes" : "no")], ["DUE", (q) => q.due],
         ["SCHEDULED", (q) => q.scheduled], ["RUNNING", (q) => q.running], ["SUCCEEDED", (q) => q.succeeded],
-        ["FAILED", (q) => q.failed], ["CANCELLED", (q) => q.cancelled],
+        ["FAILED", (q) => q.failed], ["CANCELLED", (q) => q.cancelled], ["RATE LIMITED", (q) => q.rateLimited],
         ["OLDEST DUE", (q) => (q.due > 0 ? formatSpan(q.oldestDueSeconds * 1000) : "-")],
       ]);
     }));

@@ -43,7 +43,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
     .argument("<app>", 'module exporting the app: "./src/app.ts" or "./dist/jobs.js:exportName"')
     .option("--queue <name>", "a queue to run (repeat for more; each gets --slots); default every queue", collect)
     .option("--slots <n>", `jobs running at once per queue (default ${DEFAULT_SLOTS})`, positiveInt)
-    .option("--retention <age>", `prune succeeded and cancelled jobs finished longer ago (default ${DEFAULT_RETENTION})`, duration)
+    .option("--retention <age>", `prune succeeded, cancelled and rate_limited jobs finished longer ago (default ${DEFAULT_RETENTION})`, duration)
     .option("--retention-failed <age>", "also prune failed jobs finished longer ago (default: keep them)", duration)
     .option("--lease <duration>", "how long a claim holds a job before others may recover it (default 30s)", duration)
     .option("--max-poll <duration>", `longest wait between polls of an idle queue (default ${DEFAULT_MAX_POLL})`, duration)

@@ -14,12 +14,23 @@ export function defaultBackoffMs(attempt: number, random: () => number = Math.ra
   return Math.round(base * (0.5 + random() * 0.5));
 }
 
-/** A task policy's delay, clamped; the default curve when the policy throws or returns no valid Duration. */
+/**
+ * A task policy's delay clamped to [0, 365 days]; the default curve when the policy throws or returns
+ * no Duration at all. A number out of range (negative, Infinity) is clamped, not replaced: the policy
+ * said "no wait" or "as long as allowed", and the seed bounds it rather than overruling it. Only NaN,
+ * which says nothing, falls back.
+ * @example backoffMs(2, () => -5000) // 0
+ */
 export function backoffMs(attempt: number, policy?: BackoffPolicy, random?: () => number): number {
   if (policy) {
     let ms: number | undefined;
-    try { ms = tryParseDuration(policy(attempt)); } catch { ms = undefined; }
+    try { ms = policyDelayMs(policy(attempt)); } catch { ms = undefined; }
     if (ms !== undefined) return Math.min(POLICY_MAX_DELAY_MS, Math.max(0, ms));
   }
   return defaultBackoffMs(attempt, random);
+}
+
+function policyDelayMs(value: unknown): number | undefined {
+  if (typeof value === "number") return Number.isNaN(value) ? undefined : value;
+  return tryParseDuration(value);
 }

@@ -91,3 +91,12 @@ export function postgresErrorOf(error: unknown): { code: string; message: string
   }
   return undefined;
 }
+
+/** The key named in a unique_violation's detail ("Key (unique_key)=(k) already exists."), where the driver passes it on. */
+export function uniqueKeyOfViolation(error: unknown): string | null {
+  for (let e: any = error; e; e = e.cause) {
+    const match = /Key \(unique_key\)=\((.*)\) already exists/.exec(String(e.detail ?? ""));
+    if (match) return match[1];
+  }
+  return null;
+}

@@ -68,6 +68,37 @@ export function jsonProblem(value: unknown, path: string, depth = 0, seen = new 
   }
 }
 
+/**
+ * Why `value` is not JSON, naming the first offending part and where it sits, or `null` when it is JSON.
+ * @example describeNonJson({ at: new Date() }) // "a Date at .at"
+ */
+export function describeNonJson(value: unknown, path = "", seen = new Set<object>()): string | null {
+  const where = path === "" ? "" : ` at ${path}`;
+  if (value === null || typeof value === "string" || typeof value === "boolean") return null;
+  if (typeof value === "number") return Number.isFinite(value) ? null : `the number ${value}${where}`;
+  if (typeof value === "bigint") return `a BigInt${where}`;
+  if (typeof value !== "object") return `${typeof value === "undefined" ? "undefined" : `a ${typeof value}`}${where}`;
+  if (seen.has(value)) return `a cycle${where} (an object that contains itself)`;
+  const proto = Object.getPrototypeOf(value);
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
+    const name = (value as { constructor?: { name?: string } }).constructor?.name;
+    return `${name ? `a ${name}` : "an object with a custom prototype"}${where}`;
+  }
+  seen.add(value);
+  try {
+    const entries: [string, unknown][] = Array.isArray(value)
+      ? value.map((item, i) => [`[${i}]`, item])
+      : Object.entries(value).filter(([, item]) => item !== undefined).map(([key, item]) => [`.${key}`, item]);
+    for (const [step, item] of entries) {
+      const reason = describeNonJson(item, path + step, seen);
+      if (reason !== null) return reason;
+    }
+    return null;
+  } finally {
+    seen.delete(value);
+  }
+}
+
 function at(path: string, problem: string | null): string | null {
   return problem === null ? null : `${path}: ${problem}`;
 }

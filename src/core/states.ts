@@ -5,10 +5,12 @@
  * - `succeeded`: the body returned JSON (or completeTx/completeBatch committed). Terminal.
  * - `failed`: attempts spent or `Fail` thrown. Terminal until `requeue`.
  * - `cancelled`: cancelled before or during its run, expired, or `Cancel` thrown. Terminal.
+ * - `rate_limited`: opt-in (`limitWait`): due, but held back by its limit key for longer than its
+ *   `limitWait`, and its key still had no room when a claim looked. It never started. Terminal.
  */
 /** @example if (JOB_STATES.includes(s)) ... */
-export const JOB_STATES = ["queued", "running", "succeeded", "failed", "cancelled"] as const;
+export const JOB_STATES = ["queued", "running", "succeeded", "failed", "cancelled", "rate_limited"] as const;
 /** One of JOB_STATES. @example const s: JobState = "queued"; */
 export type JobState = (typeof JOB_STATES)[number];
 export const ACTIVE_STATES: readonly JobState[] = ["queued", "running"];
-export const FINISHED_STATES: readonly JobState[] = ["succeeded", "failed", "cancelled"];
+export const FINISHED_STATES: readonly JobState[] = ["succeeded", "failed", "cancelled", "rate_limited"];

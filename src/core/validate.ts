@@ -115,6 +115,8 @@ export interface EnqueueOptions {
   uniqueKey?: string;
   /** The key `setLimit` limits are counted under. */
   limitKey?: string;
+  /** With `limitKey`: once due, the job may be held back by its limit this long; then it ends `rate_limited`. Overrides the task's. */
+  limitWait?: Duration;
   /** Overrides the task's queue. */
   queue?: string;
 }
@@ -127,9 +129,11 @@ const EnqueueOptionsSchema = v.pipe(
     priority: v.optional(Priority),
     uniqueKey: v.optional(NameSchema),
     limitKey: v.optional(NameSchema),
+    limitWait: v.optional(Duration("limitWait", 0, MAX_SPAN_MS)),
     queue: v.optional(NameSchema),
   }),
   v.check((o) => o.delay === undefined || o.runAt === undefined, "give delay or runAt, not both"),
+  v.check((o) => o.limitWait === undefined || o.limitKey !== undefined, "limitWait bounds the wait for a limit: give it with a limitKey"),
 );
 
 export type ParsedEnqueueOptions = v.InferOutput<typeof EnqueueOptionsSchema>;
@@ -148,7 +152,8 @@ export const TaskOptionsSchema = v.object({
   maxAttempts: v.optional(v.pipe(v.number("maxAttempts must be a number"), v.integer("maxAttempts must be an integer"),
     v.minValue(1, "maxAttempts must be at least 1"), v.maxValue(MAX_ATTEMPTS_BOUND, `maxAttempts must be at most ${MAX_ATTEMPTS_BOUND}`))),
   timeout: v.optional(Duration("timeout", 1, MAX_TIMER_MS)),
-  backoff: v.optional(Fn("backoff")),
+  backoff: v.optional(v.custom((x) => typeof x === "function" || (typeof x === "object" && x !== null),
+    "backoff must be a function of the attempt or a retry policy object")),
   retryOn: v.optional(Fn("retryOn")),
   priority: v.optional(Priority),
 });

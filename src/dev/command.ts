@@ -101,8 +101,8 @@ export function banner(server: DevServer, dashboardUrl?: string): string {
 }
 
 function logTick(summary: RunSummary): void {
-  if (summary.claimed + summary.recovered + summary.cancelled === 0) return;
-  const parts = (["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered"] as const)
+  if (summary.claimed + summary.recovered + summary.cancelled + summary.rateLimited === 0) return;
+  const parts = (["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited"] as const)
     .filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
   process.stdout.write(`${new Date().toISOString().slice(11, 19)} invocation: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms)\n`);
 }

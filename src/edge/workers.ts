@@ -27,5 +27,5 @@ export function scheduledInvocation<E>(app: App, options: ScheduledOptions<E>) {
 }
 
 function logSummary(summary: RunSummary): void {
-  if (summary.claimed + summary.recovered + summary.cancelled > 0) console.log("akadze invocation", JSON.stringify(summary));
+  if (summary.claimed + summary.recovered + summary.cancelled + summary.rateLimited > 0) console.log("akadze invocation", JSON.stringify(summary));
 }

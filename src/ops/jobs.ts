@@ -32,6 +32,8 @@ export interface JobDetail extends JobSummary {
   startedAt: string | null;
   uniqueKey: string | null;
   limitKey: string | null;
+  /** How long the job may be held back by its limit once due before it ends `rate_limited`; null: no bound. */
+  limitWaitMs: number | null;
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
   cancelRequested: boolean;
@@ -85,13 +87,13 @@ export async function getJob(db: Db, jobId: number): Promise<JobDetail | null> {
   const id = parseOrThrow(JobId, jobId, "job id");
   const row = await queryJson<JobDetail | null>(db, sql`
     select jsonb_build_object(${SUMMARY_FIELDS}, 'args', args, 'result', result, 'errors', errors, 'expiresAt', expires_at,
-      'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'leaseOwner', lease_owner,
+      'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'limitWaitMs', limit_wait_ms, 'leaseOwner', lease_owner,
       'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested) as r
     from akadze.jobs where id = ${id}`);
   if (!row) return null;
   return {
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
-    expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, leaseOwner: row.leaseOwner,
+    expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), leaseOwner: row.leaseOwner,
     leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested,
   };
 }

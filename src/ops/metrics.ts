@@ -67,7 +67,7 @@ function snapshotStatement(now: Date, windowMs: number) {
       group by j.queue, j.task`)},
     'finished', ${rows(sql`
       select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs
-      where state in ('succeeded', 'failed', 'cancelled') and finished_at > ${since}
+      where state in ('succeeded', 'failed', 'cancelled', 'rate_limited') and finished_at > ${since}
       group by queue, task, state`)},
     'limits', ${rows(sql`
       select jsonb_build_array(l.key, l.max_running,

@@ -4,7 +4,7 @@ import { DurationSchema, parseDuration, type Duration } from "../core/duration.j
 import { MAX_SPAN_MS, parseOrThrow, RetentionSchema } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 
-/** How long succeeded and cancelled jobs stay in the table after they finish, by default. */
+/** How long succeeded, cancelled and rate_limited jobs stay in the table after they finish, by default. */
 export const DEFAULT_RETENTION = "7d";
 /** At most this many job rows (and as many registry rows) one invocation deletes, so pruning never makes a claim slow. */
 export const RETENTION_BATCH = 1000;
@@ -13,7 +13,7 @@ export const WORKERS_RETENTION = "1d";
 
 /** What invocations prune as a side effect of their claim. */
 export interface RetentionOptions {
-  /** Age after which succeeded and cancelled jobs are deleted. Default `DEFAULT_RETENTION` ("7d"). */
+  /** Age after which succeeded, cancelled and rate_limited jobs are deleted. Default `DEFAULT_RETENTION` ("7d"). */
   finished?: Duration;
   /** Age after which failed jobs are deleted too; default: kept until requeued or pruned explicitly. */
   failed?: Duration | null;
@@ -21,7 +21,7 @@ export interface RetentionOptions {
   batch?: number;
 }
 
-/** `runOnce`'s `retention` option: an age for succeeded and cancelled jobs, the full options, or `false` for none. */
+/** `runOnce`'s `retention` option: an age for succeeded, cancelled and rate_limited jobs, the full options, or `false` for none. */
 export type Retention = Duration | RetentionOptions | false;
 
 /** Retention with every default applied, in milliseconds. */
@@ -44,7 +44,9 @@ function before(now: Date, ms: number): SQL {
   return sql`${new Date(now.getTime() - ms).toISOString()}::timestamptz`;
 }
 
-const FINISHED = new Set(["succeeded", "cancelled", "failed"]);
+const FINISHED = new Set(["succeeded", "cancelled", "rate_limited", "failed"]);
+/** Pruned by age by default: the terminal states nothing moves a job out of (failed jobs wait for requeue). */
+export const PRUNED_BY_DEFAULT = ["succeeded", "cancelled", "rate_limited"] as const;
 
 /** A finished state as an SQL literal, so the planner sees constants and uses the (state, finished_at) index. */
 function stateLiteral(state: string): string {
@@ -71,7 +73,7 @@ function deleteFinished(name: string, states: string[], cutoff: SQL, limit: numb
  * jobs, which is what the claim moves.
  */
 export function retentionCtes(plan: RetentionPlan, now: Date): SQL[] {
-  const ctes = [deleteFinished("akadze_pruned_jobs", ["succeeded", "cancelled"], before(now, plan.finishedMs), plan.batch)];
+  const ctes = [deleteFinished("akadze_pruned_jobs", [...PRUNED_BY_DEFAULT], before(now, plan.finishedMs), plan.batch)];
   if (plan.failedMs !== null) ctes.push(deleteFinished("akadze_pruned_failed", ["failed"], before(now, plan.failedMs), plan.batch));
   ctes.push(sql`akadze_pruned_workers as (
     delete from akadze.workers where id in (
@@ -85,14 +87,14 @@ export function retentionCtes(plan: RetentionPlan, now: Date): SQL[] {
 export interface PruneOptions {
   /** Finished longer ago than this. Default `DEFAULT_RETENTION`. */
   olderThan?: Duration;
-  /** Job states to delete. Default succeeded and cancelled; add "failed" to drop failed jobs too. */
-  states?: ("succeeded" | "cancelled" | "failed")[];
+  /** Job states to delete. Default succeeded, cancelled and rate_limited; add "failed" to drop failed jobs too. */
+  states?: ("succeeded" | "cancelled" | "rate_limited" | "failed")[];
   now?: Date;
 }
 
 const PruneSchema = v.strictObject({
   olderThan: v.optional(v.pipe(DurationSchema, v.maxValue(MAX_SPAN_MS, `olderThan must be at most ${MAX_SPAN_MS} ms (100 years)`))),
-  states: v.optional(v.pipe(v.array(v.picklist(["succeeded", "cancelled", "failed"], "states are succeeded, cancelled or failed")),
+  states: v.optional(v.pipe(v.array(v.picklist(["succeeded", "cancelled", "rate_limited", "failed"], "states are succeeded, cancelled, rate_limited or failed")),
     v.minLength(1, "give at least one state"))),
   now: v.optional(v.date("now must be a valid Date")),
 });
@@ -107,7 +109,7 @@ export async function pruneJobs(db: Db, options: PruneOptions = {}): Promise<{ d
   const cutoff = before(o.now ?? new Date(), o.olderThan ?? parseDuration(DEFAULT_RETENTION));
   let deleted = 0;
   for (;;) {
-    const n = await queryJson<number>(db, sql`with ${deleteFinished("pruned", o.states ?? ["succeeded", "cancelled"], cutoff, RETENTION_BATCH)}
+    const n = await queryJson<number>(db, sql`with ${deleteFinished("pruned", o.states ?? [...PRUNED_BY_DEFAULT], cutoff, RETENTION_BATCH)}
       select to_jsonb((select count(*) from pruned)) as r`);
     deleted += Number(n);
     if (Number(n) < RETENTION_BATCH) return { deleted };

@@ -69,7 +69,7 @@ export class Claimer {
     const { fit, tooLong } = this.fittingTasks();
     this.tooLongForBudget ??= tooLong;
     if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], limits: this.limits, noTaskFits: true };
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], limits: this.limits, noTaskFits: true };
     }
     const schedules = this.dueSchedules();
     const statement = claimJobsStatement({
@@ -79,7 +79,7 @@ export class Claimer {
     });
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, (db) => queryJson<ClaimResult>(db, statement), (r) => [
-      ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)),
+      ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)),
       ...r.claimed.map((j): Transition => ({ jobId: Number(j.id), task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);
     schedules.sent();

@@ -3,12 +3,17 @@ import type { SQL } from "drizzle-orm";
 import { AkadzeError, LeaseLost } from "../core/errors.js";
 import { emitTransitions, type Hooks } from "../app/hooks.js";
 import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/driver.js";
+import { isJsonValue } from "../core/json.js";
 import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.js";
+import { keepResultStatement } from "../sql/result.js";
+import { timestamp } from "../sql/time.js";
 
 /** The job a body is running, with ways to complete it together with the body's own writes. @example const job: CurrentJob = current(); */
 export class CurrentJob {
   /** True once completeTx/completeBatch committed: the job is `succeeded` whatever the body does next. */
   completed = false;
+  /** The `finished_at` the completion wrote; the body's return value is kept against it. */
+  private completedAt: Date | undefined;
 
   constructor(
     readonly id: number,
@@ -32,11 +37,12 @@ export class CurrentJob {
         "use current().completeBatch((db) => [...queries]) instead");
     }
     this.assertOpen();
+    const at = this.run.now();
     const value = await db.transaction(async (tx) => {
-      await this.markSucceeded(tx as unknown as Db);
+      await this.markSucceeded(tx as unknown as Db, at);
       return block(tx as unknown as Db);
     });
-    this.completed = true;
+    this.markCompleted(at);
     return value;
   }
 
@@ -47,27 +53,42 @@ export class CurrentJob {
    */
   async completeBatch(build: (db: Db) => BatchItem[]): Promise<void> {
     this.assertOpen();
-    const { owner, sqlNow, hooks } = this.run;
+    const { owner, hooks } = this.run;
+    const at = this.run.now();
     const needsTx = hooks.transition.length > 0 && !isNeonHttp(this.run.db);
     try {
       if (needsTx) {
         await this.run.db.transaction(async (tx) => {
-          await this.markSucceeded(tx as unknown as Db);
+          await this.markSucceeded(tx as unknown as Db, at);
           await runAtomically(tx as unknown as Db, build);
         });
       } else {
-        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, sqlNow(), this.id)), ...build(d)]);
+        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, timestamp(at), this.id)), ...build(d)]);
         await emitTransitions(hooks, [this.transition()], this.run.db);
       }
     } catch (error) {
       throw asLeaseLost(error, this.id);
     }
-    this.completed = true;
+    this.markCompleted(at);
   }
 
-  private async markSucceeded(tx: Db): Promise<void> {
+  /**
+   * Keeps what the body returned after completeTx/completeBatch as the job's result: one more statement,
+   * and only for a JSON value (the job is already `succeeded`, so a value JSON cannot hold is not stored).
+   */
+  async keepResult(value: unknown): Promise<void> {
+    if (!this.completedAt || value === undefined || !isJsonValue(value)) return;
+    await this.run.db.execute(keepResultStatement(this.id, this.completedAt, value));
+  }
+
+  private markCompleted(at: Date): void {
+    this.completed = true;
+    this.completedAt = at;
+  }
+
+  private async markSucceeded(tx: Db, at: Date): Promise<void> {
     try {
-      await queryJson(tx, completeOwnedStatement(this.run.owner, this.run.sqlNow(), this.id));
+      await queryJson(tx, completeOwnedStatement(this.run.owner, timestamp(at), this.id));
     } catch (error) {
       throw asLeaseLost(error, this.id);
     }

@@ -90,7 +90,7 @@ export class Engine {
 
   constructor(private readonly o: EngineOptions) {
     this.summary = { id: o.owner, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
-      recovered: 0, lost: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
+      recovered: 0, rateLimited: 0, lost: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
@@ -219,6 +219,7 @@ export class Engine {
     s.claimed += claim.claimed.length;
     s.recovered += claim.recovered.length;
     s.cancelled += claim.cancelled.length;
+    s.rateLimited += claim.rateLimited.length;
     for (const job of claim.claimed) {
       this.held.set(job.id, new AbortController());
       this.queue.push({ job, state: job.started ? "ready" : "waiting" });

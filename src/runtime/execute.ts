@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { backoffMs } from "../core/backoff.js";
 import { Cancel, Fail, JobTimeout, ResultNotJson, Retry, Snooze } from "../core/errors.js";
-import { isJsonValue } from "../core/json.js";
+import { describeNonJson, isJsonValue } from "../core/json.js";
 import { describeIssues } from "../core/validate.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
 import type { TaskDefinition } from "../app/task.js";
@@ -66,34 +66,66 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
     id: job.id, task: job.task, queue: job.queue, attempt: job.attempt, maxAttempts: job.max_attempts,
     signal: controller.signal, args: job.args,
   };
+  const overran = overrunCheck(run);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     if (!Number.isFinite(run.timeoutMs)) return; // a long-lived worker without a declared timeout
     timer = setTimeout(() => {
-      const error = new JobTimeout(run.timeoutFrom === "budget"
-        ? `task ${task.name} ran past the ${run.timeoutMs} ms left of its invocation's budget (it declares no timeout of its own)`
-        : `task ${task.name} ran past its timeout of ${run.timeoutMs} ms`);
+      const error = timeoutError(run);
       controller.abort(error);
       reject(error);
     }, run.timeoutMs);
   });
   try {
-    const result = await Promise.race([withCurrentJob(run.current, () => runBody(run, parsed.output, hookJob)), timedOut]);
-    return run.current.completed ? null : { id: job.id, kind: "succeeded", result: result === undefined ? null : result };
+    const result = await Promise.race([withCurrentJob(run.current, () => runBody(run, parsed.output, hookJob, overran)), timedOut]);
+    if (run.current.completed) {
+      await run.current.keepResult(result);
+      return null;
+    }
+    // A body that held the event loop past its timeout kept the timer from firing: the clocks decide.
+    if (overran()) return outcomeOfError(run, timeoutError(run));
+    return { id: job.id, kind: "succeeded", result: result === undefined ? null : result };
   } catch (error) {
-    return run.current.completed ? null : outcomeOfError(run, error);
+    if (run.current.completed) return null;
+    return outcomeOfError(run, overran() ? timeoutError(run) : error);
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function runBody(run: JobRun, args: unknown, hookJob: HookJob): Promise<unknown> {
+/**
+ * Whether the run has outlived its timeout, by the invocation's clock (which tests move) or by the
+ * monotonic clock (which a wall-clock jump cannot fool). Aborts `job.signal` when it has.
+ */
+function overrunCheck(run: JobRun): () => boolean {
+  const startedAt = run.now().getTime();
+  const startedMono = performance.now();
+  return () => {
+    if (!Number.isFinite(run.timeoutMs)) return false;
+    const elapsed = Math.max(run.now().getTime() - startedAt, performance.now() - startedMono);
+    if (elapsed <= run.timeoutMs) return false;
+    if (!run.controller.signal.aborted) run.controller.abort(timeoutError(run));
+    return true;
+  };
+}
+
+function timeoutError(run: JobRun): JobTimeout {
+  const reason = run.controller.signal.reason;
+  if (reason instanceof JobTimeout) return reason;
+  return new JobTimeout(run.timeoutFrom === "budget"
+    ? `task ${run.task.name} ran past the ${run.timeoutMs} ms left of its invocation's budget (it declares no timeout of its own)`
+    : `task ${run.task.name} ran past its timeout of ${run.timeoutMs} ms`);
+}
+
+async function runBody(run: JobRun, args: unknown, hookJob: HookJob, overran: () => boolean): Promise<unknown> {
   for (const hook of run.hooks.before) await hook(hookJob);
   const { signal: _signal, args: _args, ...context } = hookJob;
   const result = await run.task.handler(args, { ...context, signal: run.controller.signal });
   if (run.current.completed) return result;
+  // afterRun hooks run only inside the timeout: a late body is a timeout before its result is looked at.
+  if (overran()) throw timeoutError(run);
   if (result !== undefined && !isJsonValue(result)) {
-    throw new ResultNotJson(`task ${run.task.name} returned a value that is not JSON (${describeValue(result)})`);
+    throw new ResultNotJson(`task ${run.task.name} returned a value that is not JSON: ${describeNonJson(result)}`);
   }
   for (const hook of run.hooks.after) await hook(hookJob, result);
   return result;
@@ -137,10 +169,4 @@ function jsonPayload(value: unknown): unknown {
     const text = JSON.stringify(value);
     return text === undefined ? undefined : JSON.parse(text);
   } catch { return undefined; }
-}
-
-function describeValue(value: unknown): string {
-  if (typeof value === "bigint") return "a BigInt";
-  if (typeof value === "object" && value !== null) return `a ${value.constructor?.name ?? "object without prototype"} or a cycle`;
-  return typeof value;
 }

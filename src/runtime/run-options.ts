@@ -67,6 +67,8 @@ export interface RunSummary {
   cancelled: number;
   released: number;
   recovered: number;
+  /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this invocation's claims. */
+  rateLimited: number;
   /** Outcomes that could not be recorded because the lease was lost. */
   lost: number;
   /**

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { recoverExpiredLeasesCtes } from "./recover.js";
 import { tokenFree } from "./start.js";
+import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
 import { msInterval, mustStop } from "./time.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
@@ -58,6 +59,8 @@ export interface ClaimResult {
   claimed: ClaimedJob[];
   recovered: SideTransition[];
   cancelled: SideTransition[];
+  /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this claim. */
+  rateLimited: SideTransition[];
   /** Whether any limit exists: the next claim includes the limit CTEs only then. */
   limits: boolean;
   /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
@@ -129,7 +132,8 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   const unlimited = sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`;
   const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
   return sql`
-    with ${sql.join(extra, sql` `)} ${sql.join(recoverExpiredLeasesCtes(now), sql`, `)},
+    with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
+    ${sql.join(recoverExpiredLeasesCtes(now), sql`, `)},
     unlimited_candidates as (
       select j.id, j.priority, j.run_at, ${stop} as stop, false as limited
       from akadze.jobs j
@@ -146,7 +150,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
     ),
     due as (
       select c.id, c.limited, row_number() over (order by c.limited, ${ORDER}) <= ${p.startCount} and not c.limited as start
-      from candidates c where not c.stop
+      from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
     ),
     claimed as (
       update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = ${p.owner},
@@ -167,6 +171,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
         'from', 'running', 'to', state)) from recovered), '[]'::jsonb),
       'cancelled', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::jsonb),
+      'rateLimited', ${p.limits ? rateLimitedTransitions() : sql`'[]'::jsonb`},
       'freed', (select count(*) from recover_freed),
       'limits', exists (select 1 from akadze.limits)
     )${report} as r`;

@@ -13,6 +13,8 @@ export interface JobBatch {
   expiresAt: Date | null;
   uniqueKey: string | null;
   limitKey: string | null;
+  /** How long a due job may be held back by its limit before it ends `rate_limited`; null: no bound. */
+  limitWaitMs: number | null;
 }
 
 /**
@@ -22,10 +24,10 @@ export interface JobBatch {
 export function insertJobsStatement(batch: JobBatch, args: unknown[]): SQL {
   return sql`
     with inserted as (
-      insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, created_at)
+      insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, created_at)
       select ${batch.task}::text, ${batch.queue}::text, a.args, ${batch.priority}::smallint, ${batch.maxAttempts}::int,
         ${batch.runAt.toISOString()}::timestamptz, ${batch.expiresAt?.toISOString() ?? null}::timestamptz,
-        ${batch.uniqueKey}::text, ${batch.limitKey}::text, now()
+        ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, now()
       from jsonb_array_elements(${JSON.stringify(args)}::jsonb) with ordinality as a(args, ord)
       order by a.ord
       returning id

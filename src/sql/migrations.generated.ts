@@ -57,5 +57,17 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "DROP INDEX \"akadze\".\"jobs_unique_key_active\";",
       "CREATE UNIQUE INDEX \"jobs_unique_key_active\" ON \"akadze\".\"jobs\" USING btree (\"unique_key\") WHERE \"akadze\".\"jobs\".\"state\" in ('queued', 'running') and \"akadze\".\"jobs\".\"unique_key\" is not null;"
     ]
+  },
+  {
+    "id": 6,
+    "name": "0006_rate_limited",
+    "statements": [
+      "ALTER TABLE \"akadze\".\"jobs\" DROP CONSTRAINT \"jobs_state_check\";",
+      "DROP INDEX \"akadze\".\"jobs_finished_idx\";",
+      "ALTER TABLE \"akadze\".\"jobs\" ADD COLUMN \"limit_wait_ms\" bigint;",
+      "CREATE INDEX \"jobs_limit_wait_idx\" ON \"akadze\".\"jobs\" USING btree (\"run_at\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"limit_wait_ms\" is not null;",
+      "CREATE INDEX \"jobs_finished_idx\" ON \"akadze\".\"jobs\" USING btree (\"state\",\"finished_at\") WHERE \"akadze\".\"jobs\".\"state\" in ('succeeded', 'failed', 'cancelled', 'rate_limited');",
+      "ALTER TABLE \"akadze\".\"jobs\" ADD CONSTRAINT \"jobs_state_check\" CHECK (\"akadze\".\"jobs\".\"state\" in ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'rate_limited'));"
+    ]
   }
 ];
