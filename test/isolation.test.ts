@@ -3,6 +3,7 @@
 // that call) only.
 import { expect, it } from "vitest";
 import * as v from "valibot";
+import { sql } from "drizzle-orm";
 import { createApp, InvalidInput, Retry, runOnce, Fail } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
@@ -91,3 +92,39 @@ forEachDriver((h) => {
     expect(await h().rows("select state, attempt from akadze.jobs")).toEqual([{ state: "queued", attempt: 0 }]);
   });
 });
+
+forEachDriver((h) => {
+  it("claims and completions stay under Neon's request and response caps whatever the jobs carry", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const runs = new Map<number, number>();
+    const big = "x".repeat(250_000);
+    const task = app.task("heavy", { args: v.object({ blob: v.string(), echo: v.boolean() }) }, async ({ blob, echo }, job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+      return echo ? { blob } : null;
+    });
+    for (let i = 0; i < 50; i += 10) {
+      // In requests of 2.5 MB: a single enqueue request over neon-http is itself capped at 10 MB.
+      await task.using(h().db).enqueueMany(Array.from({ length: 10 }, (_, j) => ({ blob: big, echo: (i + j) % 2 === 0 })));
+    }
+    const summary = await runOnce(app, { db: h().db, now: clock.now, batchSize: 50 });
+    expect(summary).toMatchObject({ succeeded: 50, lost: 0 });
+    expect(runs.size).toBe(50);
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it("a job too large for any claim over HTTP fails with a sentence naming the cap; the others run", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const task = app.task("sized", { args: v.object({ blob: v.string() }) }, async () => "ok");
+    // Built on the server: a request this large is itself over what an HTTP enqueue may send.
+    await h().db.execute(sql.raw(`insert into akadze.jobs (task, args, run_at) values ('sized', jsonb_build_object('blob', repeat('y', ${7 * 1024 * 1024})), '${clock.now().toISOString()}')`));
+    await task.using(h().db).enqueue({ blob: "small" });
+    const summary = await runOnce(app, { db: h().db, now: clock.now });
+    expect(summary).toMatchObject({ succeeded: 1, failed: 1 });
+    const [row] = await h().rows<{ state: string; errors: { kind: string; message: string }[] }>("select state, errors from akadze.jobs order by id limit 1");
+    expect(row.state).toBe("failed");
+    expect(row.errors[0].kind).toBe("ArgsTooLarge");
+    expect(row.errors[0].message).toMatch(/over the \d+ bytes one claim over HTTP Postgres may carry/);
+  });
+}, ["neon-http"]);

@@ -1,7 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { isNeonHttp, queryJson, type Db } from "../db/driver.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
 import { enqueueDueSlotsCtes } from "../sql/schedules.js";
 import { dueSlots } from "../schedules/enqueue.js";
@@ -11,6 +11,8 @@ import { CLAIM_MARGIN_MS } from "./run-options.js";
 
 /** A schedule's slot this process saw enqueued is not sent again for this long (then its `seen_at` is refreshed). */
 const SCHEDULE_RECHECK_MS = 60_000;
+/** Over neon-http a claim returns at most this many bytes of args (Neon refuses responses over 10 MB). */
+export const MAX_CLAIM_BYTES = 6 * 1024 * 1024;
 /** The least room a claim leaves for its own round trip once round trips were measured. */
 const MIN_MARGIN_MS = 50;
 
@@ -69,17 +71,17 @@ export class Claimer {
     const { fit, tooLong } = this.fittingTasks();
     this.tooLongForBudget ??= tooLong;
     if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], limits: this.limits, noTaskFits: true };
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: this.limits, noTaskFits: true };
     }
     const schedules = this.dueSchedules();
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: this.limits,
+      queues: this.o.queues, limits: this.limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
       extra: [...extra, ...schedules.extra], report: schedules.report,
     });
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, (db) => queryJson<ClaimResult>(db, statement), (r) => [
-      ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)),
+      ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
       ...r.claimed.map((j): Transition => ({ jobId: Number(j.id), task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);
     schedules.sent();

@@ -220,13 +220,14 @@ export class Engine {
     s.recovered += claim.recovered.length;
     s.cancelled += claim.cancelled.length;
     s.rateLimited += claim.rateLimited.length;
+    s.failed += claim.tooLarge.length;
     for (const job of claim.claimed) {
       this.held.set(job.id, new AbortController());
       this.queue.push({ job, state: job.started ? "ready" : "waiting" });
     }
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
     // the same statement were invisible to it, so those call for one more claim.
-    const more = (claim.scheduled ?? 0) > 0 || claim.recovered.length > 0;
+    const more = (claim.scheduled ?? 0) > 0 || claim.recovered.length > 0 || claim.more;
     if (!this.o.drain || claim.noTaskFits || (claim.claimed.length < asked && !more)) this.exhausted = true;
   }
 

@@ -7,6 +7,24 @@ import { sendWithTransitions, transitionOf } from "./send.js";
 import { nextTurn } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
 
+/** One settle statement carries at most about this many bytes of outcomes (Neon refuses requests over 10 MB). */
+export const MAX_SETTLE_BYTES = 4 * 1024 * 1024;
+
+/** Outcomes in order, cut into chunks of at most `max` bytes of JSON each (a larger outcome goes alone). */
+function chunkByBytes(outcomes: Outcome[], max: number): Outcome[][] {
+  const chunks: Outcome[][] = [];
+  let current: Outcome[] = [];
+  let bytes = 0;
+  for (const o of outcomes) {
+    const size = o.result === undefined && o.error === undefined ? 64 : JSON.stringify(o).length * 2;
+    if (current.length > 0 && bytes + size > max) { chunks.push(current); current = []; bytes = 0; }
+    current.push(o);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
 /** Tries of one statement before its outcomes are split (or, alone, replaced by a storable failure). */
 const TRIES = 3;
 
@@ -71,7 +89,9 @@ export class Settler {
       const outcomes = this.outcomes.splice(0).map(storable);
       const start = this.start;
       this.start = null;
-      await this.settle(outcomes, start);
+      const [first, ...rest] = chunkByBytes(outcomes, MAX_SETTLE_BYTES);
+      await this.settle(first ?? [], start);
+      for (const chunk of rest) await this.settle(chunk, null);
     }
   }
 

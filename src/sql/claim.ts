@@ -29,6 +29,11 @@ export interface ClaimParams {
    */
   limits: boolean;
   /**
+   * The most bytes of args one claim may return (over neon-http, whose responses are capped), or null.
+   * Jobs past it wait for the next claim; a job whose args alone exceed it fails with a sentence naming the cap.
+   */
+  maxBytes?: number | null;
+  /**
    * More work for the same round trip, as CTEs `name as (...)` (schedules, registry, retention).
    * They run in the same snapshot, so they must not touch the queued or running jobs the claim moves.
    */
@@ -61,6 +66,10 @@ export interface ClaimResult {
   cancelled: SideTransition[];
   /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this claim. */
   rateLimited: SideTransition[];
+  /** Jobs whose args alone exceed `maxBytes`: `failed`. */
+  tooLarge: SideTransition[];
+  /** Claimable jobs were left for the next claim because the batch reached `maxBytes`. */
+  more: boolean;
   /** Whether any limit exists: the next claim includes the limit CTEs only then. */
   limits: boolean;
   /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
@@ -112,6 +121,32 @@ function limitedCandidatesCtes(p: ClaimParams, eligible: SQL, stop: SQL): SQL[] 
 }
 
 /**
+ * `oversized`: candidates this claim leaves out for their size (`alone`: too large for any claim), and
+ * `too_large`, which fails the latter with a sentence naming the cap. Without `maxBytes` both are empty.
+ */
+function sizedCtes(p: ClaimParams, _id: SQL): SQL {
+  if (p.maxBytes == null) {
+    return sql`oversized as (select null::bigint as id, false as alone where false),
+    too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`;
+  }
+  const cap = p.maxBytes;
+  return sql`sized as (
+      select c.id, b.bytes, sum(case when b.bytes <= ${cap} then b.bytes else 0 end) over (order by c.limited, c.priority desc, c.run_at, c.id) as total
+      from candidates c join akadze.jobs j on j.id = c.id cross join lateral (select octet_length(j.args::text) as bytes) b
+      where not c.stop
+    ),
+    oversized as (select id, bytes > ${cap} as alone from sized where bytes > ${cap} or total > ${cap}),
+    too_large as (
+      update akadze.jobs j set state = 'failed', finished_at = ${p.now},
+        errors = j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', ${p.now}, 'kind', 'ArgsTooLarge',
+          'message', 'its args are ' || s.bytes || ' bytes of JSON, over the ' || ${cap}::int || ' bytes one claim over HTTP Postgres may carry (Neon caps a response at 10 MB): keep large data in your own tables and pass its key',
+          'stack', null))
+      from sized s where j.id = s.id and s.bytes > ${cap}
+      returning j.id, j.task, j.queue, j.attempt
+    )`;
+}
+
+/**
  * One atomic statement, composed of named fragments: recover expired leases (recover.ts), turn due jobs
  * that were cancelled or expired into `cancelled`, and claim a batch in priority order from unpaused
  * queues for the tasks given, marking the first `startCount` started. Extra CTEs (schedules, registry,
@@ -148,9 +183,11 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       order by ${ORDER}
       limit ${p.batchSize}
     ),
+    ${sizedCtes(p, sql`c.id`)},
     due as (
       select c.id, c.limited, row_number() over (order by c.limited, ${ORDER}) <= ${p.startCount} and not c.limited as start
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
+        and c.id not in (select id from oversized)
     ),
     claimed as (
       update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = ${p.owner},
@@ -172,6 +209,9 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       'cancelled', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::jsonb),
       'rateLimited', ${p.limits ? rateLimitedTransitions() : sql`'[]'::jsonb`},
+      'tooLarge', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'queued', 'to', 'failed')) from too_large), '[]'::jsonb),
+      'more', exists (select 1 from oversized where not alone),
       'freed', (select count(*) from recover_freed),
       'limits', exists (select 1 from akadze.limits)
     )${report} as r`;
