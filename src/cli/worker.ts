@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import type { App } from "../app/app.js";
 import { DEFAULT_RETENTION } from "../ops/retention.js";
 import { DEFAULT_SLOTS } from "../runtime/run-once.js";
-import { DEFAULT_MAX_POLL, runWorker } from "../runtime/worker.js";
+import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/worker.js";
 import { CliError, describeError, UsageError } from "./errors.js";
 import type { CliContext } from "./main.js";
 import { print, printJson } from "./output.js";
@@ -43,6 +43,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
     .argument("<app>", 'module exporting the app: "./src/app.ts" or "./dist/jobs.js:exportName"')
     .option("--queue <name>", "a queue to run (repeat for more; each gets --slots); default every queue", collect)
     .option("--slots <n>", `jobs running at once per queue (default ${DEFAULT_SLOTS})`, positiveInt)
+    .option("--prefetch <n>", `jobs claimed ahead and held per queue (default ${DEFAULT_PREFETCH_PER_SLOT} x --slots)`, positiveInt)
     .option("--retention <age>", `prune succeeded, cancelled and rate_limited jobs finished longer ago (default ${DEFAULT_RETENTION})`, duration)
     .option("--retention-failed <age>", "also prune failed jobs finished longer ago (default: keep them)", duration)
     .option("--lease <duration>", "how long a claim holds a job before others may recover it (default 30s)", duration)
@@ -67,7 +68,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
         const slots = opts.slots ?? DEFAULT_SLOTS;
         try {
           const summary = await runWorker(app, {
-            db, queues, slots, signal: stop.signal, lease: opts.lease, maxPoll: opts.maxPoll,
+            db, queues, slots, prefetch: opts.prefetch, signal: stop.signal, lease: opts.lease, maxPoll: opts.maxPoll,
             retention: { finished: opts.retention, failed: opts.retentionFailed ?? null },
             onError: (error) => {
               // A database outage would repeat on every lane and poll: say it once, then every 30 s.
