@@ -1,6 +1,7 @@
 // Every row of the outcome table (SPEC §2), on every driver.
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
+import { sql } from "drizzle-orm";
 import { Cancel, createApp, Fail, Retry, runOnce, Snooze, type App } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
@@ -242,12 +243,18 @@ forEachDriver((h, driver) => {
     });
 
     // neon-http has no interactive transactions: there hooks run right after the change commits.
-    if (driver !== "neon-http") it("onTransition runs in the transaction of the change: a throwing hook undoes it", async () => {
+    if (driver !== "neon-http") it("onTransition runs in the transaction of the change: a throwing hook's writes are undone, the change stands and the failure is on the job", async () => {
       const { app, clock } = setup();
-      app.hooks.onTransition((t) => { if (t.to === "running") throw new Error("veto"); });
+      app.hooks.onTransition(async (t, tx) => {
+        if (t.to !== "running") return;
+        await tx.execute(sql`update akadze.jobs set priority = 99 where id = ${t.jobId}`); // undone with the hook
+        throw new Error("veto");
+      });
       const id = await app.task("vetoed", async () => 1).using(h().db).enqueue({});
-      await expect(run(app, clock)).rejects.toThrow("veto");
-      expect(await job(h, id)).toMatchObject({ state: "queued", attempt: 0 });
+      await run(app, clock);
+      const row = await job(h, id);
+      expect(row).toMatchObject({ state: "succeeded", attempt: 1 });
+      expect(await h().rows(`select priority, errors->0->>'kind' as kind from akadze.jobs where id = ${id}`)).toEqual([{ priority: 0, kind: "TransitionHookFailed" }]);
     });
   });
 });

@@ -41,8 +41,27 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
  * schedules that came due (each slot once per process), extra CTEs on request, and the limit CTEs only
  * while some limit exists (each claim reports whether one does).
  */
+/**
+ * What a process learned about the database from its last claims, shared by the invocations of one app:
+ * whether any limit exists (a claim without the limit CTEs never takes a limited job, so a stale `false`
+ * only leaves limited jobs for the next claim, which reports the truth), and when retention last ran.
+ */
+const hints = new WeakMap<App, { limits: boolean; prunedAt: number }>();
+
+/** How often one process lets an invocation's first claim carry retention. */
+export const RETENTION_EVERY_MS = 10_000;
+
 export class Claimer {
-  private limits = true;
+  private get limits(): boolean { return hints.get(this.o.app)?.limits ?? true; }
+  private set limits(value: boolean) { hints.set(this.o.app, { prunedAt: hints.get(this.o.app)?.prunedAt ?? 0, ...hints.get(this.o.app), limits: value }); }
+
+  /** Whether this claim should carry retention: at most once per RETENTION_EVERY_MS per app in this process. */
+  static pruneDue(app: App): boolean {
+    const h = hints.get(app) ?? { limits: true, prunedAt: 0 };
+    if (Date.now() - h.prunedAt < RETENTION_EVERY_MS) return false;
+    hints.set(app, { ...h, prunedAt: Date.now() });
+    return true;
+  }
   private readonly seenSlots = new Map<string, { slot: number; at: number }>();
   /** Tasks not claimed because their timeout did not fit the budget, as of the first claim. */
   tooLongForBudget: string[] | null = null;

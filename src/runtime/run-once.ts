@@ -4,6 +4,7 @@ import type { App } from "../app/app.js";
 import { resolveRetention, retentionCtes } from "../ops/retention.js";
 import { invocationDoneCte, invocationSeenCte } from "../ops/workers.js";
 import { timestamp } from "../sql/time.js";
+import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
@@ -31,7 +32,8 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
     // Registry and retention ride along with the first claim: no extra round trip.
     firstClaimExtras: [
       ...(register ? [invocationSeenCte(id, queues, startedAt)] : []),
-      ...(retention ? retentionCtes(retention, startedAt) : []),
+      // With the real clock a process prunes at most every RETENTION_EVERY_MS, so a burst of invocations does not repeat it.
+      ...(retention && (sqlClock !== null || Claimer.pruneDue(app)) ? retentionCtes(retention, startedAt) : []),
     ],
     settleAfter: (alone) => (register ? [invocationDoneCte(id, now(), alone)] : []),
   });

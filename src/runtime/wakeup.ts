@@ -41,7 +41,8 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
       }
       stop = async () => {
         await session.query(`unlisten ${JOBS_CHANNEL}`).catch(() => {});
-        session.release?.();
+        session.removeAllListeners?.("notification");
+        session.release?.(true); // closed, not pooled: a listening session is not handed to a query
       };
     } else return null;
   } catch (error) {
