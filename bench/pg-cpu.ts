@@ -1,0 +1,89 @@
+// Postgres CPU spent for one database, read from /proc: the bench's server runs on this machine (pg_stat_statements
+// would need shared_preload_libraries, i.e. a server restart, so it is not used). Also a statement counter on a
+// node-postgres pool, to tell claims from the other statements an invocation sends.
+import { execSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import pg from "pg";
+import { ADMIN_URL } from "./databases.js";
+
+const TICKS_PER_SECOND = Number(execSync("getconf CLK_TCK").toString().trim()) || 100;
+
+/** CPU ms (user + system) per backend pid of one database. */
+export type CpuSnapshot = Map<number, number>;
+
+function processCpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name is in parentheses and may hold spaces; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The CPU so far of every backend connected to `database`, or null when the server's processes are not
+ * visible here (Postgres on another host or in another PID namespace).
+ */
+export async function snapshotCpu(database: string): Promise<CpuSnapshot | null> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>("select pid from pg_stat_activity where datname = $1", [database]);
+    const snapshot: CpuSnapshot = new Map();
+    for (const { pid } of rows) {
+      const ms = processCpuMs(pid);
+      if (ms !== null) snapshot.set(pid, ms);
+    }
+    return rows.length > 0 && snapshot.size === 0 ? null : snapshot;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * CPU ms the database's backends spent between two snapshots. Backends that started in between count from
+ * zero; a backend that exited in between is lost, so keep the pool's connections open across the window.
+ */
+export function cpuSpentMs(before: CpuSnapshot | null, after: CpuSnapshot | null): number | null {
+  if (before === null || after === null) return null;
+  let ms = 0;
+  for (const [pid, now] of after) ms += now - (before.get(pid) ?? 0);
+  return ms;
+}
+
+export interface StatementCounter {
+  statements: number;
+  /** Statements that take row locks with `skip locked`: in akadze that is the claim (and only the claim). */
+  claims: number;
+  /** The first claim sent since the last reset, text and parameters, to EXPLAIN it later. */
+  firstClaim: { text: string; values: unknown[] } | null;
+  reset(): void;
+}
+
+/** Counts every statement sent through `pool`; install it before the pool opens its first connection. */
+export function countStatements(pool: pg.Pool): StatementCounter {
+  const counter: StatementCounter = {
+    statements: 0, claims: 0, firstClaim: null,
+    reset() { counter.statements = 0; counter.claims = 0; counter.firstClaim = null; },
+  };
+  pool.on("connect", (client) => {
+    const send = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const first = args[0] as string | { text?: string; values?: unknown[] };
+      const text = typeof first === "string" ? first : first?.text;
+      if (typeof text === "string") {
+        counter.statements++;
+        if (/skip\s+locked/i.test(text)) {
+          counter.claims++;
+          // node-postgres takes the values in the config object or as the second argument (drizzle uses the latter).
+          const values = (typeof first === "object" && first.values) || (Array.isArray(args[1]) ? args[1] : []);
+          counter.firstClaim ??= { text, values };
+        }
+      }
+      return send(...args);
+    };
+  });
+  return counter;
+}
