@@ -45,6 +45,9 @@ export async function openAkadze(driver: AkadzeDriver, label: string, options: O
   const closers: (() => Promise<unknown>)[] = [];
   try {
     const pool = new pg.Pool({ connectionString: database.url, max: options.poolSize ?? POOL_SIZE, idleTimeoutMillis: 0 });
+    // An idle connection's error (the database dropped with force while the pool is closing) must not crash the run;
+    // errors of statements reach their callers anyway.
+    pool.on("error", () => {});
     const counter = countStatements(pool);
     closers.unshift(() => pool.end());
     await migrate(drizzlePg(pool) as unknown as Db);

@@ -29,16 +29,16 @@ export interface BenchConfig {
 export const FULL: BenchConfig = {
   quick: false, jobs: 20_000, rounds: 3, sweepJobs: 5_000, warmUpJobs: 2_000, workerJobs: 10_000,
   drivers: [...AKADZE_DRIVERS],
-  latency: { samples: 60, idleMs: 2_500, gapMs: [100, 400] },
+  latency: { samples: 50, idleMs: 2_500, gapMs: [100, 300] },
   tick: { budget: "25s", jobMs: 100, backlog: 10_000 },
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 50, jobMs: 20, neonK: 16 },
   claimCost: { calls: 200, explains: 30 },
 };
 
 export const QUICK: BenchConfig = {
-  quick: true, jobs: 2_000, rounds: 1, sweepJobs: 1_000, warmUpJobs: 0, workerJobs: 1_000,
+  quick: true, jobs: 2_000, rounds: 1, sweepJobs: 1_000, warmUpJobs: 0, workerJobs: 500,
   drivers: ["node-postgres", "neon-http"],
-  latency: { samples: 8, idleMs: 2_500, gapMs: [50, 150] },
+  latency: { samples: 5, idleMs: 1_000, gapMs: [20, 80] },
   tick: { budget: "5s", jobMs: 100, backlog: 2_000 },
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 6, jobMs: 20, neonK: 16 },
   claimCost: { calls: 30, explains: 5 },

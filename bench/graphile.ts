@@ -44,7 +44,9 @@ export function graphileSettings(c: GraphileConfig): string {
 
 function openPool(url: string, c: GraphileConfig): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max: c.concurrency + 2 });
+  // graphile-worker checks for both handlers: an idle client's error and a connected client's.
   pool.on("error", (error) => { console.error("graphile-worker pool error:", error); });
+  pool.on("connect", (client) => { client.on("error", (error) => { console.error("graphile-worker client error:", error); }); });
   return pool;
 }
 

@@ -159,7 +159,8 @@ async function main(): Promise<void> {
     for (const driver of (["neon-http", "node-postgres"] as AkadzeDriver[])) {
       for (const batchSize of config.quick ? [100] : [10, 100, 500]) {
         log(`statements per job: ${driver}, batch ${batchSize}`);
-        r.statementsPerJob.push({ driver, ...(await statementsPerJob(driver, batchSize, Math.max(2000, batchSize * 10))) });
+        const jobs = config.quick ? 1000 : Math.max(2000, batchSize * 10);
+        r.statementsPerJob.push({ driver, ...(await statementsPerJob(driver, batchSize, jobs)) });
       }
     }
   }
