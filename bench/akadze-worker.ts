@@ -5,33 +5,35 @@ import { createApp, DEFAULT_SLOTS, parseDuration, runOnce, runWorker, type Durat
 import { query } from "../src/db/driver.js";
 import { sql } from "drizzle-orm";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
-import { enqueueNoops, noopApp, type Throughput } from "./akadze.js";
+import { enqueueNoops, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
 import { rate, sleep, timed } from "./stats.js";
 
 /** The concurrency of the worker-vs-worker comparison (runWorker slots, graphile-worker concurrency). */
 export const WORKER_SLOTS = 10;
 
-/** Burn-down by `runWorker` with `slots` slots and its other options as shipped. */
+/**
+ * Burn-down by `runWorker` with `slots` slots and its other options as shipped: timed until the last body ran
+ * and the worker, stopped then, has recorded every outcome (as graphile-worker's runner is stopped).
+ */
 export async function workerThroughput(driver: AkadzeDriver, count: number, slots = WORKER_SLOTS): Promise<Throughput> {
   const target = await openAkadze(driver, "wk");
   try {
-    const { app, noop } = noopApp();
+    let ran = 0;
+    let allRan!: () => void;
+    const done = new Promise<void>((resolve) => { allRan = resolve; });
+    const app = createApp();
+    const noop = app.task("bench.noop", async () => { if (++ran === count) allRan(); });
     const enqueueMs = await enqueueNoops(noop, target.db, count);
     const stop = new AbortController();
-    let succeeded = 0;
-    let allDone!: () => void;
-    const done = new Promise<void>((resolve) => { allDone = resolve; });
     const { ms: processMs } = await timed(async () => {
-      const worker = runWorker(app, {
-        db: target.db, slots, signal: stop.signal,
-        onInvocation: (s) => { succeeded += s.succeeded; if (succeeded >= count) allDone(); },
-      });
+      const worker = runWorker(app, { db: target.db, slots, signal: stop.signal });
       await Promise.race([done, worker]);
       stop.abort();
-      const summary = await worker;
-      if (summary.succeeded < count) throw new Error(`runWorker stopped after ${summary.succeeded} of ${count} jobs`);
+      await worker;
     });
+    const [{ n }] = await query<{ n: number }>(target.db, sql`select count(*)::int as n from akadze.jobs where state <> 'succeeded'`);
+    if (ran !== count || Number(n) !== 0) throw new Error(`runWorker ran ${ran} of ${count} jobs and left ${n} not succeeded`);
     return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null };
   } finally {
     await target.close();
@@ -54,7 +56,7 @@ export async function workerLatency(driver: AkadzeDriver, settings: LatencySetti
   const ready = new Promise<void>((resolve) => { started = resolve; });
   const worker = runWorker(app, { db: target.db, slots: WORKER_SLOTS, signal: stop.signal, onStart: () => started() });
   try {
-    await Promise.race([ready, worker]);
+    await Promise.race([ready, worker, sleep(2000)]); // onStart is a convenience, not a must
     return await measureLatency(settings, probe, async (t) => { await task.using(target.db).enqueue({ t }); },
       `runWorker, slots ${WORKER_SLOTS}, default options`);
   } finally {
