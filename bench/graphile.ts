@@ -7,7 +7,7 @@ import { transactionsIn, withDatabase } from "./databases.js";
 import { ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
 import { rate, timed } from "./stats.js";
-import type { SweepEntry } from "./sweep.js";
+import { tryConfig, type SweepEntry } from "./sweep.js";
 
 export const GRAPHILE_VERSION: string = createRequire(import.meta.url)("graphile-worker/package.json").version;
 
@@ -93,15 +93,17 @@ export async function graphileSweep(configs: GraphileConfig[], jobs: number): Pr
   return withDatabase("sweep_graphile", async (database) => {
     const out: SweepEntry<GraphileConfig>[] = [];
     for (const c of configs) {
-      const pool = openPool(database.url, c);
-      try {
-        await runMigrations(runnerOptions(pool, c));
-        await addNoops(pool, jobs);
-        const ms = await burnDown(pool, c, jobs);
-        out.push({ system: "graphile-worker", settings: graphileLabel(c), config: c, jobs, processPerSec: rate(jobs, ms) });
-      } finally {
-        await pool.end();
-      }
+      out.push(await tryConfig({ system: "graphile-worker", settings: graphileLabel(c), config: c, jobs }, async () => {
+        const pool = openPool(database.url, c);
+        try {
+          await runMigrations(runnerOptions(pool, c));
+          await pool.query("delete from graphile_worker._private_jobs"); // what a failed configuration may have left (jobs is a view)
+          await addNoops(pool, jobs);
+          return rate(jobs, await burnDown(pool, c, jobs));
+        } finally {
+          await pool.end();
+        }
+      }));
     }
     return out;
   });

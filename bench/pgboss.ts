@@ -8,7 +8,7 @@ import { ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
 import { rate, sleep, timed } from "./stats.js";
 import { POOL_SIZE } from "./akadze-db.js";
-import type { SweepEntry } from "./sweep.js";
+import { tryConfig, type SweepEntry } from "./sweep.js";
 
 export const PGBOSS_VERSION: string = createRequire(import.meta.url)("pg-boss/package.json").version;
 
@@ -102,11 +102,12 @@ export async function pgbossSweep(configs: PgBossConfig[], jobs: number): Promis
     try {
       const out: SweepEntry<PgBossConfig>[] = [];
       for (const [i, c] of configs.entries()) {
-        const queue = `noop${i}`;
-        await boss.createQueue(queue);
-        await insertNoops(boss, queue, jobs);
-        const { ms } = await burnDown(boss, database.url, queue, c, jobs);
-        out.push({ system: "pg-boss", settings: pgbossLabel(c), config: c, jobs, processPerSec: rate(jobs, ms) });
+        out.push(await tryConfig({ system: "pg-boss", settings: pgbossLabel(c), config: c, jobs }, async () => {
+          const queue = `noop${i}`;
+          await boss.createQueue(queue);
+          await insertNoops(boss, queue, jobs);
+          return rate(jobs, (await burnDown(boss, database.url, queue, c, jobs)).ms);
+        }));
       }
       return out;
     } finally {

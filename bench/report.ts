@@ -15,7 +15,7 @@ function throughputSections(r: Results): Section[] {
     {
       title: "Sweeps: each system's configurations on the same burn-down (the chosen one is marked)",
       head: ["system", "configuration", "jobs", "process jobs/s", "chosen"],
-      rows: r.sweeps.map((s) => [s.system, s.settings, fmt(s.jobs), fmt(s.processPerSec), s.chosen ? "✓" : ""]),
+      rows: r.sweeps.map((s) => [s.system, s.settings, fmt(s.jobs), s.error ? `did not run: ${s.error}` : fmt(s.processPerSec), s.chosen ? "✓" : ""]),
     },
     {
       title: `Burn-down: ${fmt(r.settings.config.jobs)} no-op jobs, bulk enqueue then burn-down (median of ${r.settings.config.rounds} interleaved round(s) where repeated)`,
