@@ -7,7 +7,7 @@ import { migrate, type Db } from "../src/index.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb, neonServerlessDb } from "../test/support/neon.js";
 import { createBenchDatabase, type BenchDatabase } from "./databases.js";
-import { countStatements, type StatementCounter } from "./pg-cpu.js";
+import { countHttpStatements, countStatements, type StatementCounter } from "./pg-cpu.js";
 
 export const AKADZE_DRIVERS = ["node-postgres", "neon-http", "neon-serverless", "pglite"] as const;
 export type AkadzeDriver = (typeof AKADZE_DRIVERS)[number];
@@ -22,7 +22,7 @@ export interface AkadzeTarget {
   database: string | null;
   /** HTTP requests the local Neon endpoint has answered (neon drivers), to check the statement counts. */
   requests(): number | null;
-  /** Statements sent through the node-postgres pool (the migration's included until reset); null on the other drivers. */
+  /** Statements akadze sent (the migration's included until reset): node-postgres and neon-http; null on the others. */
   counter: StatementCounter | null;
   /** Disconnects, runs `beforeDrop` (connections closed, database still there), then drops the database. */
   close(beforeDrop?: () => Promise<void>): Promise<void>;
@@ -55,7 +55,10 @@ export async function openAkadze(driver: AkadzeDriver, label: string, options: O
     if (driver === "node-postgres") return target(driver, drizzlePg(pool) as unknown as Db, () => null, done);
     const endpoint = await startNeonEndpoint({ connectionString: database.url });
     closers.unshift(() => endpoint.close());
-    if (driver === "neon-http") return target(driver, neonHttpDb(endpoint, database.name) as unknown as Db, () => endpoint.stats.requests, done);
+    if (driver === "neon-http") {
+      const http = { ...done, counter: countHttpStatements(endpoint.fetchEndpoint) };
+      return target(driver, neonHttpDb(endpoint, database.name) as unknown as Db, () => endpoint.stats.requests, http);
+    }
     const serverless = neonServerlessDb(endpoint, database.name);
     closers.unshift(() => serverless.close());
     return target(driver, serverless.db as unknown as Db, () => endpoint.stats.requests, done);
@@ -69,7 +72,7 @@ export async function openAkadze(driver: AkadzeDriver, label: string, options: O
 function target(driver: AkadzeDriver, db: Db, requests: () => number | null,
   done: { database: BenchDatabase; closers: (() => Promise<unknown>)[]; counter: StatementCounter }): AkadzeTarget {
   return {
-    driver, db, database: done.database.name, requests, counter: driver === "node-postgres" ? done.counter : null,
+    driver, db, database: done.database.name, requests, counter: driver === "node-postgres" || driver === "neon-http" ? done.counter : null,
     close: async (beforeDrop) => {
       try {
         for (const close of done.closers) await close();

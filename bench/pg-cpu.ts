@@ -3,6 +3,7 @@
 // node-postgres pool, to tell claims from the other statements an invocation sends.
 import { execSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { neonConfig } from "@neondatabase/serverless";
 import pg from "pg";
 import { ADMIN_URL } from "./databases.js";
 
@@ -62,28 +63,59 @@ export interface StatementCounter {
   reset(): void;
 }
 
-/** Counts every statement sent through `pool`; install it before the pool opens its first connection. */
-export function countStatements(pool: pg.Pool): StatementCounter {
+function newCounter(): StatementCounter {
   const counter: StatementCounter = {
     statements: 0, claims: 0, firstClaim: null,
     reset() { counter.statements = 0; counter.claims = 0; counter.firstClaim = null; },
   };
+  return counter;
+}
+
+function see(counter: StatementCounter, text: string, values: unknown[]): void {
+  counter.statements++;
+  if (/skip\s+locked/i.test(text)) {
+    counter.claims++;
+    counter.firstClaim ??= { text, values };
+  }
+}
+
+/** Counts every statement sent through `pool`; install it before the pool opens its first connection. */
+export function countStatements(pool: pg.Pool): StatementCounter {
+  const counter = newCounter();
   pool.on("connect", (client) => {
     const send = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       const first = args[0] as string | { text?: string; values?: unknown[] };
       const text = typeof first === "string" ? first : first?.text;
       if (typeof text === "string") {
-        counter.statements++;
-        if (/skip\s+locked/i.test(text)) {
-          counter.claims++;
-          // node-postgres takes the values in the config object or as the second argument (drizzle uses the latter).
-          const values = (typeof first === "object" && first.values) || (Array.isArray(args[1]) ? args[1] : []);
-          counter.firstClaim ??= { text, values };
-        }
+        // node-postgres takes the values in the config object or as the second argument (drizzle uses the latter).
+        see(counter, text, (typeof first === "object" && first.values) || (Array.isArray(args[1]) ? args[1] : []));
       }
       return send(...args);
     };
   });
+  return counter;
+}
+
+const httpCounters = new Map<string, StatementCounter>();
+
+/**
+ * Counts the statements neon-http clients send to `fetchEndpoint` (one per query, every query of a batch), by
+ * wrapping `neonConfig.fetchFunction`, which the driver only allows globally; other endpoints pass through.
+ */
+export function countHttpStatements(fetchEndpoint: string): StatementCounter {
+  if (httpCounters.size === 0) {
+    const send: typeof fetch = neonConfig.fetchFunction ?? fetch;
+    neonConfig.fetchFunction = (url: string, init: RequestInit) => {
+      const counter = httpCounters.get(String(url));
+      if (counter && typeof init?.body === "string") {
+        const body = JSON.parse(init.body) as { query?: string; params?: unknown[]; queries?: { query: string; params?: unknown[] }[] };
+        for (const q of body.queries ?? [body]) if (typeof q.query === "string") see(counter, q.query, q.params ?? []);
+      }
+      return send(url, init);
+    };
+  }
+  const counter = newCounter();
+  httpCounters.set(fetchEndpoint, counter);
   return counter;
 }

@@ -24,7 +24,7 @@ export interface ScaleOutRow {
   invocations: number;
   /** Statements the invocations sent (their own count, summary.roundTrips). */
   statements: number;
-  /** Claims seen on the wire (node-postgres only; see pg-cpu.ts). */
+  /** Claims seen on the wire (node-postgres and neon-http; see pg-cpu.ts). */
   claims: number | null;
   /** CPU of the database's backends over the run (null when /proc cannot see them). */
   pgCpuMs: number | null;
