@@ -100,13 +100,15 @@ export async function cronTick(settings: { budget: Duration; jobMs: number; back
     const app = createApp();
     const timeout = Math.max(1000, settings.jobMs * 10);
     const slow = app.task("bench.io", { timeout }, async () => { await sleep(settings.jobMs); });
-    const args = Array.from({ length: settings.backlog }, () => ({}));
+    // Never less than twice what the default slots could run in the budget, so the tick cannot run out of work.
+    const backlog = Math.max(settings.backlog, Math.ceil((2 * DEFAULT_SLOTS * parseDuration(settings.budget)) / settings.jobMs));
+    const args = Array.from({ length: backlog }, () => ({}));
     for (let i = 0; i < args.length; i += 1000) await slow.using(target.db).enqueueMany(args.slice(i, i + 1000));
     const summary = await runOnce(app, { db: target.db, budget: settings.budget });
     const [{ n }] = await query<{ n: number }>(target.db, sql`select count(*)::int as n from akadze.jobs where state = 'running'`);
     const slotMs = DEFAULT_SLOTS * summary.durationMs;
     return {
-      ...settings, budgetMs: parseDuration(settings.budget), leftRunning: Number(n), slotsBusy: slotMs > 0 ? (summary.succeeded * settings.jobMs) / slotMs : 0,
+      ...settings, backlog, budgetMs: parseDuration(settings.budget), leftRunning: Number(n), slotsBusy: slotMs > 0 ? (summary.succeeded * settings.jobMs) / slotMs : 0,
       summary: { claimed: summary.claimed, succeeded: summary.succeeded, released: summary.released, roundTrips: summary.roundTrips, durationMs: summary.durationMs },
     };
   } finally {

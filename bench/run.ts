@@ -4,10 +4,13 @@
 // writes bench/results.json and bench/RESULTS.md.
 //   npm run bench                 # the full run, ~6 minutes on 2 cores
 //   npm run bench -- --quick      # everything small, under a minute: a smoke test, not results
+//   npm run bench -- --sections tick --tick-budget 10s --tick-job-ms 50   # one section, other sizes
 import { execSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
+import type { Duration } from "../src/index.js";
+import { tryParseDuration } from "../src/core/duration.js";
 import { akadzeSweep, akadzeThroughput, BURN_DOWN, shapeLabel, statementsPerJob, type BurnDownShape, type Throughput } from "./akadze.js";
 import { AKADZE_DRIVERS, POOL_SIZE, type AkadzeDriver } from "./akadze-db.js";
 import { cronTick, nudgedLatency, WORKER_SLOTS, workerLatency, workerThroughput } from "./akadze-worker.js";
@@ -30,6 +33,8 @@ const { values: args } = parseArgs({
     rounds: { type: "string" },
     drivers: { type: "string" },
     sections: { type: "string", default: SECTIONS.join(",") },
+    "tick-budget": { type: "string" },
+    "tick-job-ms": { type: "string" },
     out: { type: "string" },
     markdown: { type: "string" },
   },
@@ -39,6 +44,12 @@ function positive(value: string, name: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
   return n;
+}
+
+function duration(value: string, name: string): Duration {
+  const d = /^\d+$/.test(value) ? Number(value) : (value as Duration);
+  if (tryParseDuration(d) === undefined) throw new Error(`${name} must be a duration such as "25s" or "5000ms", got ${JSON.stringify(value)}`);
+  return d;
 }
 
 function listOf<T extends string>(value: string, name: string, known: readonly T[]): T[] {
@@ -54,6 +65,11 @@ const config: BenchConfig = {
   jobs: args.jobs ? positive(args.jobs, "--jobs") : base.jobs,
   rounds: args.rounds ? positive(args.rounds, "--rounds") : base.rounds,
   drivers: args.drivers ? listOf(args.drivers, "--drivers", AKADZE_DRIVERS) : base.drivers,
+  tick: {
+    ...base.tick,
+    budget: args["tick-budget"] ? duration(args["tick-budget"], "--tick-budget") : base.tick.budget,
+    jobMs: args["tick-job-ms"] ? positive(args["tick-job-ms"], "--tick-job-ms") : base.tick.jobMs,
+  },
 };
 const sections = new Set(listOf(args.sections!, "--sections", SECTIONS));
 const OUT = args.out ?? (config.quick ? "bench/results-quick.json" : "bench/results.json");
