@@ -1,4 +1,5 @@
-// What the benchmark measures of akadze's runOnce loops: bulk enqueue, burn-down and statements per job. (runWorker, latency and the cron tick: akadze-worker.ts.)
+// What the benchmark measures of akadze's runOnce loops: bulk enqueue, burn-down and statements per job.
+// (runWorker, latency and the cron tick: akadze-worker.ts; scale-out and claim cost: scale-out.ts.)
 import { createApp, runOnce, type App, type Db, type Task } from "../src/index.js";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { transactionsIn } from "./databases.js";
@@ -17,6 +18,7 @@ export const BURN_DOWN = BURN_DOWN_SHAPES[1];
 export function shapeLabel(shape: BurnDownShape): string {
   return `${shape.loops} runOnce loop${shape.loops > 1 ? "s" : ""}, batchSize ${shape.batchSize}, slots ${shape.slots}, budget Infinity`;
 }
+
 /** Jobs per enqueue statement, for every system. */
 export const ENQUEUE_CHUNK = 1000;
 

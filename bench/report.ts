@@ -81,9 +81,9 @@ function scaleSections(r: Results): Section[] {
     },
     {
       title: "What a claim costs Postgres (node-postgres, one connection, runOnce with slots 8, batch 16)",
-      head: ["claim", "calls", "wall ms/call (median)", "statements/call", "claims/call", "CPU ms/call", "CPU ms/claim", "EXPLAIN planning ms", "EXPLAIN execution ms"],
+      head: ["claim", "calls", "wall ms/call (median)", "statements/call", "claims/call", "CPU ms/call", "CPU ms/claim", "EXPLAIN planning ms", "EXPLAIN execution ms", "jobs claimed by the EXPLAIN"],
       rows: r.claimCost.map((c) => [c.shape, fmt(c.calls), fmt(c.wallMs, 2), fmt(c.statementsPerCall, 2), fmt(c.claimsPerCall, 2),
-        fmt(c.pgCpuPerCallMs, 2), fmt(c.pgCpuPerClaimMs, 2), fmt(c.planningMs, 2), fmt(c.executionMs, 2)]),
+        fmt(c.pgCpuPerCallMs, 2), fmt(c.pgCpuPerClaimMs, 2), fmt(c.planningMs, 2), fmt(c.executionMs, 2), fmt(c.explainedRows)]),
       notes: ["CPU ms from /proc (10 ms ticks, summed over all calls); EXPLAIN (ANALYZE) reruns the first claim a call sent, in a rolled-back transaction, medians."],
     },
   ];
@@ -106,6 +106,11 @@ export function printTables(r: Results): void {
   }
 }
 
+/** Other work was competing for the cores when the run began (1-minute load average above the core count). */
+function busy(m: Results["machine"]): boolean {
+  return m.loadStart[0] > m.nproc;
+}
+
 export function markdown(r: Results): string {
   const m = r.machine;
   const out = [
@@ -114,6 +119,7 @@ export function markdown(r: Results): string {
     `Measured by \`${r.settings.command}\` on ${r.startedAt}, ${fmt(r.durationS)} s in all${r.settings.config.quick ? " (QUICK MODE: small sizes, a smoke test, not results)" : ""}.`,
     "Every system ran on the same local Postgres, each in a fresh database of its own, in the same run. Numbers from",
     "a shared 2-core machine are noisy: rerun before trusting a difference under ~20 %. Method: [README.md](README.md).",
+    ...(busy(m) ? ["", `**The machine was busy** (load average ${m.loadStart[0].toFixed(1)} at start on ${m.nproc} cores): these numbers show that the harness ran, not how fast anything is. Rerun on an idle machine.`] : []),
     "",
     "## Machine",
     "",

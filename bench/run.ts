@@ -189,7 +189,7 @@ async function main(): Promise<void> {
   }
   if (sections.has("claim-cost")) {
     log("claim cost: idle and 16-job claims");
-    r.claimCost = await claimCosts({ ...config.claimCost, jobMs: 0 });
+    r.claimCost = await claimCosts(config.claimCost);
   }
 
   r.targets = targets(r);

@@ -93,34 +93,40 @@ export interface ClaimCost {
   /** EXPLAIN (ANALYZE) of the first claim a call sent, rerun in a rolled-back transaction: medians. */
   planningMs: number | null;
   executionMs: number | null;
+  /** Jobs `running` right after the explained claim (inside its transaction): shows it claimed what the shape says. */
+  explainedRows: number | null;
 }
 
 /** Planning and execution time of a captured claim, `times` runs, each rolled back. */
-async function explainClaim(url: string, claim: { text: string; values: unknown[] } | null, times: number): Promise<{ planningMs: number | null; executionMs: number | null }> {
-  if (claim === null) return { planningMs: null, executionMs: null };
+type Explained = Pick<ClaimCost, "planningMs" | "executionMs" | "explainedRows">;
+
+async function explainClaim(url: string, claim: { text: string; values: unknown[] } | null, times: number): Promise<Explained> {
+  if (claim === null) return { planningMs: null, executionMs: null, explainedRows: null };
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     const planning: number[] = [];
     const execution: number[] = [];
+    let rows = 0;
     for (let i = 0; i < times; i++) {
       await client.query("begin");
       try {
-        const { rows } = await client.query(`explain (analyze, format json) ${claim.text}`, claim.values);
-        const plan = (rows[0]["QUERY PLAN"] as { "Planning Time": number; "Execution Time": number }[])[0];
+        const result = await client.query(`explain (analyze, format json) ${claim.text}`, claim.values);
+        const plan = (result.rows[0]["QUERY PLAN"] as { "Planning Time": number; "Execution Time": number }[])[0];
+        rows = Number((await client.query("select count(*) from akadze.jobs where state = 'running'")).rows[0].count);
         planning.push(plan["Planning Time"]);
         execution.push(plan["Execution Time"]);
       } finally {
         await client.query("rollback");
       }
     }
-    return { planningMs: median(planning), executionMs: median(execution) };
+    return { planningMs: median(planning), executionMs: median(execution), explainedRows: rows };
   } finally {
     await client.end();
   }
 }
 
-/** `calls` runOnce calls on one connection, each preceded by `prepare(i)` (not measured: enqueues go first). */
+/** `calls` runOnce calls on one connection, call i claiming from `queueOf(i)` (or every queue). */
 async function measureCalls(target: AkadzeTarget, app: App, calls: number, queueOf: (i: number) => string | undefined) {
   const counter = target.counter!;
   counter.reset();
@@ -139,14 +145,14 @@ async function measureCalls(target: AkadzeTarget, app: App, calls: number, queue
  * What a claim costs Postgres: `calls` idle runOnce calls (nothing queued), then `calls` calls that each find
  * 16 jobs waiting in a queue of their own (enqueued beforehand, so the enqueue is not counted). One connection.
  */
-export async function claimCosts(settings: { calls: number; explains: number; jobMs: number }): Promise<ClaimCost[]> {
+export async function claimCosts(settings: { calls: number; explains: number }): Promise<ClaimCost[]> {
   const target = await openAkadze("node-postgres", "claim", { poolSize: 1 });
   try {
     const { app, io } = ioApp(0);
     for (let i = 0; i < 5; i++) await runOnce(app, { db: target.db }); // warm the connection and the code
     const out: ClaimCost[] = [];
     const url = `postgres://postgres@${PG_HOST}:${PG_PORT}/${target.database}`;
-    const summarize = (shape: string, m: Awaited<ReturnType<typeof measureCalls>>, plan: { planningMs: number | null; executionMs: number | null }): ClaimCost => ({
+    const summarize = (shape: string, m: Awaited<ReturnType<typeof measureCalls>>, plan: Explained): ClaimCost => ({
       shape, calls: settings.calls, wallMs: median(m.walls), statementsPerCall: m.statements / settings.calls, claimsPerCall: m.claims / settings.calls,
       pgCpuPerCallMs: m.pgCpuMs === null ? null : m.pgCpuMs / settings.calls,
       pgCpuPerClaimMs: m.pgCpuMs === null || m.claims === 0 ? null : m.pgCpuMs / m.claims, ...plan,
