@@ -1,6 +1,6 @@
 // Postgres CPU spent for one database, read from /proc: the bench's server runs on this machine (pg_stat_statements
-// would need shared_preload_libraries, i.e. a server restart, so it is not used). Also a statement counter on a
-// node-postgres pool, to tell claims from the other statements an invocation sends.
+// would need shared_preload_libraries, i.e. a server restart, so it is not used). Also statement counters on a
+// node-postgres pool and on neon-http requests, to tell claims from the other statements an invocation sends.
 import { execSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { neonConfig } from "@neondatabase/serverless";

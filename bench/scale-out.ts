@@ -97,9 +97,9 @@ export interface ClaimCost {
   explainedRows: number | null;
 }
 
-/** Planning and execution time of a captured claim, `times` runs, each rolled back. */
 type Explained = Pick<ClaimCost, "planningMs" | "executionMs" | "explainedRows">;
 
+/** Planning and execution time of a captured claim, `times` runs, each rolled back. */
 async function explainClaim(url: string, claim: { text: string; values: unknown[] } | null, times: number): Promise<Explained> {
   if (claim === null) return { planningMs: null, executionMs: null, explainedRows: null };
   const client = new pg.Client({ connectionString: url });
