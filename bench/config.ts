@@ -22,8 +22,8 @@ export interface BenchConfig {
   tick: { budget: Duration; jobMs: number; backlog: number };
   /** K concurrent runOnce loops (slots 8, batch 16) over `jobMs` I/O jobs; backlog K × 8 × `jobsPerSlot`. */
   scaleOut: { ks: number[]; jobsPerSlot: number; jobMs: number; neonK: number };
-  /** runOnce calls per measured claim shape, and EXPLAIN ANALYZE repetitions. */
-  claimCost: { calls: number; explains: number };
+  /** runOnce calls per measured claim shape, EXPLAIN ANALYZE repetitions, and the backlog of the last row. */
+  claimCost: { calls: number; explains: number; backlog: number };
 }
 
 export const FULL: BenchConfig = {
@@ -32,7 +32,7 @@ export const FULL: BenchConfig = {
   latency: { samples: 50, idleMs: 2_500, gapMs: [100, 300] },
   tick: { budget: "25s", jobMs: 100, backlog: 10_000 },
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 50, jobMs: 20, neonK: 16 },
-  claimCost: { calls: 200, explains: 30 },
+  claimCost: { calls: 200, explains: 30, backlog: 100_000 },
 };
 
 export const QUICK: BenchConfig = {
@@ -41,5 +41,5 @@ export const QUICK: BenchConfig = {
   latency: { samples: 5, idleMs: 1_000, gapMs: [20, 80] },
   tick: { budget: "5s", jobMs: 100, backlog: 2_000 },
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 6, jobMs: 20, neonK: 16 },
-  claimCost: { calls: 30, explains: 5 },
+  claimCost: { calls: 30, explains: 5, backlog: 5_000 },
 };

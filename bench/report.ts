@@ -82,7 +82,7 @@ function scaleSections(r: Results): Section[] {
     {
       title: "What a claim costs Postgres (node-postgres, one connection, runOnce with slots 8, batch 16)",
       head: ["claim", "calls", "wall ms/call (median)", "statements/call", "claims/call", "CPU ms/call", "CPU ms/claim", "EXPLAIN planning ms", "EXPLAIN execution ms", "jobs claimed by the EXPLAIN"],
-      rows: r.claimCost.map((c) => [c.shape, fmt(c.calls), fmt(c.wallMs, 2), fmt(c.statementsPerCall, 2), fmt(c.claimsPerCall, 2),
+      rows: r.claimCost.map((c) => [c.shape, c.calls ? fmt(c.calls) : "—", fmt(c.wallMs, 2), fmt(c.statementsPerCall, 2), fmt(c.claimsPerCall, 2),
         fmt(c.pgCpuPerCallMs, 2), fmt(c.pgCpuPerClaimMs, 2), fmt(c.planningMs, 2), fmt(c.executionMs, 2), fmt(c.explainedRows)]),
       notes: [
         "CPU ms from /proc (10 ms ticks, summed over all calls). A call's CPU includes its completions: the claim alone is the idle row, or the EXPLAIN columns.",

@@ -83,11 +83,12 @@ export async function scaleOut(driver: AkadzeDriver, k: number, settings: { jobs
 
 export interface ClaimCost {
   shape: string;
+  /** runOnce calls measured (0: the row is the EXPLAIN alone). */
   calls: number;
   /** Per runOnce call: wall ms (median), statements and claims sent, Postgres backend CPU. */
-  wallMs: number;
-  statementsPerCall: number;
-  claimsPerCall: number;
+  wallMs: number | null;
+  statementsPerCall: number | null;
+  claimsPerCall: number | null;
   pgCpuPerCallMs: number | null;
   pgCpuPerClaimMs: number | null;
   /** EXPLAIN (ANALYZE) of the first claim a call sent, rerun in a rolled-back transaction: medians. */
@@ -144,8 +145,9 @@ async function measureCalls(target: AkadzeTarget, app: App, calls: number, queue
 /**
  * What a claim costs Postgres: `calls` idle runOnce calls (nothing queued), then `calls` calls that each find
  * 16 jobs waiting in a queue of their own (enqueued beforehand, so the enqueue is not counted). One connection.
+ * Then the 16-job claim alone (EXPLAIN) with `backlog` jobs queued behind it.
  */
-export async function claimCosts(settings: { calls: number; explains: number }): Promise<ClaimCost[]> {
+export async function claimCosts(settings: { calls: number; explains: number; backlog: number }): Promise<ClaimCost[]> {
   const target = await openAkadze("node-postgres", "claim", { poolSize: 1 });
   try {
     const { app, io } = ioApp(0);
@@ -168,6 +170,12 @@ export async function claimCosts(settings: { calls: number; explains: number }):
     // The captured claim's clock is in the past now: jobs due a minute earlier are due for it.
     await enqueueIo(io, target.db, SCALE_BATCH, { queue: "q0", runAt: new Date(Date.now() - 60_000) });
     out.push(summarize(`${SCALE_BATCH} jobs queued (one queue)`, busy, await explainClaim(url, busyClaim, settings.explains)));
+    // The same 16-job claim facing a large backlog: a claim's cost should not grow with what waits behind it.
+    await enqueueIo(io, target.db, settings.backlog - SCALE_BATCH, { queue: "q0", runAt: new Date(Date.now() - 60_000) });
+    out.push({
+      shape: `${SCALE_BATCH} of ${settings.backlog.toLocaleString("en-US")} queued (EXPLAIN only)`, calls: 0, wallMs: null, statementsPerCall: null,
+      claimsPerCall: null, pgCpuPerCallMs: null, pgCpuPerClaimMs: null, ...(await explainClaim(url, busyClaim, settings.explains)),
+    });
     return out;
   } finally {
     await target.close();
