@@ -1,13 +1,24 @@
-// What the benchmark measures of akadze: bulk enqueue, burn-down, statements per job, enqueue-to-start
-// latency and the cost of an invocation with nothing to do.
-import * as v from "valibot";
-import { createApp, runOnce, runWorker, type App, type Db, type Task } from "../src/index.js";
-import { openAkadze, type AkadzeDriver, type AkadzeTarget } from "./akadze-db.js";
+// What the benchmark measures of akadze's runOnce loops: bulk enqueue, burn-down and statements per job.
+// (runWorker, latency and the cron tick: akadze-worker.ts; scale-out and claim cost: scale-out.ts.)
+import { createApp, runOnce, type App, type Db, type Task } from "../src/index.js";
+import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { transactionsIn } from "./databases.js";
-import { median, percentile, rate, sleep, timed, wallMs } from "./stats.js";
+import { rate, timed } from "./stats.js";
+import type { SweepEntry } from "./sweep.js";
 
-/** How the burn-down runs: `loops` runOnce loops side by side, each claiming `batchSize` and running `slots` at once. */
-export const BURN_DOWN = { loops: 4, batchSize: 500, slots: 50 };
+/** How a burn-down runs: `loops` runOnce loops side by side, each claiming `batchSize` and running `slots` at once. */
+export interface BurnDownShape { loops: number; batchSize: number; slots: number }
+/** The shapes akadze's sweep tries (batch 500, as the issue asks); the fastest is the head-to-head entry. */
+export const BURN_DOWN_SHAPES: BurnDownShape[] = [
+  { loops: 1, batchSize: 500, slots: 50 }, { loops: 2, batchSize: 500, slots: 50 }, { loops: 4, batchSize: 500, slots: 50 },
+];
+/** The shape of the warm-up, before any sweep ran. */
+export const BURN_DOWN = BURN_DOWN_SHAPES[1];
+
+export function shapeLabel(shape: BurnDownShape): string {
+  return `${shape.loops} runOnce loop${shape.loops > 1 ? "s" : ""}, batchSize ${shape.batchSize}, slots ${shape.slots}, budget Infinity`;
+}
+
 /** Jobs per enqueue statement, for every system. */
 export const ENQUEUE_CHUNK = 1000;
 
@@ -20,7 +31,7 @@ export interface Throughput {
   transactionsPerJob: number | null;
 }
 
-function noopApp(): { app: App; noop: Task } {
+export function noopApp(): { app: App; noop: Task } {
   const app = createApp();
   const noop = app.task("bench.noop", async () => {});
   return { app, noop };
@@ -36,7 +47,7 @@ export async function enqueueNoops(noop: Task, db: Db, count: number): Promise<n
 }
 
 /** Runs `loops` runOnce loops until a claim comes back empty; returns the summed round trips. */
-export async function drain(app: App, db: Db, shape: { loops: number; batchSize: number; slots: number }): Promise<{ roundTrips: number; succeeded: number }> {
+export async function drain(app: App, db: Db, shape: BurnDownShape): Promise<{ roundTrips: number; succeeded: number }> {
   let roundTrips = 0;
   let succeeded = 0;
   await Promise.all(Array.from({ length: shape.loops }, async () => {
@@ -51,7 +62,7 @@ export async function drain(app: App, db: Db, shape: { loops: number; batchSize:
 }
 
 /** Bulk enqueue and burn-down of `count` no-op jobs on a fresh database. */
-export async function akadzeThroughput(driver: AkadzeDriver, count: number): Promise<Throughput> {
+export async function akadzeThroughput(driver: AkadzeDriver, count: number, shape: BurnDownShape): Promise<Throughput> {
   const target = await openAkadze(driver, "tp");
   let transactions: number | null = null;
   let result: Omit<Throughput, "transactionsPerJob">;
@@ -59,7 +70,7 @@ export async function akadzeThroughput(driver: AkadzeDriver, count: number): Pro
     const before = target.database === null ? NaN : await transactionsIn(target.database);
     const { app, noop } = noopApp();
     const enqueueMs = await enqueueNoops(noop, target.db, count);
-    const { ms: processMs, value } = await timed(() => drain(app, target.db, BURN_DOWN));
+    const { ms: processMs, value } = await timed(() => drain(app, target.db, shape));
     if (value.succeeded !== count) throw new Error(`akadze over ${driver} ran ${value.succeeded} of ${count} jobs`);
     result = { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs };
     await target.close(async () => { if (target.database !== null) transactions = (await transactionsIn(target.database)) - before; });
@@ -100,112 +111,19 @@ export async function statementsPerJob(driver: AkadzeDriver, batchSize: number, 
   }
 }
 
-export interface Latency { p50: number; p99: number; max: number; samples: number; how: string }
-
-function latencyApp(): { app: App; task: Task<v.ObjectSchema<{ t: v.NumberSchema<undefined> }, undefined>>; seen: number[] } {
-  const seen: number[] = [];
-  const app = createApp();
-  const task = app.task("bench.latency", { args: v.object({ t: v.number() }) }, async ({ t }) => { seen.push(wallMs() - t); });
-  return { app, task, seen };
-}
-
-function summarize(seen: number[], how: string): Latency {
-  return { p50: percentile(seen, 50), p99: percentile(seen, 99), max: Math.max(...seen), samples: seen.length, how };
-}
-
-/** Slots of the long-lived worker (`runWorker`), in the latency and worker throughput measurements. */
-export const WORKER_SLOTS = 8;
-
-/**
- * Enqueue-to-start latency with the long-lived worker (`runWorker`, its default idle polling from 50 ms
- * backing off to 2 s); jobs arrive one at a time, 5-25 ms apart.
- */
-export async function workerLatency(driver: AkadzeDriver, samples: number): Promise<Latency> {
-  const target = await openAkadze(driver, "lat");
-  const { app, task, seen } = latencyApp();
-  const stop = new AbortController();
-  const worker = runWorker(app, { db: target.db, slots: WORKER_SLOTS, signal: stop.signal });
-  try {
-    for (const counted of [false, true]) { // a few uncounted jobs first warm the connections
-      seen.length = 0;
-      const n = counted ? samples : 5;
-      for (let i = 0; i < n; i++) {
-        await task.using(target.db).enqueue({ t: wallMs() });
-        await sleep(5 + Math.random() * 20);
-      }
-      while (seen.length < n) await sleep(20);
-    }
-  } finally {
-    stop.abort();
-    await worker;
-    await target.close();
-  }
-  return summarize(seen, `runWorker, slots ${WORKER_SLOTS}, default polling`);
-}
-
-/** Burn-down by the long-lived worker: one refilling invocation per queue, claims sized to the free slots. */
-export async function workerThroughput(driver: AkadzeDriver, count: number): Promise<Throughput> {
-  const target = await openAkadze(driver, "wk");
+/** Every burn-down shape on `jobs` jobs over node-postgres, in one database. */
+export async function akadzeSweep(jobs: number): Promise<SweepEntry[]> {
+  const target = await openAkadze("node-postgres", "sweep");
   try {
     const { app, noop } = noopApp();
-    const enqueueMs = await enqueueNoops(noop, target.db, count);
-    const stop = new AbortController();
-    let succeeded = 0;
-    let allDone!: () => void;
-    const done = new Promise<void>((resolve) => { allDone = resolve; });
-    const { ms: processMs } = await timed(async () => {
-      const worker = runWorker(app, {
-        db: target.db, slots: WORKER_SLOTS, signal: stop.signal,
-        onInvocation: (s) => { succeeded += s.succeeded; if (succeeded >= count) allDone(); },
-      });
-      await done;
-      stop.abort();
-      await worker;
-    });
-    return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null };
-  } finally {
-    await target.close();
-  }
-}
-
-/** Enqueue-to-start latency of a nudged invocation: enqueue, then runOnce right away (what an HTTP route does). */
-export async function nudgedLatency(driver: AkadzeDriver, samples: number): Promise<Latency> {
-  const target = await openAkadze(driver, "nudge");
-  const { app, task, seen } = latencyApp();
-  try {
-    for (const counted of [false, true]) {
-      seen.length = 0;
-      for (let i = 0; i < (counted ? samples : 5); i++) {
-        await task.using(target.db).enqueue({ t: wallMs() });
-        await runOnce(app, { db: target.db, batchSize: 1, slots: 1 });
-      }
+    const out: SweepEntry[] = [];
+    for (const shape of BURN_DOWN_SHAPES) {
+      await enqueueNoops(noop, target.db, jobs);
+      const { ms, value } = await timed(() => drain(app, target.db, shape));
+      if (value.succeeded !== jobs) throw new Error(`akadze sweep (${shapeLabel(shape)}) ran ${value.succeeded} of ${jobs} jobs`);
+      out.push({ system: "akadze/node-postgres", settings: shapeLabel(shape), config: shape, jobs, processPerSec: rate(jobs, ms) });
     }
-  } finally {
-    await target.close();
-  }
-  return summarize(seen, "enqueue, then runOnce");
-}
-
-export interface IdleCost { roundTrips: number; medianMs: number; p99Ms: number; finishedJobsInTable: number }
-
-/** An invocation that finds nothing to do, on a table holding `finished` finished jobs. */
-export async function idleInvocation(driver: AkadzeDriver, finished: number, samples: number): Promise<IdleCost> {
-  const target: AkadzeTarget = await openAkadze(driver, "idle");
-  try {
-    const { app, noop } = noopApp();
-    if (finished > 0) {
-      await enqueueNoops(noop, target.db, finished);
-      await drain(app, target.db, BURN_DOWN);
-    }
-    await runOnce(app, { db: target.db }); // warm the connection
-    const ms: number[] = [];
-    let roundTrips = 0;
-    for (let i = 0; i < samples; i++) {
-      const { ms: took, value } = await timed(() => runOnce(app, { db: target.db }));
-      roundTrips = Math.max(roundTrips, value.roundTrips);
-      ms.push(took);
-    }
-    return { roundTrips, medianMs: median(ms), p99Ms: percentile(ms, 99), finishedJobsInTable: finished };
+    return out;
   } finally {
     await target.close();
   }

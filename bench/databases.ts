@@ -3,7 +3,7 @@ import pg from "pg";
 
 export const PG_HOST = process.env.PGHOST_BENCH ?? "127.0.0.1";
 export const PG_PORT = Number(process.env.PGPORT_BENCH ?? 5432);
-const ADMIN_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
+export const ADMIN_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
 
 export interface BenchDatabase {
   name: string;

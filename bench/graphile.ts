@@ -1,43 +1,77 @@
-// graphile-worker on the same Postgres, set up as well as its installed version allows.
+// graphile-worker on the same Postgres, with its local queue and batched completion (0.17+), swept over a few
+// configurations; the fastest is the head-to-head entry and the fastest at concurrency 10 meets runWorker.
 import { createRequire } from "node:module";
 import pg from "pg";
 import { Logger, run, runMigrations, type Runner, type RunnerOptions } from "graphile-worker";
 import { transactionsIn, withDatabase } from "./databases.js";
-import { ENQUEUE_CHUNK, type Latency, type Throughput } from "./akadze.js";
-import { percentile, rate, sleep, timed, wallMs } from "./stats.js";
+import { ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
+import { rate, timed } from "./stats.js";
+import { tryConfig, type SweepEntry } from "./sweep.js";
 
 export const GRAPHILE_VERSION: string = createRequire(import.meta.url)("graphile-worker/package.json").version;
-/** Local queue and batched completion arrived in 0.17; older versions fetch and complete one job per statement. */
-export const GRAPHILE_BATCHING = !/^0\.(\d|1[0-6])\./.test(GRAPHILE_VERSION);
+
 /**
- * Jobs run at once (one connection each; its pool gets one more for LISTEN). 20 was its best on the
- * 2-core benchmark machine: 5 and 10 were slower, 40 and 80 slower still.
+ * One configuration: jobs run at once, jobs its pool locks per fetch (`localQueue.size`), and how long a
+ * completion (and a failure) waits to be batched with others (`completeJobBatchDelay`, `failJobBatchDelay`).
  */
-export const GRAPHILE_CONCURRENCY = 20;
+export interface GraphileConfig { concurrency: number; localQueueSize: number; batchDelayMs: number }
+
+/**
+ * The sweep, around its own advice: the release notes of 0.17 suggest localQueue = concurrency + 1, its
+ * performance page was measured with concurrency 24, localQueue 500 and batch delays of 0; larger and
+ * smaller neighbours of those, and a 10 ms delay.
+ */
+export const GRAPHILE_SWEEP: GraphileConfig[] = [
+  { concurrency: 10, localQueueSize: 11, batchDelayMs: 0 },
+  { concurrency: 10, localQueueSize: 100, batchDelayMs: 0 },
+  { concurrency: 10, localQueueSize: 500, batchDelayMs: 0 },
+  { concurrency: 10, localQueueSize: 500, batchDelayMs: 10 },
+  { concurrency: 20, localQueueSize: 500, batchDelayMs: 0 },
+  { concurrency: 20, localQueueSize: 500, batchDelayMs: 10 },
+  { concurrency: 24, localQueueSize: 500, batchDelayMs: 0 },
+  { concurrency: 40, localQueueSize: 1000, batchDelayMs: 0 },
+  { concurrency: 40, localQueueSize: 1000, batchDelayMs: 10 },
+];
+export const GRAPHILE_QUICK_SWEEP: GraphileConfig[] = [GRAPHILE_SWEEP[2], GRAPHILE_SWEEP[6]];
 
 const silent = new Logger(() => () => {});
 // Its success log line is built even when the logger drops it; the other systems log nothing either.
 process.env.NO_LOG_SUCCESS = "1";
 
-export function graphileSettings(): string {
-  const batching = GRAPHILE_BATCHING ? "localQueue.size 500, completeJobBatchDelay 0" : "no batching (localQueue/completeJobBatchDelay need 0.17)";
-  return `graphile-worker ${GRAPHILE_VERSION}: concurrency ${GRAPHILE_CONCURRENCY}, ${batching}, add_jobs() bulk insert, ${ENQUEUE_CHUNK} per statement, LISTEN/NOTIFY`;
+export function graphileLabel(c: GraphileConfig): string {
+  return `graphile-worker ${GRAPHILE_VERSION}: concurrency ${c.concurrency}, localQueue.size ${c.localQueueSize}, ` +
+    `completeJobBatchDelay/failJobBatchDelay ${c.batchDelayMs} ms, pool ${c.concurrency + 2}, LISTEN/NOTIFY`;
 }
 
-function runnerOptions(pool: pg.Pool): RunnerOptions {
-  const options: RunnerOptions = { pgPool: pool, logger: silent, concurrency: GRAPHILE_CONCURRENCY, noHandleSignals: true, pollInterval: 1000 };
-  if (GRAPHILE_BATCHING) {
-    (options as any).preset = { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } };
-  }
-  return options;
+export function graphileSettings(c: GraphileConfig): string {
+  return `${graphileLabel(c)}; add_jobs() bulk insert, ${ENQUEUE_CHUNK} per statement`;
+}
+
+function openPool(url: string, c: GraphileConfig): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max: c.concurrency + 2 });
+  // graphile-worker checks for both handlers: an idle client's error and a connected client's.
+  pool.on("error", (error) => { console.error("graphile-worker pool error:", error); });
+  pool.on("connect", (client) => { client.on("error", (error) => { console.error("graphile-worker client error:", error); }); });
+  return pool;
+}
+
+function runnerOptions(pool: pg.Pool, c: GraphileConfig): RunnerOptions {
+  return {
+    pgPool: pool, logger: silent, concurrency: c.concurrency, noHandleSignals: true, pollInterval: 1000,
+    preset: { worker: { localQueue: { size: c.localQueueSize }, completeJobBatchDelay: c.batchDelayMs, failJobBatchDelay: c.batchDelayMs } },
+  };
 }
 
 /** The bulk API: `add_jobs(job_spec[])`, the function graphile's own `addJobs` calls. */
-async function addJobs(pool: pg.Pool, specs: { identifier: string; payload: unknown }[]): Promise<void> {
-  await pool.query(
-    "select id from graphile_worker.add_jobs(array(select json_populate_recordset(null::graphile_worker.job_spec, $1::json)))",
-    [JSON.stringify(specs)],
-  );
+async function addNoops(pool: pg.Pool, count: number): Promise<void> {
+  for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
+    const specs = Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ identifier: "noop", payload: {} }));
+    await pool.query(
+      "select id from graphile_worker.add_jobs(array(select json_populate_recordset(null::graphile_worker.job_spec, $1::json)))",
+      [JSON.stringify(specs)],
+    );
+  }
 }
 
 async function untilComplete(runner: Runner, count: number): Promise<void> {
@@ -48,28 +82,51 @@ async function untilComplete(runner: Runner, count: number): Promise<void> {
   });
 }
 
-export async function graphileThroughput(count: number): Promise<Throughput> {
+/** Starts a runner over the queued no-op jobs and stops it once all `count` completed (batched completions flushed). */
+async function burnDown(pool: pg.Pool, c: GraphileConfig, count: number): Promise<number> {
+  const { ms } = await timed(async () => {
+    const runner = await run({ ...runnerOptions(pool, c), taskList: { noop: async () => {} } });
+    await untilComplete(runner, count);
+    await runner.stop();
+  });
+  const left = Number((await pool.query("select count(*) from graphile_worker.jobs")).rows[0].count);
+  if (left !== 0) throw new Error(`graphile-worker (${graphileLabel(c)}) left ${left} jobs`);
+  return ms;
+}
+
+/** Every configuration of `configs` on `jobs` jobs, in one database. */
+export async function graphileSweep(configs: GraphileConfig[], jobs: number): Promise<SweepEntry<GraphileConfig>[]> {
+  return withDatabase("sweep_graphile", async (database) => {
+    const out: SweepEntry<GraphileConfig>[] = [];
+    for (const c of configs) {
+      out.push(await tryConfig({ system: "graphile-worker", settings: graphileLabel(c), config: c, jobs }, async () => {
+        const pool = openPool(database.url, c);
+        try {
+          await runMigrations(runnerOptions(pool, c));
+          await pool.query("delete from graphile_worker._private_jobs"); // what a failed configuration may have left (jobs is a view)
+          await addNoops(pool, jobs);
+          return rate(jobs, await burnDown(pool, c, jobs));
+        } finally {
+          await pool.end();
+        }
+      }));
+    }
+    return out;
+  });
+}
+
+export async function graphileThroughput(count: number, c: GraphileConfig): Promise<Throughput> {
   return withDatabase("tp_graphile", async (database) => {
-    const pool = new pg.Pool({ connectionString: database.url, max: GRAPHILE_CONCURRENCY + 1 });
+    const pool = openPool(database.url, c);
     let ended = false;
     try {
-      await runMigrations(runnerOptions(pool));
+      await runMigrations(runnerOptions(pool, c));
       const before = await transactionsIn(database.name);
-      const { ms: enqueueMs } = await timed(async () => {
-        for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
-          await addJobs(pool, Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ identifier: "noop", payload: {} })));
-        }
-      });
-      const { ms: processMs } = await timed(async () => {
-        const runner = await run({ ...runnerOptions(pool), taskList: { noop: async () => {} } });
-        await untilComplete(runner, count);
-        await runner.stop();
-      });
-      const left = Number((await pool.query("select count(*) from graphile_worker.jobs")).rows[0].count);
-      if (left !== 0) throw new Error(`graphile-worker left ${left} jobs`);
+      const { ms: enqueueMs } = await timed(() => addNoops(pool, count));
+      const processMs = await burnDown(pool, c, count);
       await pool.end();
       ended = true;
-      const transactions = (await transactionsIn(database.name)) - before - 1; // minus the count above
+      const transactions = (await transactionsIn(database.name)) - before - 1; // minus the count in burnDown
       return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: transactions / count };
     } finally {
       if (!ended) await pool.end();
@@ -77,27 +134,23 @@ export async function graphileThroughput(count: number): Promise<Throughput> {
   });
 }
 
-/** Enqueue-to-start latency with its long-lived runner (woken by LISTEN/NOTIFY). */
-export async function graphileLatency(samples: number): Promise<Latency> {
+/** Enqueue-to-start latency of an idle runner (woken by LISTEN/NOTIFY), one `add_job` per job. */
+export async function graphileLatency(settings: LatencySettings, c: GraphileConfig): Promise<Latency> {
   return withDatabase("lat_graphile", async (database) => {
-    const pool = new pg.Pool({ connectionString: database.url, max: GRAPHILE_CONCURRENCY + 1 });
-    const seen: number[] = [];
+    const pool = openPool(database.url, c);
+    const probe = latencyProbe();
     try {
-      await runMigrations(runnerOptions(pool));
-      const runner = await run({ ...runnerOptions(pool), taskList: { probe: async (payload: any) => { seen.push(wallMs() - payload.t); } } });
-      for (const counted of [false, true]) {
-        seen.length = 0;
-        const n = counted ? samples : 5;
-        for (let i = 0; i < n; i++) {
-          await pool.query("select graphile_worker.add_job('probe', json_build_object('t', $1::float8))", [wallMs()]);
-          await sleep(5 + Math.random() * 20);
-        }
-        while (seen.length < n) await sleep(10);
+      await runMigrations(runnerOptions(pool, c));
+      const runner = await run({ ...runnerOptions(pool, c), taskList: { probe: async (payload: any) => { probe.record(payload.t); } } });
+      try {
+        return await measureLatency(settings, probe, async (t) => {
+          await pool.query("select graphile_worker.add_job('probe', json_build_object('t', $1::float8))", [t]);
+        }, `runner, concurrency ${c.concurrency}, localQueue.size ${c.localQueueSize}, LISTEN/NOTIFY`);
+      } finally {
+        await runner.stop();
       }
-      await runner.stop();
     } finally {
       await pool.end();
     }
-    return { p50: percentile(seen, 50), p99: percentile(seen, 99), max: Math.max(...seen), samples: seen.length, how: "long-lived runner, LISTEN/NOTIFY" };
   });
 }

@@ -1,24 +1,41 @@
-// pg-boss on the same Postgres, with its best settings for per-job handlers.
+// pg-boss on the same Postgres, tuned by a small sweep: its work() loops (batchSize, several loops, the
+// shortest polling interval it accepts) and plain fetch()/complete() loops, which skip work()'s wait.
 import { createRequire } from "node:module";
 import pg from "pg";
 import PgBoss from "pg-boss";
 import { transactionsIn, withDatabase } from "./databases.js";
-import { BURN_DOWN, ENQUEUE_CHUNK, type Latency, type Throughput } from "./akadze.js";
-import { percentile, rate, sleep, timed, wallMs } from "./stats.js";
+import { ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
+import { rate, sleep, timed } from "./stats.js";
 import { POOL_SIZE } from "./akadze-db.js";
+import { tryConfig, type SweepEntry } from "./sweep.js";
 
 export const PGBOSS_VERSION: string = createRequire(import.meta.url)("pg-boss/package.json").version;
-/**
- * The same shape as akadze's burn-down: `workers` polling loops fetching `batchSize` jobs each. pg-boss
- * completes a fetched batch in one statement once the handler resolves, and waits out the rest of its
- * polling interval (0.5 s at least) after a fetch that took less.
- */
-export const PGBOSS_WORK = { workers: BURN_DOWN.loops, batchSize: BURN_DOWN.batchSize, pollingIntervalSeconds: 0.5 };
 
-export function pgbossSettings(): string {
-  const w = PGBOSS_WORK;
-  return `pg-boss ${PGBOSS_VERSION}: ${w.workers} work() loops, batchSize ${w.batchSize}, pollingIntervalSeconds ${w.pollingIntervalSeconds} (its minimum), ` +
-    `insert() bulk, ${ENQUEUE_CHUNK} per statement, maintenance and schedules off, pool ${POOL_SIZE}`;
+/**
+ * `work`: `loops` work() loops of `batchSize`; after a fetch that took less than its polling interval
+ * (0.5 s at least) a loop waits out the rest. `fetch`: `loops` loops of fetch(batchSize), run each job,
+ * complete(ids), with no wait while jobs come back.
+ */
+export interface PgBossConfig { mode: "work" | "fetch"; loops: number; batchSize: number }
+const POLLING_SECONDS = 0.5;
+
+export const PGBOSS_SWEEP: PgBossConfig[] = [
+  { mode: "work", loops: 4, batchSize: 500 },
+  { mode: "work", loops: 8, batchSize: 250 },
+  { mode: "fetch", loops: 2, batchSize: 500 },
+  { mode: "fetch", loops: 4, batchSize: 250 },
+  { mode: "fetch", loops: 4, batchSize: 500 },
+];
+export const PGBOSS_QUICK_SWEEP: PgBossConfig[] = [PGBOSS_SWEEP[0], PGBOSS_SWEEP[2]];
+
+export function pgbossLabel(c: PgBossConfig): string {
+  const how = c.mode === "work" ? `work() loops, pollingIntervalSeconds ${POLLING_SECONDS} (its minimum)` : "fetch()/complete() loops";
+  return `pg-boss ${PGBOSS_VERSION}: ${c.loops} ${how}, batchSize ${c.batchSize}, pool ${POOL_SIZE}`;
+}
+
+export function pgbossSettings(c: PgBossConfig): string {
+  return `${pgbossLabel(c)}; a per-job handler; insert() bulk, ${ENQUEUE_CHUNK} per statement; maintenance and schedules off`;
 }
 
 async function startBoss(url: string): Promise<PgBoss> {
@@ -38,37 +55,80 @@ async function openJobs(url: string, queue: string): Promise<number> {
   }
 }
 
-export async function pgbossThroughput(count: number): Promise<Throughput> {
+async function insertNoops(boss: PgBoss, queue: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
+    await boss.insert(Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ name: queue, data: {} })));
+  }
+}
+
+/** Burns down `count` queued jobs of `queue`; returns the wall ms and the benchmark's own count queries. */
+async function burnDown(boss: PgBoss, url: string, queue: string, c: PgBossConfig, count: number): Promise<{ ms: number; polls: number }> {
+  let polls = 0;
+  const runJob = async () => {}; // the per-job handler
+  const { ms } = await timed(async () => {
+    if (c.mode === "fetch") {
+      await Promise.all(Array.from({ length: c.loops }, async () => {
+        for (;;) {
+          const jobs = await boss.fetch(queue, { batchSize: c.batchSize });
+          if (jobs.length === 0) return;
+          await Promise.all(jobs.map(runJob));
+          await boss.complete(queue, jobs.map((j) => j.id));
+        }
+      }));
+    } else {
+      let handled = 0;
+      let allHandled!: () => void;
+      const handledAll = new Promise<void>((resolve) => { allHandled = resolve; });
+      for (let w = 0; w < c.loops; w++) {
+        await boss.work(queue, { batchSize: c.batchSize, pollingIntervalSeconds: POLLING_SECONDS }, async (jobs) => {
+          await Promise.all(jobs.map(runJob));
+          handled += jobs.length;
+          if (handled >= count) allHandled();
+        });
+      }
+      await handledAll;
+      // Its completion statement is not awaited by the work() loop: the burn-down ends when the rows say so.
+      for (polls = 1; await openJobs(url, queue) > 0; polls++) await sleep(5);
+      await boss.offWork(queue);
+    }
+  });
+  return { ms, polls };
+}
+
+/** Every configuration on `jobs` jobs, in one database (a queue per configuration). */
+export async function pgbossSweep(configs: PgBossConfig[], jobs: number): Promise<SweepEntry<PgBossConfig>[]> {
+  return withDatabase("sweep_pgboss", async (database) => {
+    const boss = await startBoss(database.url);
+    try {
+      const out: SweepEntry<PgBossConfig>[] = [];
+      for (const [i, c] of configs.entries()) {
+        out.push(await tryConfig({ system: "pg-boss", settings: pgbossLabel(c), config: c, jobs }, async () => {
+          const queue = `noop${i}`;
+          await boss.createQueue(queue);
+          await insertNoops(boss, queue, jobs);
+          return rate(jobs, (await burnDown(boss, database.url, queue, c, jobs)).ms);
+        }));
+      }
+      return out;
+    } finally {
+      await boss.stop({ graceful: false, wait: true });
+    }
+  });
+}
+
+export async function pgbossThroughput(count: number, c: PgBossConfig): Promise<Throughput> {
   return withDatabase("tp_pgboss", async (database) => {
     const boss = await startBoss(database.url);
     let stopped = false;
-    let polls = 0;
     try {
       await boss.createQueue("noop");
       const before = await transactionsIn(database.name);
-      const { ms: enqueueMs } = await timed(async () => {
-        for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
-          await boss.insert(Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ name: "noop", data: {} })));
-        }
-      });
-      const { ms: processMs } = await timed(async () => {
-        let handled = 0;
-        let allHandled!: () => void;
-        const handledAll = new Promise<void>((resolve) => { allHandled = resolve; });
-        for (let w = 0; w < PGBOSS_WORK.workers; w++) {
-          await boss.work("noop", { batchSize: PGBOSS_WORK.batchSize, pollingIntervalSeconds: PGBOSS_WORK.pollingIntervalSeconds }, async (jobs) => {
-            await Promise.all(jobs.map(async () => {})); // the per-job handler, once per job
-            handled += jobs.length;
-            if (handled >= count) allHandled();
-          });
-        }
-        await handledAll;
-        // Its completion statement is not awaited by the worker loop: the burn-down ends when the rows say so.
-        for (polls = 1; await openJobs(database.url, "noop") > 0; polls++) await sleep(5);
-      });
+      const { ms: enqueueMs } = await timed(() => insertNoops(boss, "noop", count));
+      const { ms: processMs, polls } = await burnDown(boss, database.url, "noop", c, count);
+      if (c.mode === "fetch" && await openJobs(database.url, "noop") > 0) throw new Error("pg-boss left jobs open");
       await boss.stop({ graceful: false, wait: true });
       stopped = true;
-      const transactions = (await transactionsIn(database.name)) - before - polls; // not the benchmark's own polls
+      const transactions = (await transactionsIn(database.name)) - before - polls - (c.mode === "fetch" ? 1 : 0); // not the benchmark's own counts
       return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: transactions / count };
     } finally {
       if (!stopped) await boss.stop({ graceful: false, wait: true });
@@ -76,28 +136,20 @@ export async function pgbossThroughput(count: number): Promise<Throughput> {
   });
 }
 
-/** Enqueue-to-start latency with a long-lived work() loop at its minimum polling interval. */
-export async function pgbossLatency(samples: number): Promise<Latency> {
+/** Enqueue-to-start latency of an idle work() loop at its minimum polling interval. */
+export async function pgbossLatency(settings: LatencySettings): Promise<Latency> {
   return withDatabase("lat_pgboss", async (database) => {
     const boss = await startBoss(database.url);
-    const seen: number[] = [];
+    const probe = latencyProbe();
     try {
       await boss.createQueue("probe");
-      await boss.work<{ t: number }>("probe", { batchSize: 50, pollingIntervalSeconds: PGBOSS_WORK.pollingIntervalSeconds }, async (jobs) => {
-        for (const job of jobs) seen.push(wallMs() - job.data.t);
+      await boss.work<{ t: number }>("probe", { batchSize: 50, pollingIntervalSeconds: POLLING_SECONDS }, async (jobs) => {
+        for (const job of jobs) probe.record(job.data.t);
       });
-      for (const counted of [false, true]) {
-        seen.length = 0;
-        const n = counted ? samples : 5;
-        for (let i = 0; i < n; i++) {
-          await boss.send("probe", { t: wallMs() });
-          await sleep(5 + Math.random() * 20);
-        }
-        while (seen.length < n) await sleep(10);
-      }
+      return await measureLatency(settings, probe, async (t) => { await boss.send("probe", { t }); },
+        `work() loop, batchSize 50, ${POLLING_SECONDS} s polling`);
     } finally {
       await boss.stop({ graceful: false, wait: true });
     }
-    return { p50: percentile(seen, 50), p99: percentile(seen, 99), max: Math.max(...seen), samples: seen.length, how: "work() loop, batchSize 50, 0.5 s polling" };
   });
 }

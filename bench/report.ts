@@ -1,47 +1,103 @@
 // Turns the results into tables: boxed for the terminal, pipe tables for bench/RESULTS.md.
 import Table from "cli-table3";
-import type { Results } from "./results.js";
+import { PEERS, type Results } from "./results.js";
 
 export interface Section { title: string; head: string[]; rows: string[][]; notes?: string[] }
 
 const fmt = (n: number | null | undefined, digits = 0) =>
   n === null || n === undefined || Number.isNaN(n) ? "—" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const ratio = (n: number) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : "—");
+const ratio = (n: number | undefined) => (n !== undefined && Number.isFinite(n) ? `${n.toFixed(2)}×` : "—");
+const pct = (n: number) => `${(n * 100).toFixed(0)} %`;
+
+function throughputSections(r: Results): Section[] {
+  const peers = PEERS.filter((p) => r.throughput[p]);
+  const out: Section[] = [
+    {
+      title: "Sweeps: each system's configurations on the same burn-down (the chosen one is marked)",
+      head: ["system", "configuration", "jobs", "process jobs/s", "chosen"],
+      rows: r.sweeps.map((s) => [s.system, s.settings, fmt(s.jobs), s.error ? `did not run: ${s.error}` : fmt(s.processPerSec), s.chosen ? "✓" : ""]),
+    },
+    {
+      title: `Burn-down: ${fmt(r.settings.config.jobs)} no-op jobs, bulk enqueue then burn-down (median of ${r.settings.config.rounds} interleaved round(s) where repeated)`,
+      head: ["system", "enqueue jobs/s", "process jobs/s", "Postgres transactions/job", ...peers.map((p) => `process vs ${p}`), "enqueue vs graphile-worker"],
+      rows: Object.entries(r.throughput).map(([name, t]) => [
+        name, fmt(t.enqueuePerSec), fmt(t.processPerSec), fmt(t.transactionsPerJob, 3),
+        ...peers.map((p) => (r.ratios[name] ? ratio(r.ratios[name][p]?.processing) : "")),
+        r.ratios[name] ? ratio(r.ratios[name]["graphile-worker"]?.enqueue) : "",
+      ]),
+      notes: Object.entries(r.settings.systems).map(([name, s]) => `${name}: ${s}`),
+    },
+  ];
+  if (r.worker) {
+    const w = r.worker;
+    out.push({
+      title: `Long-lived workers at concurrency 10: ${fmt(w.jobs)} no-op jobs`,
+      head: ["system", "process jobs/s", "ratio"],
+      rows: [["akadze runWorker", fmt(w.akadze.processPerSec), ratio(w.ratio)], ["graphile-worker", fmt(w.graphile.processPerSec), ""]],
+      notes: [`akadze: ${w.akadzeSettings}`, `graphile-worker: ${w.graphileSettings} (the fastest concurrency-10 entry of its sweep)`],
+    });
+  }
+  return out;
+}
+
+function engineSections(r: Results): Section[] {
+  const lat = r.settings.config.latency;
+  const out: Section[] = [
+    {
+      title: `Enqueue-to-start latency (ms): idle ${fmt(lat.idleMs)} ms, then ${lat.samples} jobs one at a time, each after the previous started plus ${lat.gapMs[0]}-${lat.gapMs[1]} ms`,
+      head: ["system", "how", "first after idle", "p50", "p95", "max", "samples"],
+      rows: r.latency.map((l) => [l.system, l.how, fmt(l.firstAfterIdle, 1), fmt(l.p50, 1), fmt(l.p95, 1), fmt(l.max, 1), String(l.samples)]),
+    },
+  ];
+  if (r.tick) {
+    const t = r.tick;
+    out.push({
+      title: `One cron invocation: runOnce(app, { db, budget: ${JSON.stringify(t.budget)} }), other options default, over ${fmt(t.backlog)} queued ${t.jobMs} ms jobs (node-postgres)`,
+      head: ["jobs per tick", "claimed", "released", "statements", "ran for (ms)", "of budget", "slots busy", "left running"],
+      rows: [[fmt(t.summary.succeeded), fmt(t.summary.claimed), fmt(t.summary.released), fmt(t.summary.roundTrips), fmt(t.summary.durationMs),
+        pct(t.summary.durationMs / t.budgetMs), pct(t.slotsBusy), String(t.leftRunning)]],
+    });
+  }
+  out.push({
+    title: "Statements per job (akadze: enqueue in chunks of 1,000, then one runOnce loop until a claim comes back empty)",
+    head: ["driver", "batch size", "jobs", "runOnce statements", "enqueue statements", "statements/job", "HTTP requests/job"],
+    rows: r.statementsPerJob.map((s) => [s.driver, String(s.batchSize), fmt(s.jobs), fmt(s.processing), fmt(s.enqueue), fmt(s.perJob, 4), fmt(s.httpRequestsPerJob, 4)]),
+  });
+  return out;
+}
+
+function scaleSections(r: Results): Section[] {
+  const s = r.settings.config.scaleOut;
+  return [
+    {
+      title: `Scale-out: K concurrent runOnce loops (slots 8, batch 16, default budget) over ${s.jobMs} ms I/O jobs, ${s.jobsPerSlot} jobs per slot`,
+      head: ["driver", "K", "jobs", "jobs/s", "share of K×8 slots busy", "invocations", "statements", "claims", "Postgres CPU ms", "CPU ms/claim", "CPU ms/job"],
+      rows: r.scaleOut.map((x) => [x.driver, String(x.k), fmt(x.jobs), fmt(x.jobsPerSec), pct(x.slotsBusy), fmt(x.invocations), fmt(x.statements),
+        fmt(x.claims), fmt(x.pgCpuMs), fmt(x.pgCpuPerClaimMs, 2), fmt(x.pgCpuPerJobMs, 3)]),
+      notes: [
+        "Postgres CPU: utime+stime from /proc of the backends connected to the run's database, before and after (pg_stat_statements is not preloaded on this server).",
+        "claims: statements with `skip locked` sent by the node-postgres pool or in neon-http request bodies; the local endpoint serves neon-http with a pool of 10 connections.",
+      ],
+    },
+    {
+      title: "What a claim costs Postgres (node-postgres, one connection, runOnce with slots 8, batch 16)",
+      head: ["claim", "calls", "wall ms/call (median)", "statements/call", "claims/call", "CPU ms/call", "CPU ms/claim", "EXPLAIN planning ms", "EXPLAIN execution ms", "jobs claimed by the EXPLAIN"],
+      rows: r.claimCost.map((c) => [c.shape, c.calls ? fmt(c.calls) : "—", fmt(c.wallMs, 2), fmt(c.statementsPerCall, 2), fmt(c.claimsPerCall, 2),
+        fmt(c.pgCpuPerCallMs, 2), fmt(c.pgCpuPerClaimMs, 2), fmt(c.planningMs, 2), fmt(c.executionMs, 2), fmt(c.explainedRows)]),
+      notes: [
+        "CPU ms from /proc (10 ms ticks, summed over all calls). A call's CPU includes its completions: the claim alone is the idle row, or the EXPLAIN columns.",
+        "EXPLAIN (ANALYZE) reruns the first claim a call sent, in a rolled-back transaction, on 16 due jobs for the 16-job row; medians.",
+      ],
+    },
+  ];
+}
 
 /** The sections every rendering shows, in order. */
 export function sections(r: Results): Section[] {
-  const peers = Object.keys(r.ratios[Object.keys(r.ratios)[0]] ?? {});
   return [
-    {
-      title: `Throughput: ${r.settings.jobs.toLocaleString("en-US")} no-op jobs, bulk enqueue then burn-down (median of ${r.settings.rounds} rounds where repeated)`,
-      head: ["system", "enqueue jobs/s", "process jobs/s", "Postgres transactions/job", ...peers.flatMap((p) => [`enqueue vs ${p}`, `process vs ${p}`])],
-      rows: Object.entries(r.throughput).map(([name, t]) => [
-        name, fmt(t.enqueuePerSec), fmt(t.processPerSec), fmt(t.transactionsPerJob, 3),
-        ...peers.flatMap((p) => r.ratios[name] ? [ratio(r.ratios[name][p].enqueue), ratio(r.ratios[name][p].processing)] : ["", ""]),
-      ]),
-      notes: [...Object.entries(r.settings.systems).map(([name, s]) => `${name}: ${s}`)],
-    },
-    {
-      title: "Statements per job (akadze: enqueue in chunks of 1,000, then one runOnce loop until a claim comes back empty)",
-      head: ["driver", "batch size", "jobs", "runOnce statements", "enqueue statements", "statements/job", "HTTP requests/job"],
-      rows: r.statementsPerJob.map((s) => [s.driver, String(s.batchSize), fmt(s.jobs), fmt(s.processing), fmt(s.enqueue), fmt(s.perJob, 4), fmt(s.httpRequestsPerJob, 4)]),
-    },
-    {
-      title: "Enqueue-to-start latency (ms), jobs arriving one at a time 5-25 ms apart",
-      head: ["system", "how", "p50", "p99", "max", "samples"],
-      rows: r.latency.map((l) => [l.system, l.how, fmt(l.p50, 1), fmt(l.p99, 1), fmt(l.max, 1), String(l.samples)]),
-    },
-    {
-      title: "An invocation that finds nothing to do (akadze runOnce)",
-      head: ["driver", "finished jobs in table", "round trips", "median ms", "p99 ms"],
-      rows: r.idle.map((i) => [i.driver, fmt(i.finishedJobsInTable), String(i.roundTrips), fmt(i.medianMs, 2), fmt(i.p99Ms, 2)]),
-    },
-    {
-      title: "Targets",
-      head: ["target", "goal", "measured", "met"],
-      rows: r.targets.map((t) => [t.name, t.goal, t.measured, t.met ? "yes" : "NO"]),
-    },
-  ];
+    ...throughputSections(r), ...engineSections(r), ...scaleSections(r),
+    { title: "Targets (issues 10 and 16)", head: ["target", "goal", "measured", "met"], rows: r.targets.map((t) => [t.name, t.goal, t.measured, t.met ? "yes" : "NO"]) },
+  ].filter((s) => s.rows.length > 0); // a section left out by --sections prints nothing
 }
 
 export function printTables(r: Results): void {
@@ -53,14 +109,20 @@ export function printTables(r: Results): void {
   }
 }
 
+/** Other work was competing for the cores when the run began (1-minute load average above the core count). */
+function busy(m: Results["machine"]): boolean {
+  return m.loadStart[0] > m.nproc;
+}
+
 export function markdown(r: Results): string {
   const m = r.machine;
   const out = [
     "# Benchmark results",
     "",
-    `Measured by \`${r.settings.command}\` on ${r.startedAt}, ${fmt(r.durationS)} s in all. Every system ran on the same local`,
-    "Postgres, each in a fresh database of its own, in the same run. Numbers from a shared 2-core machine are noisy:",
-    "rerun before trusting a difference under ~20 %.",
+    `Measured by \`${r.settings.command}\` on ${r.startedAt}, ${fmt(r.durationS)} s in all${r.settings.config.quick ? " (QUICK MODE: small sizes, a smoke test, not results)" : ""}.`,
+    "Every system ran on the same local Postgres, each in a fresh database of its own, in the same run. Numbers from",
+    "a shared 2-core machine are noisy: rerun before trusting a difference under ~20 %. Method: [README.md](README.md).",
+    ...(busy(m) ? ["", `**The machine was busy** (load average ${m.loadStart[0].toFixed(1)} at start on ${m.nproc} cores): these numbers show that the harness ran, not how fast anything is. Rerun on an idle machine.`] : []),
     "",
     "## Machine",
     "",
@@ -75,7 +137,7 @@ export function markdown(r: Results): string {
   ];
   for (const s of sections(r)) {
     out.push("", `## ${s.title}`, "", `| ${s.head.join(" | ")} |`, `| ${s.head.map(() => "---").join(" | ")} |`);
-    for (const row of s.rows) out.push(`| ${row.join(" | ")} |`);
+    for (const row of s.rows) out.push(`| ${row.map((c) => c.replace(/\|/g, "\\|")).join(" | ")} |`);
     if (s.notes?.length) out.push("", ...s.notes.map((n) => `- ${n}`));
   }
   return `${out.join("\n")}\n`;

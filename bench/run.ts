@@ -1,43 +1,44 @@
-// `npm run bench`: akadze on four drivers against graphile-worker and pg-boss, on the same local Postgres,
-// each in a fresh database, in one run. Prints tables and writes bench/results.json.
-//   npm run bench -- --jobs 20000 --rounds 3 --markdown bench/RESULTS.md
+// `npm run bench`: akadze against graphile-worker (its best configuration of a small sweep), pg-boss (tuned the
+// same way) and a raw-SQL floor, on the same local Postgres, each in a fresh database, in one run; then the
+// engine's own measures (latency, a cron tick, statements per job, scale-out, claim cost). Prints tables and
+// writes bench/results.json and bench/RESULTS.md.
+//   npm run bench                 # the full run, ~6 minutes on 2 cores
+//   npm run bench -- --quick      # everything small, under a minute: a smoke test, not results
+//   npm run bench -- --sections tick --tick-budget 10s --tick-job-ms 50   # one section, other sizes
 import { execSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
-import {
-  akadzeThroughput, BURN_DOWN, ENQUEUE_CHUNK, idleInvocation, nudgedLatency, statementsPerJob, WORKER_SLOTS, workerLatency, workerThroughput, type Throughput,
-} from "./akadze.js";
+import type { Duration } from "../src/index.js";
+import { tryParseDuration } from "../src/core/duration.js";
+import { akadzeSweep, akadzeThroughput, BURN_DOWN, shapeLabel, statementsPerJob, type BurnDownShape, type Throughput } from "./akadze.js";
 import { AKADZE_DRIVERS, POOL_SIZE, type AkadzeDriver } from "./akadze-db.js";
+import { cronTick, nudgedLatency, WORKER_SLOTS, workerLatency, workerThroughput } from "./akadze-worker.js";
+import { FULL, QUICK, type BenchConfig } from "./config.js";
 import { postgresVersion } from "./databases.js";
-import { graphileLatency, graphileSettings, graphileThroughput } from "./graphile.js";
-import { pgbossLatency, pgbossSettings, pgbossThroughput } from "./pgboss.js";
+import { floorSettings, floorThroughput } from "./floor.js";
+import { GRAPHILE_QUICK_SWEEP, GRAPHILE_SWEEP, graphileLabel, graphileLatency, graphileSettings, graphileSweep, graphileThroughput, type GraphileConfig } from "./graphile.js";
+import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossLatency, pgbossSettings, pgbossSweep, pgbossThroughput, type PgBossConfig } from "./pgboss.js";
 import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type Machine, type Results } from "./results.js";
+import { claimCosts, scaleOut } from "./scale-out.js";
+import { best, type SweepEntry } from "./sweep.js";
+
+const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost"] as const;
 
 const { values: args } = parseArgs({
   options: {
-    jobs: { type: "string", default: "20000" },
-    rounds: { type: "string", default: "3" },
-    latency: { type: "string", default: "200" },
-    out: { type: "string", default: "bench/results.json" },
+    quick: { type: "boolean", default: false },
+    jobs: { type: "string" },
+    rounds: { type: "string" },
+    drivers: { type: "string" },
+    sections: { type: "string", default: SECTIONS.join(",") },
+    "tick-budget": { type: "string" },
+    "tick-job-ms": { type: "string" },
+    out: { type: "string" },
     markdown: { type: "string" },
-    drivers: { type: "string", default: AKADZE_DRIVERS.join(",") },
   },
 });
-const JOBS = positive(args.jobs!, "--jobs");
-const ROUNDS = positive(args.rounds!, "--rounds");
-const LATENCY_SAMPLES = positive(args.latency!, "--latency");
-const WARM_UP_JOBS = 2000;
-/** The long-lived worker runs one job per invocation and is slow enough that fewer jobs tell its rate. */
-const WORKER_JOBS = Math.min(JOBS, 4000);
-const WORKER_ROW = `akadze/node-postgres runWorker (slots ${WORKER_SLOTS})`;
-const DRIVERS = args.drivers!.split(",").map((d) => {
-  if (!(AKADZE_DRIVERS as readonly string[]).includes(d)) throw new Error(`--drivers: unknown driver ${JSON.stringify(d)} (known: ${AKADZE_DRIVERS.join(", ")})`);
-  return d as AkadzeDriver;
-});
-/** The drivers the per-statement sections compare: HTTP (what the targets are about) and TCP. */
-const PAIR = (["neon-http", "node-postgres"] as AkadzeDriver[]).filter((d) => DRIVERS.includes(d));
 
 function positive(value: string, name: string): number {
   const n = Number(value);
@@ -45,96 +46,161 @@ function positive(value: string, name: string): number {
   return n;
 }
 
+function duration(value: string, name: string): Duration {
+  const d = /^\d+$/.test(value) ? Number(value) : (value as Duration);
+  if (tryParseDuration(d) === undefined) throw new Error(`${name} must be a duration such as "25s" or "5000ms", got ${JSON.stringify(value)}`);
+  return d;
+}
+
+function listOf<T extends string>(value: string, name: string, known: readonly T[]): T[] {
+  return value.split(",").map((d) => {
+    if (!(known as readonly string[]).includes(d)) throw new Error(`${name}: unknown ${JSON.stringify(d)} (known: ${known.join(", ")})`);
+    return d as T;
+  });
+}
+
+const base = args.quick ? QUICK : FULL;
+const config: BenchConfig = {
+  ...base,
+  jobs: args.jobs ? positive(args.jobs, "--jobs") : base.jobs,
+  rounds: args.rounds ? positive(args.rounds, "--rounds") : base.rounds,
+  drivers: args.drivers ? listOf(args.drivers, "--drivers", AKADZE_DRIVERS) : base.drivers,
+  tick: {
+    ...base.tick,
+    budget: args["tick-budget"] ? duration(args["tick-budget"], "--tick-budget") : base.tick.budget,
+    jobMs: args["tick-job-ms"] ? positive(args["tick-job-ms"], "--tick-job-ms") : base.tick.jobMs,
+  },
+};
+const sections = new Set(listOf(args.sections!, "--sections", SECTIONS));
+const OUT = args.out ?? (config.quick ? "bench/results-quick.json" : "bench/results.json");
+// Quick numbers are not results: they go to the committed copy only when asked by name.
+const MARKDOWN = args.markdown ?? (config.quick ? undefined : "bench/RESULTS.md");
+
 function log(message: string): void {
   console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
 }
 
 async function machine(): Promise<Machine> {
   return {
-    nproc: Number(execSync("nproc").toString().trim()),
-    cpu: os.cpus()[0]?.model ?? "unknown",
-    memory: execSync("free -h").toString(),
-    node: process.version,
-    postgres: await postgresVersion(),
-    loadStart: os.loadavg(),
-    loadEnd: [],
+    nproc: Number(execSync("nproc").toString().trim()), cpu: os.cpus()[0]?.model ?? "unknown", memory: execSync("free -h").toString(),
+    node: process.version, postgres: await postgresVersion(), loadStart: os.loadavg(), loadEnd: [],
   };
+}
+
+/** Sweeps, then the head-to-head burn-down in interleaved rounds, then the other akadze drivers. */
+async function burnDown(r: Results): Promise<{ graphile10: GraphileConfig }> {
+  const graphileConfigs = config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP;
+  const pgbossConfigs = config.quick ? PGBOSS_QUICK_SWEEP : PGBOSS_SWEEP;
+  if (config.warmUpJobs > 0) {
+    log("warm-up (unrecorded)");
+    await akadzeThroughput("node-postgres", config.warmUpJobs, BURN_DOWN);
+    await graphileSweep([graphileConfigs[0]], config.warmUpJobs);
+    await pgbossSweep([pgbossConfigs[0]], config.warmUpJobs);
+    await floorThroughput(config.warmUpJobs);
+  }
+  log(`sweeps, ${config.sweepJobs} jobs per configuration`);
+  const akadzeSweepEntries = await akadzeSweep(config.sweepJobs);
+  const graphileEntries = await graphileSweep(graphileConfigs, config.sweepJobs);
+  const pgbossEntries = await pgbossSweep(pgbossConfigs, config.sweepJobs);
+  const shape = best(akadzeSweepEntries as SweepEntry<BurnDownShape>[]);
+  const graphile = best(graphileEntries);
+  const graphile10 = best(graphileEntries, (c) => c.concurrency === WORKER_SLOTS);
+  const pgboss = best(pgbossEntries as SweepEntry<PgBossConfig>[]);
+  const chosen = new Set<SweepEntry>([shape, graphile, pgboss]);
+  r.sweeps = [...akadzeSweepEntries, ...graphileEntries, ...pgbossEntries].map((e) => ({ ...e, chosen: chosen.has(e) }));
+  for (const e of r.sweeps) log(`  ${e.chosen ? "*" : " "} ${e.settings}: ${Math.round(e.processPerSec)}/s`);
+
+  r.settings.systems = {
+    akadze: `${shapeLabel(shape.config)}; enqueueMany, 1000 per statement; node-postgres pool ${POOL_SIZE}; neon drivers through the local endpoint (src/dev/neon-endpoint.ts)`,
+    "graphile-worker": graphileSettings(graphile.config),
+    "pg-boss": pgbossSettings(pgboss.config),
+    "raw-SQL floor": floorSettings(),
+  };
+  const record = (name: string, t: Throughput) => {
+    (r.samples[name] ??= []).push(t);
+    log(`${name}: enqueue ${Math.round(t.enqueuePerSec)}/s, process ${Math.round(t.processPerSec)}/s`);
+  };
+  // Interleaved round by round, so machine noise hits every system alike.
+  for (let round = 1; round <= config.rounds; round++) {
+    log(`burn-down round ${round} of ${config.rounds}, ${config.jobs} jobs`);
+    if (config.drivers.includes("node-postgres")) record("akadze/node-postgres", await akadzeThroughput("node-postgres", config.jobs, shape.config));
+    record("graphile-worker", await graphileThroughput(config.jobs, graphile.config));
+    record("pg-boss", await pgbossThroughput(config.jobs, pgboss.config));
+    record("raw-SQL floor", await floorThroughput(config.jobs));
+  }
+  for (const driver of config.drivers.filter((d) => d !== "node-postgres")) record(`akadze/${driver}`, await akadzeThroughput(driver, config.jobs, shape.config));
+  const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), "graphile-worker", "pg-boss", "raw-SQL floor"];
+  for (const name of order) if (r.samples[name]) r.throughput[name] = medianThroughput(r.samples[name]);
+  r.ratios = ratios(r.throughput);
+  return { graphile10: graphile10.config };
 }
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const results: Results = {
+  const r: Results = {
     startedAt: new Date().toISOString(), durationS: 0, machine: await machine(),
-    settings: {
-      command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), jobs: JOBS, rounds: ROUNDS,
-      systems: {
-        akadze: `${BURN_DOWN.loops} runOnce loops side by side, batchSize ${BURN_DOWN.batchSize}, slots ${BURN_DOWN.slots}, budget Infinity; ` +
-          `enqueueMany, ${ENQUEUE_CHUNK} per statement; node-postgres pool ${POOL_SIZE}; neon drivers through the local endpoint (src/dev/neon-endpoint.ts)`,
-        [WORKER_ROW]: `runWorker(app, { db, slots: ${WORKER_SLOTS} }) as shipped: one refilling invocation that claims as many jobs as free slots; ${WORKER_JOBS} jobs`,
-        "graphile-worker": graphileSettings(),
-        "pg-boss": pgbossSettings(),
-      },
-    },
-    throughput: {}, samples: {}, ratios: {}, statementsPerJob: [], latency: [], idle: [], targets: [],
+    settings: { command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), config, systems: {} },
+    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], targets: [],
   };
-  const record = (name: string, t: Throughput) => {
-    (results.samples[name] ??= []).push(t);
-    log(`${name}: enqueue ${Math.round(t.enqueuePerSec)}/s, process ${Math.round(t.processPerSec)}/s`);
-  };
+  // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
+  let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
+  if (sections.has("burn-down")) ({ graphile10 } = await burnDown(r));
 
-  // A small unrecorded run of each first, so no system pays for loading its code and warming the JIT.
-  log("warm-up");
-  for (const driver of DRIVERS) await akadzeThroughput(driver, WARM_UP_JOBS);
-  await graphileThroughput(WARM_UP_JOBS);
-  await pgbossThroughput(WARM_UP_JOBS);
-  // The head-to-head trio is interleaved round by round so machine noise hits all three alike.
-  for (let round = 1; round <= ROUNDS; round++) {
-    log(`throughput round ${round} of ${ROUNDS}`);
-    if (DRIVERS.includes("node-postgres")) record("akadze/node-postgres", await akadzeThroughput("node-postgres", JOBS));
-    record("graphile-worker", await graphileThroughput(JOBS));
-    record("pg-boss", await pgbossThroughput(JOBS));
+  if (sections.has("worker")) {
+    log(`concurrency ${WORKER_SLOTS}: runWorker vs graphile-worker, ${config.workerJobs} jobs`);
+    const graphile = await graphileThroughput(config.workerJobs, graphile10);
+    const akadze = await workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS);
+    r.worker = {
+      jobs: config.workerJobs, akadze, graphile, ratio: akadze.processPerSec / graphile.processPerSec,
+      akadzeSettings: `runWorker(app, { db, slots: ${WORKER_SLOTS} }), other options as shipped; node-postgres pool ${POOL_SIZE}`,
+      graphileSettings: graphileLabel(graphile10),
+    };
   }
-  for (const driver of DRIVERS.filter((d) => d !== "node-postgres")) record(`akadze/${driver}`, await akadzeThroughput(driver, JOBS));
-  if (DRIVERS.includes("node-postgres")) {
-    log(`akadze/node-postgres runWorker burn-down (${WORKER_JOBS} jobs)`);
-    record(WORKER_ROW, await workerThroughput("node-postgres", WORKER_JOBS));
+  if (sections.has("latency")) {
+    const pair = (["node-postgres", "neon-http"] as AkadzeDriver[]).filter((d) => config.drivers.includes(d));
+    for (const driver of pair) {
+      log(`latency: akadze/${driver} runWorker`);
+      r.latency.push({ system: `akadze/${driver}`, ...(await workerLatency(driver, config.latency)) });
+    }
+    log("latency: akadze nudged, graphile-worker, pg-boss");
+    r.latency.push({ system: "akadze/node-postgres", ...(await nudgedLatency("node-postgres", config.latency)) });
+    r.latency.push({ system: "graphile-worker", ...(await graphileLatency(config.latency, graphile10)) });
+    r.latency.push({ system: "pg-boss", ...(await pgbossLatency(config.latency)) });
   }
-  const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), WORKER_ROW, "graphile-worker", "pg-boss"];
-  for (const name of order) if (results.samples[name]) results.throughput[name] = medianThroughput(results.samples[name]);
-  results.ratios = ratios(results.throughput);
-
-  for (const driver of PAIR) {
-    for (const batchSize of [10, 100, 500]) {
-      log(`statements per job: ${driver}, batch ${batchSize}`);
-      results.statementsPerJob.push({ driver, ...(await statementsPerJob(driver, batchSize, Math.max(2000, batchSize * 10))) });
+  if (sections.has("tick")) {
+    log(`cron tick: budget ${config.tick.budget}, ${config.tick.jobMs} ms jobs`);
+    r.tick = await cronTick(config.tick);
+  }
+  if (sections.has("statements")) {
+    for (const driver of (["neon-http", "node-postgres"] as AkadzeDriver[])) {
+      for (const batchSize of config.quick ? [100] : [10, 100, 500]) {
+        log(`statements per job: ${driver}, batch ${batchSize}`);
+        const jobs = config.quick ? 1000 : Math.max(2000, batchSize * 10);
+        r.statementsPerJob.push({ driver, ...(await statementsPerJob(driver, batchSize, jobs)) });
+      }
     }
   }
-
-  for (const driver of [...PAIR].reverse()) {
-    log(`latency: akadze/${driver}`);
-    results.latency.push({ system: `akadze/${driver}`, ...(await workerLatency(driver, LATENCY_SAMPLES)) });
-    results.latency.push({ system: `akadze/${driver}`, ...(await nudgedLatency(driver, LATENCY_SAMPLES)) });
-  }
-  log("latency: peers");
-  results.latency.push({ system: "graphile-worker", ...(await graphileLatency(LATENCY_SAMPLES)) });
-  results.latency.push({ system: "pg-boss", ...(await pgbossLatency(LATENCY_SAMPLES)) });
-
-  for (const driver of [...PAIR].reverse()) {
-    for (const finished of [0, JOBS]) {
-      log(`idle invocation: ${driver}, ${finished} finished jobs`);
-      results.idle.push({ driver, ...(await idleInvocation(driver, finished, 50)) });
+  if (sections.has("scale-out")) {
+    const runs: [AkadzeDriver, number][] = [...config.scaleOut.ks.map((k) => ["node-postgres", k] as [AkadzeDriver, number]), ["neon-http", config.scaleOut.neonK]];
+    for (const [driver, k] of runs) {
+      log(`scale-out: ${driver}, K=${k}`);
+      r.scaleOut.push(await scaleOut(driver, k, config.scaleOut));
     }
   }
+  if (sections.has("claim-cost")) {
+    log("claim cost: idle and 16-job claims");
+    r.claimCost = await claimCosts(config.claimCost);
+  }
 
-  results.targets = targets(results);
-  results.machine.loadEnd = os.loadavg();
-  results.durationS = (performance.now() - started) / 1000;
-  printTables(results);
-  writeFileSync(args.out!, `${JSON.stringify(results, null, 2)}\n`);
-  log(`wrote ${args.out}`);
-  if (args.markdown) {
-    writeFileSync(args.markdown, markdown(results));
-    log(`wrote ${args.markdown}`);
+  r.targets = targets(r);
+  r.machine.loadEnd = os.loadavg();
+  r.durationS = (performance.now() - started) / 1000;
+  printTables(r);
+  writeFileSync(OUT, `${JSON.stringify(r, null, 2)}\n`);
+  log(`wrote ${OUT}`);
+  if (MARKDOWN) {
+    writeFileSync(MARKDOWN, markdown(r));
+    log(`wrote ${MARKDOWN}`);
   }
 }
 
