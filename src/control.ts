@@ -1,5 +1,5 @@
 import type { Duration } from "./core/duration.js";
-import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "./core/errors.js";
+import { DuplicateJob, InvalidInput, isUniqueKeyViolation, uniqueKeyOfViolation } from "./core/errors.js";
 import type { JobState } from "./core/states.js";
 import { JobIdSchema as JobId, LimitOptionsSchema, NameSchema, parseOrThrow } from "./core/validate.js";
 import { runWithTransitions, type Hooks, type Transition } from "./app/hooks.js";
@@ -37,14 +37,17 @@ export async function requestCancel(db: Db, jobId: number, app?: HooksOwner): Pr
  */
 export async function requeue(db: Db, jobId: number, app?: HooksOwner): Promise<boolean> {
   const id = parseOrThrow(JobId, jobId, "job id");
+  let job: (ControlledJob & { clash?: string }) | null;
   try {
-    const job = await runWithTransitions(db, app?.hooks, (d) => queryJson<ControlledJob | null>(d, requeueStatement(id)),
-      (requeued) => (requeued ? [transitionOf(requeued, "failed")] : []));
-    return job !== null;
+    job = await runWithTransitions(db, app?.hooks, (d) => queryJson<(ControlledJob & { clash?: string }) | null>(d, requeueStatement(id)),
+      (requeued) => (requeued && requeued.clash === undefined ? [transitionOf(requeued, "failed")] : []));
   } catch (error) {
-    if (isUniqueKeyViolation(error)) throw new DuplicateJob("(of the requeued job)", { cause: error });
+    // A job with the key was enqueued between the statement's check and its update.
+    if (isUniqueKeyViolation(error)) throw new DuplicateJob(uniqueKeyOfViolation(error) ?? `(the unique key of job ${id})`, { cause: error });
     throw error;
   }
+  if (job?.clash !== undefined) throw new DuplicateJob(job.clash);
+  return job !== null;
 }
 
 /** Stops every invocation from claiming this queue. @example await pauseQueue(db, "mail"); */
