@@ -47,6 +47,42 @@ export async function queryJson<T>(db: Db, statement: SQL): Promise<T> {
 }
 
 /**
+ * Like `queryJson`, but on node-postgres sent as a named prepared statement, so a statement the engine
+ * sends again and again with the same text (a claim, a settle, a heartbeat) is planned once per
+ * connection instead of every time. Elsewhere (neon-http, neon-serverless, PGlite, transactions) it is
+ * `queryJson`.
+ */
+export async function queryJsonPrepared<T>(db: Db, statement: SQL): Promise<T> {
+  const client = preparingClient(db);
+  if (!client) return queryJson<T>(db, statement);
+  const { sql: text, params } = (db as any).dialect.sqlToQuery(statement) as { sql: string; params: unknown[] };
+  const result = await client.query({ name: statementName(text), text, values: params });
+  return result.rows[0]?.r as T;
+}
+
+/** The node-postgres pool behind a drizzle database (not a transaction), or undefined. */
+function preparingClient(db: Db): { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { r: unknown }[] }> } | undefined {
+  if (kindOf(db) !== "NodePgDatabase") return undefined;
+  const client = (db as any).$client;
+  return client && typeof client.query === "function" && typeof client.connect === "function" ? client : undefined;
+}
+
+const names = new Map<string, string>();
+
+/** A short stable name for a statement text (FNV-1a), cached. */
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) { h ^= text.charCodeAt(i); h = Math.imul(h, 0x01000193); }
+    name = `akadze_${(h >>> 0).toString(16)}_${text.length}`;
+    if (names.size > 1000) names.clear(); // texts vary only with a statement's shape: a handful in practice
+    names.set(text, name);
+  }
+  return name;
+}
+
+/**
  * Runs statements as one transaction: `db.batch` on neon-http (one request), `db.transaction` elsewhere.
  * Returns each statement's rows.
  */

@@ -1,7 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
-import { isNeonHttp, queryJson, type Db } from "../db/driver.js";
+import { isNeonHttp, queryJsonPrepared, type Db } from "../db/driver.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
 import { enqueueDueSlotsCtes } from "../sql/schedules.js";
 import { dueSlots } from "../schedules/enqueue.js";
@@ -99,7 +99,7 @@ export class Claimer {
       extra: [...extra, ...schedules.extra], report: schedules.report,
     });
     this.o.count();
-    const result = await sendWithTransitions(this.o.db, this.o.app.hooks, (db) => queryJson<ClaimResult>(db, statement), (r) => [
+    const result = await sendWithTransitions(this.o.db, this.o.app.hooks, (db) => queryJsonPrepared<ClaimResult>(db, statement), (r) => [
       ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
       ...r.claimed.map((j): Transition => ({ jobId: Number(j.id), task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);

@@ -80,7 +80,10 @@ export class Engine {
   private running = 0;
   private claiming: Promise<void> | null = null;
   private exhausted = false;
+  /** Jobs that ended since the last claim: their bodies may have enqueued more, worth one more look. */
+  private endedSinceClaim = 0;
   private idling = false;
+  private noTaskFits = false;
   private ended = false;
   private claims = 0;
   private completedAlone = 0;
@@ -201,11 +204,16 @@ export class Engine {
         this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
       }
     }
+    // A claim that came back short while bodies still ran gets one more look once everything is done:
+    // those bodies (or their completions) may have enqueued more.
+    if (this.exhausted && !this.o.idle && this.o.drain && !this.claiming && this.queue.length === 0 && this.running === 0
+      && this.endedSinceClaim > 0 && !this.noTaskFits) this.exhausted = false;
     if (!this.claiming && !this.exhausted && this.o.drain && this.queue.length <= this.o.slots + this.lookahead()) this.claimNext();
     if (this.exhausted && !this.claiming) this.waitForWork();
   }
 
   private claimNext(): void {
+    this.endedSinceClaim = 0;
     const free = Math.max(0, this.o.slots - this.running - this.queue.length);
     const size = Math.max(1, this.o.batchSize - this.queue.length);
     this.claiming = this.claimer.claim(size, free, this.o.laterClaimExtras?.() ?? [])
@@ -228,6 +236,7 @@ export class Engine {
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
     // the same statement were invisible to it, so those call for one more claim.
     const more = (claim.scheduled ?? 0) > 0 || claim.recovered.length > 0 || claim.more;
+    if (claim.noTaskFits) this.noTaskFits = true;
     if (!this.o.drain || claim.noTaskFits || (claim.claimed.length < asked && !more)) this.exhausted = true;
   }
 
@@ -273,6 +282,7 @@ export class Engine {
       })
       .finally(() => {
         this.running--;
+        this.endedSinceClaim++;
         this.sample("avgRunMs", performance.now() - began);
         this.change.notify();
       });

@@ -1,5 +1,5 @@
 import type { SQL } from "drizzle-orm";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJsonPrepared, type Db } from "../db/driver.js";
 import { heartbeatStatement, type HeldJob } from "../sql/heartbeat.js";
 
 /**
@@ -40,7 +40,7 @@ export class Heartbeat {
     try {
       const { db, owner, now, leaseMs } = this.options;
       this.options.count();
-      const held = await queryJson<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, covered));
+      const held = await queryJsonPrepared<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, covered));
       if (this.timer !== undefined) this.options.onBeat(covered, held.map((h) => ({ id: Number(h.id), stop: h.stop })));
     } catch {
       // The next beat tries again; leases last three intervals.

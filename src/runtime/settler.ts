@@ -1,6 +1,6 @@
 import type { SQL } from "drizzle-orm";
 import type { Hooks, Transition } from "../app/hooks.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJsonPrepared, type Db } from "../db/driver.js";
 import { settleStatement, type CompletedJob, type Outcome, type SettleResult, type StartRequest } from "../sql/complete.js";
 import type { StartResult } from "../sql/start.js";
 import { sendWithTransitions, transitionOf } from "./send.js";
@@ -142,7 +142,7 @@ export class Settler {
     const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : []);
     const began = performance.now();
     try {
-      return await sendWithTransitions(this.o.db, this.o.hooks, (db) => queryJson<SettleResult>(db, statement), (r) => [
+      return await sendWithTransitions(this.o.db, this.o.hooks, (db) => queryJsonPrepared<SettleResult>(db, statement), (r) => [
         ...r.done.map((d) => transitionOf(d, d.error ?? undefined)),
         ...(r.start?.stopped ?? []).map((t) => transitionOf({ ...t, from: "running", to: "cancelled" })),
         ...(r.start?.denied ?? []).map((t) => transitionOf({ ...t, from: "running", to: "queued" })),
