@@ -3,24 +3,16 @@ import { Cancel, LeaseLost } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/driver.js";
 import type { ClaimedJob } from "../sql/claim.js";
-import type { CompletedJob, Outcome } from "../sql/complete.js";
+import type { Outcome } from "../sql/complete.js";
 import type { StartResult } from "../sql/start.js";
 import { Claimer, type Claim } from "./claimer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
 import { Settler } from "./settler.js";
+import { countCompleted, emptySummary } from "./summary.js";
+import { pickStarts, type LocalJob } from "./local-queue.js";
 import { Wakeup } from "./signal.js";
-
-/** How a prefetched job stands in the local queue. */
-type LocalState = "waiting" | "requested" | "ready";
-
-interface LocalJob {
-  job: ClaimedJob;
-  state: LocalState;
-  /** A job that took a `maxStarts` token must start by then (local clock and monotonic ms), or be released. */
-  startBy?: { clock: number; mono: number };
-}
 
 /** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
 export interface EngineOptions {
@@ -92,8 +84,7 @@ export class Engine {
   private avgRoundTripMs: number | null = null;
 
   constructor(private readonly o: EngineOptions) {
-    this.summary = { id: o.owner, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
-      recovered: 0, rateLimited: 0, lost: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
+    this.summary = emptySummary(o.owner);
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
@@ -103,7 +94,7 @@ export class Engine {
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now,
       after: () => { const alone = this.completedAlone; this.completedAlone = 0; return o.settleAfter(alone); },
       sent: (ms) => { this.summary.roundTrips++; this.sample("avgRoundTripMs", ms); },
-      done: (jobs, sent) => { this.summary.lost += sent.length - jobs.length; this.count(jobs); },
+      done: (jobs, sent) => { this.summary.lost += sent.length - jobs.length; countCompleted(this.summary, jobs); },
       lost: (outcomes) => { this.summary.lost += outcomes.length; },
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
@@ -186,19 +177,7 @@ export class Engine {
       } else i++;
     }
     if (!this.settler.startPending) {
-      let ready = 0;
-      for (const l of this.queue) if (l.state === "ready") ready++;
-      const free = this.o.slots - this.running - ready;
-      let want = free + this.lookahead();
-      let limitedWant = free; // a limited job starts only into a free slot: its token's clock is running
-      const next: LocalJob[] = [];
-      for (const l of this.queue) {
-        if (want <= 0) break;
-        if (l.state !== "waiting" || (l.job.limited && limitedWant <= 0)) continue;
-        if (l.job.limited) limitedWant--;
-        want--;
-        next.push(l);
-      }
+      const next = pickStarts(this.queue, this.o.slots - this.running, this.lookahead());
       if (next.length > 0) {
         for (const l of next) l.state = "requested";
         this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
@@ -305,21 +284,6 @@ export class Engine {
       }
     }
     this.change.notify();
-  }
-
-  private count(done: CompletedJob[]): void {
-    const s = this.summary;
-    for (const d of done) {
-      if (d.to === "succeeded") s.succeeded++;
-      else if (d.to === "failed") s.failed++;
-      else if (d.to === "cancelled") s.cancelled++;
-      else if (d.kind === "release") s.released++;
-      else if (d.kind === "snooze") s.snoozed++;
-      else s.retried++;
-      if (d.error && (d.to === "failed" || (d.to === "queued" && d.kind !== "snooze"))) {
-        s.problems.push({ jobId: d.id, task: d.task, queue: d.queue, attempt: d.attempt, to: d.to as "failed" | "queued", error: d.error });
-      }
-    }
   }
 
   private sample(field: "avgRunMs" | "avgRoundTripMs", ms: number): void {
