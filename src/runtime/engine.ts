@@ -49,6 +49,9 @@ export interface EngineOptions {
   onError?: (error: unknown) => void;
 }
 
+/** What the last invocations of an app learned of its jobs' run time and the round trip, so the next starts warm. */
+const warmth = new WeakMap<App, { run: number; roundTrip: number }>();
+
 /** Jobs started ahead of free slots are capped at this many batches of slots. */
 const MAX_LOOKAHEAD_SLOTS = 64;
 
@@ -80,11 +83,13 @@ export class Engine {
   private claims = 0;
   private completedAlone = 0;
   /** Moving averages that size how many jobs to start ahead of free slots. */
-  private avgRunMs: number | null = null;
-  private avgRoundTripMs: number | null = null;
+  private avgRunMs: number | null;
+  private avgRoundTripMs: number | null;
 
   constructor(private readonly o: EngineOptions) {
     this.summary = emptySummary(o.owner);
+    this.avgRunMs = warmth.get(o.app)?.run ?? null;
+    this.avgRoundTripMs = warmth.get(o.app)?.roundTrip ?? null;
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
@@ -111,11 +116,15 @@ export class Engine {
     const began = this.o.now().getTime();
     this.heartbeat.start();
     try {
-      this.accept(await this.claimer.claim(this.o.batchSize, this.o.slots, this.o.firstClaimExtras), this.o.batchSize);
+      const sent = performance.now();
+      const first = await this.claimer.claim(this.o.batchSize, this.o.slots + this.lookahead(), this.o.firstClaimExtras);
+      this.sample("avgRoundTripMs", performance.now() - sent);
+      this.accept(first, this.o.batchSize);
       await this.loop();
     } finally {
       this.heartbeat.stop();
       await this.settler.flush();
+      if (this.avgRunMs !== null && this.avgRoundTripMs !== null) warmth.set(this.o.app, { run: this.avgRunMs, roundTrip: this.avgRoundTripMs });
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
       this.summary.durationMs = this.o.now().getTime() - began;
     }
@@ -193,10 +202,13 @@ export class Engine {
 
   private claimNext(): void {
     this.endedSinceClaim = 0;
-    const free = Math.max(0, this.o.slots - this.running - this.queue.length);
+    // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
+    const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.lookahead() - this.queue.length);
     const size = Math.max(1, this.o.batchSize - this.queue.length);
-    this.claiming = this.claimer.claim(size, free, this.o.laterClaimExtras?.() ?? [])
-      .then((claim) => this.accept(claim, size), (error) => { this.exhausted = true; this.o.onError?.(error); })
+    const sent = performance.now();
+    this.claiming = this.claimer.claim(size, starts, this.o.laterClaimExtras?.() ?? [])
+      .then((claim) => { this.sample("avgRoundTripMs", performance.now() - sent); this.accept(claim, size); },
+        (error) => { this.exhausted = true; this.o.onError?.(error); })
       .finally(() => { this.claiming = null; this.change.notify(); });
   }
 
