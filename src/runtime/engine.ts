@@ -79,6 +79,7 @@ export class Engine {
   private endedSinceClaim = 0;
   private idling = false;
   private noTaskFits = false;
+  private lookAgain = false;
   private ended = false;
   private claims = 0;
   private completedAlone = 0;
@@ -195,7 +196,7 @@ export class Engine {
     // A claim that came back short while bodies still ran gets one more look once everything is done:
     // those bodies (or their completions) may have enqueued more.
     if (this.exhausted && !this.o.idle && this.o.drain && !this.claiming && this.queue.length === 0 && this.running === 0
-      && this.endedSinceClaim > 0 && !this.noTaskFits) this.exhausted = false;
+      && this.lookAgain && this.endedSinceClaim > 0 && !this.noTaskFits) this.exhausted = false;
     if (!this.claiming && !this.exhausted && this.o.drain && this.queue.length <= this.o.slots + this.lookahead()) this.claimNext();
     if (this.exhausted && !this.claiming) this.waitForWork();
   }
@@ -228,7 +229,11 @@ export class Engine {
     // the same statement were invisible to it, so those call for one more claim.
     const more = (claim.scheduled ?? 0) > 0 || claim.recovered.length > 0 || claim.more;
     if (claim.noTaskFits) this.noTaskFits = true;
-    if (!this.o.drain || claim.noTaskFits || (claim.claimed.length < asked && !more)) this.exhausted = true;
+    if (!this.o.drain || claim.noTaskFits || (claim.claimed.length < asked && !more)) {
+      this.exhausted = true;
+      // Sent while bodies ran: they may enqueue more before they end, worth one more look then.
+      this.lookAgain = this.running > 0 || this.queue.length > claim.claimed.length;
+    }
   }
 
   private onStarted(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {
