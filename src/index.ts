@@ -19,6 +19,7 @@ export { defaultBackoffMs, type BackoffPolicy } from "./core/backoff.js";
 export { JOB_STATES, type JobState } from "./core/states.js";
 export type { Db, BatchItem } from "./db/driver.js";
 export { migrate } from "./migrate.js";
+export { connect, disconnectAll, neonHttpDb, type ConnectEnv, type ConnectOptions, type ConnectDriver } from "./connect.js";
 export { requestCancel, requeue, pauseQueue, resumeQueue, setLimit, deleteLimit, type LimitOptions, type Limit } from "./control.js";
 export { current, CurrentJob } from "./runtime/context.js";
 export { runOnce, type RunOnceOptions, type RunSummary, DEFAULT_SLOTS, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE } from "./runtime/run-once.js";

@@ -1,33 +1,26 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import type { Command } from "commander";
 import type { App } from "../app/app.js";
 import { DEFAULT_RETENTION } from "../ops/retention.js";
 import { DEFAULT_SLOTS } from "../runtime/run-once.js";
 import { DEFAULT_MAX_POLL, runWorker } from "../runtime/worker.js";
-import { CliError, describeError, UsageError } from "./errors.js";
+import { describeError, UsageError } from "./errors.js";
+import { findAppModule, importModule } from "./load-module.js";
 import type { CliContext } from "./main.js";
 import { print, printJson } from "./output.js";
-import { collect, duration, positiveInt } from "./parse.js";
+import { collect, duration, logLevel, positiveInt } from "./parse.js";
+import { invocationLogLines, writeLogLines } from "../ops/invocation-log.js";
 
 const EXPORT = /^(.+):([A-Za-z_$][\w$]*)$/;
 
-/** Imports the app a worker runs: `path/to/module` (export `app`) or `path/to/module:exportName`. */
-export async function loadApp(spec: string): Promise<App> {
-  const [, file, name] = EXPORT.exec(spec) ?? [spec, spec, "app"];
-  const path = resolve(process.cwd(), file);
-  if (!existsSync(path)) throw new UsageError(`no such file: ${file}`);
-  let module: Record<string, unknown>;
-  try {
-    module = await import(pathToFileURL(path).href);
-  } catch (error) {
-    const code = (error as { code?: string })?.code;
-    if (code === "ERR_UNKNOWN_FILE_EXTENSION") {
-      throw new CliError(`cannot load ${file}: TypeScript needs tsx (npm i -D tsx) next to akadze, or point at the compiled .js`);
-    }
-    throw new CliError(`cannot load ${file}: ${describeError(error)}`, { cause: error });
-  }
+/**
+ * Imports the app a worker runs: `path/to/module` (export `app`) or `path/to/module:exportName`; with no
+ * spec, the module package.json's "akadze.app" names.
+ * @example const app = await loadApp("./akadze/app.ts");
+ */
+export async function loadApp(spec?: string): Promise<App> {
+  const found = findAppModule(spec);
+  const [, file, name] = EXPORT.exec(found) ?? [found, found, "app"];
+  const module = await importModule(file);
   const app = module[name] ?? (name === "app" ? (module.default as Record<string, unknown> | undefined)?.app ?? module.default : undefined);
   // Duck-typed: the app module may import its own copy of akadze.
   if (!app || typeof app !== "object" || !((app as App).tasks instanceof Map) || !(app as App).hooks) {
@@ -40,14 +33,15 @@ export async function loadApp(spec: string): Promise<App> {
 /** `akadze worker APP --queue Q... --slots N`. */
 export function registerWorker(program: Command, ctx: CliContext): void {
   program.command("worker").description("run jobs until Ctrl-C/SIGTERM, then finish running jobs and release the rest")
-    .argument("<app>", 'module exporting the app: "./src/app.ts" or "./dist/jobs.js:exportName"')
+    .argument("[app]", 'module exporting the app: "./src/app.ts" or "./dist/jobs.js:exportName" (default: package.json "akadze.app")')
     .option("--queue <name>", "a queue to run (repeat for more; each gets --slots); default every queue", collect)
     .option("--slots <n>", `jobs running at once per queue (default ${DEFAULT_SLOTS})`, positiveInt)
     .option("--retention <age>", `prune succeeded and cancelled jobs finished longer ago (default ${DEFAULT_RETENTION})`, duration)
     .option("--retention-failed <age>", "also prune failed jobs finished longer ago (default: keep them)", duration)
     .option("--lease <duration>", "how long a claim holds a job before others may recover it (default 30s)", duration)
     .option("--max-poll <duration>", `longest wait between polls of an idle queue (default ${DEFAULT_MAX_POLL})`, duration)
-    .action(async (spec: string, opts, cmd: Command) => {
+    .option("--log-level <level>", "warn (default): a line per failed or retried job; info: also a line per invocation; silent", logLevel)
+    .action(async (spec: string | undefined, opts, cmd: Command) => {
       const app = await loadApp(spec);
       await ctx.withDb(cmd, async (db, connection) => {
         const stop = new AbortController();
@@ -75,6 +69,11 @@ export function registerWorker(program: Command, ctx: CliContext): void {
               if (line !== lastError || Date.now() - lastErrorAt > 30_000) process.stderr.write(`akadze: ${line}\n`);
               lastError = line;
               lastErrorAt = Date.now();
+            },
+            onInvocation: (summary) => {
+              writeLogLines(invocationLogLines(summary, "worker"), opts.logLevel ?? "warn", {
+                warn: (text) => process.stderr.write(`akadze: ${text}\n`), info: (text) => print(text),
+              });
             },
             onStart: (id) => {
               if (ctx.json(cmd)) return;

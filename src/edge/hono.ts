@@ -15,6 +15,7 @@ import { requestCancel, requeue } from "../control.js";
 import type { Db } from "../db/driver.js";
 import { getJob } from "../ops/jobs.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
+import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { bearerToken, secretMatches } from "./auth.js";
 import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
 import { parseRequest, problemOf, RouteProblem } from "./problems.js";
@@ -37,6 +38,8 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
   run?: Omit<RunOnceOptions, "db" | "queues" | "slots" | "batchSize" | "budget">;
   /** Renders `GET /metrics`. Default: the same text as `akadze metrics` (`renderMetrics`). */
   metrics?: (db: Db) => Promise<string>;
+  /** What `POST /work` logs: "warn" (default) one line per failed or retried job, "info" also a line per busy invocation, or "silent". */
+  log?: LogLevel;
 }
 
 /**
@@ -58,6 +61,9 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   if (budgetMs > maxBudgetMs) throw new TypeError("akadzeRoutes: budget must not exceed maxBudget");
   const getDb = options.getDb ?? (() => options.db!);
   const renderMetrics = options.metrics ?? ((db: Db) => renderAllMetrics(db));
+  const log = options.log ?? "warn";
+  // A task that can never fit this route's budget is said now, not discovered from jobs that never run.
+  if (log !== "silent") warnTasksOverBudget(app, options.maxBudget ?? options.budget ?? DEFAULT_BUDGET, "the /work route");
 
   const routes = new Hono<E>();
   routes.onError((error, c) => {
@@ -83,6 +89,7 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
     const summary = await runOnce(app, {
       ...options.run, db: await getDb(c), queues: request.queues, slots: request.slots, batchSize: request.batchSize, budget,
     });
+    writeLogLines(invocationLogLines(summary, "work route"), log);
     return c.json(summary);
   };
   routes.post("/work", work);
@@ -122,7 +129,8 @@ async function refuseInactive(db: Db, id: number, rule: string): Promise<never> 
   throw new RouteProblem(409, "conflict", `job ${id} is ${job.state}; ${rule}`, { state: job.state });
 }
 
-export { nudge, NUDGE_BUDGET } from "./nudge.js";
+export { nudge, NUDGE_BUDGET, type NudgeOptions } from "./nudge.js";
+export { LOG_LEVELS, type LogLevel } from "../ops/invocation-log.js";
 export { scheduledInvocation, type ScheduledOptions } from "./workers.js";
 export { vercelHandlers } from "./vercel.js";
 export { RouteProblem, type ProblemBody } from "./problems.js";

@@ -55,7 +55,7 @@ class Invocation {
     this.deadline = this.started + budget;
     this.retention = resolveRetention(options.retention);
     this.summary = { id: this.id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
-      recovered: 0, lost: 0, tooLongForBudget: [], roundTrips: 0, durationMs: 0 };
+      recovered: 0, lost: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
   }
 
   async run(): Promise<RunSummary> {
@@ -248,6 +248,9 @@ class Invocation {
     const s = this.summary;
     s.lost += outcomes.length - done.length;
     for (const d of done) {
+      if (d.error && (d.to === "failed" || d.to === "queued")) {
+        s.problems.push({ jobId: Number(d.id), task: d.task, queue: d.queue, attempt: d.attempt, to: d.to, error: { kind: d.error.kind, message: d.error.message } });
+      }
       if (d.to === "succeeded") s.succeeded++;
       else if (d.to === "failed") s.failed++;
       else if (d.to === "cancelled") s.cancelled++;

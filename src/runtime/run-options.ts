@@ -1,6 +1,7 @@
 // What an invocation is configured with and what it reports: the contract of runOnce, apart from its machinery.
 import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/driver.js";
+import type { JobState } from "../core/states.js";
 import type { Retention } from "../ops/retention.js";
 
 /** Jobs an invocation runs at once unless told. @example runOnce(app, { db, slots: DEFAULT_SLOTS * 2 }) */
@@ -53,6 +54,9 @@ export interface RunOnceOptions {
   refill?: boolean;
 }
 
+/** A job that ended `failed`, or went back to `queued` with an error (a retry), in one invocation. @example for (const p of summary.problems) console.warn(p.task, p.error.message); */
+export interface JobProblem { jobId: number; task: string; queue: string; attempt: number; to: JobState; error: { kind: string; message: string } }
+
 /** What one invocation did. @example const { succeeded, roundTrips }: RunSummary = await runOnce(app, { db }); */
 export interface RunSummary {
   id: string;
@@ -71,6 +75,8 @@ export interface RunSummary {
    * their jobs wait for an invocation with a longer budget. Empty when every task fits.
    */
   tooLongForBudget: string[];
+  /** Every completed job that ended `failed` or was retried with an error, with that error. */
+  problems: JobProblem[];
   /** Statements sent to the database by the invocation itself. */
   roundTrips: number;
   durationMs: number;
