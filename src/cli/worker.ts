@@ -9,6 +9,10 @@ import type { CliContext } from "./main.js";
 import { print, printJson } from "./output.js";
 import { collect, duration, logLevel, positiveInt } from "./parse.js";
 import { invocationLogLines, writeLogLines } from "../ops/invocation-log.js";
+import { findMisfits, misfitWarnings } from "../ops/misfits.js";
+
+/** How often a running worker repeats the unknown-task and unlimited-key warnings. */
+const MISFIT_CHECK_MS = 60_000;
 
 const EXPORT = /^(.+):([A-Za-z_$][\w$]*)$/;
 
@@ -55,6 +59,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
         };
         process.on("SIGINT", onSignal);
         process.on("SIGTERM", onSignal);
+        let misfitTimer: NodeJS.Timeout | undefined;
         let lastError = "";
         let lastErrorAt = 0;
         const queues: string[] | undefined = opts.queue;
@@ -76,6 +81,13 @@ export function registerWorker(program: Command, ctx: CliContext): void {
               });
             },
             onStart: (id) => {
+              // Jobs this app can never run, or runs unlimited, are said at start and every minute while they last.
+              const check = () => findMisfits(db, [...app.tasks.keys()]).then((m) => {
+                for (const line of misfitWarnings(m)) process.stderr.write(`akadze: ${line}\n`);
+              }, () => {});
+              void check();
+              misfitTimer = setInterval(check, MISFIT_CHECK_MS);
+              misfitTimer.unref();
               if (ctx.json(cmd)) return;
               const what = queues ? queues.map((q) => `${q} (${slots} slots)`).join(", ") : `every queue (${slots} slots)`;
               print(`worker ${id} started on ${connection.where}: ${what}, ${app.tasks.size} tasks`);
@@ -84,6 +96,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
           if (ctx.json(cmd)) return printJson(summary);
           print(`worker ${summary.id} stopped: ${summary.jobsDone} runs (${summary.succeeded} succeeded, ${summary.retried} retried, ${summary.failed} failed), ${summary.released} released`);
         } finally {
+          clearInterval(misfitTimer);
           process.off("SIGINT", onSignal);
           process.off("SIGTERM", onSignal);
         }

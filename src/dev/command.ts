@@ -5,8 +5,12 @@ import { parseOrThrow } from "../app/options.js";
 import type { RunSummary } from "../runtime/run-once.js";
 import { APP_MODULE_SHAPE, findAppModule, importModule } from "../cli/load-module.js";
 import { runDemo } from "./demo.js";
+import { findMisfits, misfitWarnings } from "../ops/misfits.js";
 import { invocationLogLines, LOG_LEVELS, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "./dev-server.js";
+
+/** Ticks (seconds) between repeats of the unknown-task and unlimited-key warnings. */
+const MISFIT_EVERY_TICKS = 30;
 
 export interface DevCommandOptions {
   /** A postgres:// URL, a PGlite directory or "memory://". Default: DATABASE_URL, else `.akadze/pglite`; the demo uses memory. */
@@ -47,12 +51,23 @@ export async function runDevCommand(options: DevCommandOptions = {}): Promise<vo
   const database = o.database ?? (o.demo ? "memory://" : process.env.DATABASE_URL ?? DEV_DATA_DIR);
   if (!/^postgres(ql)?:/.test(database)) process.stdout.write("Starting PGlite (embedded Postgres, a few seconds)...\n");
   const port = o.port ?? (o.demo ? 0 : DEV_PORT);
+  let ticks = 0;
+  let dev: DevServer | undefined;
+  // Jobs no task of this app can run (a typo, an old producer) or that run unlimited: said at start and now and then.
+  const warnMisfits = async () => {
+    if (!dev || o.log === "silent") return;
+    const lines = misfitWarnings(await findMisfits(dev.db, [...module.app.tasks.keys()]).catch(() => ({ unknownTasks: [], unlimitedKeys: [] })));
+    for (const line of lines) process.stderr.write(`akadze: ${line}\n`);
+  };
   const server = await startDevServer({
     module,
     database,
     port,
     http: o.http ?? true,
-    onTick: o.demo ? undefined : (summary) => logTick(summary, o.log ?? "info"),
+    onTick: o.demo ? undefined : (summary) => {
+      logTick(summary, o.log ?? "info");
+      if (++ticks % MISFIT_EVERY_TICKS === 0) void warnMisfits();
+    },
   }).catch((error: unknown) => {
     if ((error as { code?: string })?.code !== "EADDRINUSE") throw error;
     throw new InvalidInput(`port ${port} or ${port + 1} is in use (the app and its Neon endpoint): pass --port N for another pair, or stop the other server`, { cause: error });
@@ -61,6 +76,8 @@ export async function runDevCommand(options: DevCommandOptions = {}): Promise<vo
     if (o.demo) await runDemo(server, module.demo!, process.stdout);
     else {
       process.stdout.write(banner(server));
+      dev = server;
+      await warnMisfits();
       await untilSignal();
       process.stdout.write("\nstopping: letting running jobs finish\n");
     }

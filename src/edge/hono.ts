@@ -60,7 +60,7 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   const maxBudgetMs = options.maxBudget === undefined ? budgetMs : parseDuration(options.maxBudget, "maxBudget");
   if (budgetMs > maxBudgetMs) throw new TypeError("akadzeRoutes: budget must not exceed maxBudget");
   const getDb = options.getDb ?? (() => options.db!);
-  const renderMetrics = options.metrics ?? ((db: Db) => renderAllMetrics(db));
+  const renderMetrics = options.metrics ?? ((db: Db) => renderAllMetrics(db, { knownTasks: [...app.tasks.keys()] }));
   const log = options.log ?? "warn";
   // A task that can never fit this route's budget is said now, not discovered from jobs that never run.
   if (log !== "silent") warnTasksOverBudget(app, options.maxBudget ?? options.budget ?? DEFAULT_BUDGET, "the /work route");
