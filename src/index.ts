@@ -17,7 +17,7 @@ export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob
 export { parseDuration, type Duration } from "./core/duration.js";
 export { defaultBackoffMs, type BackoffPolicy } from "./core/backoff.js";
 export { JOB_STATES, type JobState } from "./core/states.js";
-export type { Db, BatchItem } from "./db/driver.js";
+export { runAtomically, jobIdsOf, type Db, type BatchItem } from "./db/driver.js";
 export { migrate } from "./migrate.js";
 export { connect, disconnectAll, neonHttpDb, type ConnectEnv, type ConnectOptions, type ConnectDriver } from "./connect.js";
 export { requestCancel, requeue, pauseQueue, resumeQueue, setLimit, deleteLimit, type LimitOptions, type Limit } from "./control.js";

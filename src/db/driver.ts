@@ -67,8 +67,11 @@ export async function queryJson<T>(db: Db, statement: SQL): Promise<T> {
 }
 
 /**
- * Runs statements as one transaction: `db.batch` on neon-http (one request), `db.transaction` elsewhere.
- * Returns each statement's rows.
+ * Runs statements as one transaction on any driver: `db.batch` on neon-http (one request), `db.transaction`
+ * elsewhere, inside the caller's transaction when `db` is one. Returns each statement's rows.
+ * @example
+ * const [, enqueued] = await runAtomically(db, (tx) => [tx.insert(orders).values(order), sendMail.using(tx).enqueueQuery({ userId: 7 })]);
+ * const [jobId] = jobIdsOf(enqueued);
  */
 export async function runAtomically(db: Db, build: (db: Db) => BatchItem[]): Promise<unknown[][]> {
   if (isNeonHttp(db)) {
@@ -83,4 +86,15 @@ async function runInOrder(items: BatchItem[]): Promise<unknown[][]> {
   const out: unknown[][] = [];
   for (const item of items) out.push(rowsOf(await item));
   return out;
+}
+
+/**
+ * The job ids an `enqueueQuery` inserted, from its result in `db.batch([...])` or `runAtomically` (raw driver
+ * results differ: neon-http gives `{ rows }`, runAtomically gives rows).
+ * @example const [, enqueued] = await db.batch([db.insert(orders).values(o), sendMail.using(db).enqueueQuery(args)]); const [jobId] = jobIdsOf(enqueued);
+ */
+export function jobIdsOf(result: unknown): number[] {
+  const ids = rowsOf<{ r?: unknown }>(result)[0]?.r;
+  if (!Array.isArray(ids)) throw new TypeError("jobIdsOf: expected the result of an enqueueQuery (a row with the inserted ids)");
+  return ids.map(Number);
 }
