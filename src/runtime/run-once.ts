@@ -248,7 +248,7 @@ class Invocation {
     const s = this.summary;
     s.lost += outcomes.length - done.length;
     for (const d of done) {
-      if (d.error && (d.to === "failed" || d.to === "queued")) {
+      if (d.error && (d.to === "failed" || (d.to === "queued" && d.kind !== "snooze" && d.kind !== "release"))) {
         s.problems.push({ jobId: Number(d.id), task: d.task, queue: d.queue, attempt: d.attempt, to: d.to, error: { kind: d.error.kind, message: d.error.message } });
       }
       if (d.to === "succeeded") s.succeeded++;
