@@ -81,30 +81,47 @@ export function neonHttpDb(databaseUrl: string, endpoint?: string): Db {
 }
 
 let neonDefault: typeof neonConfig.fetchEndpoint | undefined;
+let routing: typeof neonConfig.fetchEndpoint | undefined;
 
-/** neonConfig.fetchEndpoint is global in the 1.x driver: route the hosts we were told about, Neon's default for the rest. */
+/**
+ * neonConfig.fetchEndpoint is global in the 1.x driver: route the hosts we were told about, and anything
+ * else to whatever was configured before (Neon's default unless the app set its own). Re-installed if
+ * something replaced it since.
+ */
 function routeEndpoints(): void {
-  if (neonDefault !== undefined) return;
+  if (routing !== undefined && neonConfig.fetchEndpoint === routing) return;
   neonDefault = neonConfig.fetchEndpoint;
-  neonConfig.fetchEndpoint = (host, port, options) => {
+  routing = (host, port, options) => {
     const own = endpoints.get(`${host}:${port || "5432"}`);
     if (own) return own;
     return typeof neonDefault === "function" ? neonDefault(host, port, options) : neonDefault!;
   };
+  neonConfig.fetchEndpoint = routing;
 }
 
 function nodePostgres(url: string, max: number): { db: Promise<Db>; close: () => Promise<void> } {
   let pool: { end(): Promise<void> } | undefined;
   const db = (async () => {
-    // Specifiers kept out of sight of bundlers: an edge bundle must not pull in pg (Node sockets).
-    const [pgName, driverName] = ["pg", "drizzle-orm/node-postgres"];
-    const [{ default: pg }, { drizzle }] = await Promise.all([import(pgName), import(driverName)]);
+    const pg = requireInNode("pg");
+    const { drizzle } = requireInNode("drizzle-orm/node-postgres");
     const created = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 10_000 });
     created.on("error", () => {}); // an idle client dropped by the server; the next query reports it
     pool = created;
     return drizzle(created) as Db;
   })();
   return { db, close: async () => { await db.catch(() => {}); await pool?.end(); } };
+}
+
+/**
+ * Loads a Node-only module out of sight of bundlers and of the Workers runtime: an `import` of pg would pull
+ * Node sockets into every edge bundle, and workerd refuses a computed `import(x)`. Only called in Node;
+ * resolved from this file, so it finds akadze's own dependencies (drizzle tells its classes apart by
+ * `entityKind` names, so its CommonJS build mixes with the ESM one).
+ */
+function requireInNode(specifier: string): any {
+  const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => any } }).process?.getBuiltinModule;
+  if (!getBuiltin) throw new InvalidInput('connect: node-postgres needs Node 20.16 or later here; pass { driver: "neon-http" } or build the drizzle database yourself');
+  return getBuiltin("node:module").createRequire(import.meta.url)(specifier);
 }
 
 function checkUrl(value: string | undefined): string {
