@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle } from "drizzle-orm/pglite";
 import { sql } from "drizzle-orm";
-import { AkadzeError, connect, createApp, disconnectAll, InvalidInput, runOnce, setLimit, type Db, type Duration } from "../src/index.js";
+import { AkadzeError, Snooze, connect, createApp, disconnectAll, InvalidInput, runOnce, setLimit, type Db, type Duration } from "../src/index.js";
 import { akadzeRoutes, nudge, scheduledInvocation } from "../src/edge/hono.js";
 import { isNeonHttp, MIGRATE_HINT, queryJson } from "../src/db/driver.js";
 import { invocationLogLines } from "../src/ops/invocation-log.js";
@@ -45,6 +45,18 @@ forEachDriver((h) => {
     const second = await runOnce(app, { db: h().db, now: clock.now });
     expect(invocationLogLines(second).filter((l) => l.level === "warn").map((l) => l.text))
       .toEqual([`job ${id} (mail.send, queue mail, attempt 2) failed: Error: SMTP refused (421)`]);
+  });
+
+  it("a snoozed job is no problem, a failing one is a line in the work route's log", async () => {
+    const app = createApp();
+    await app.task("wait", async () => { throw new Snooze("1m"); }).using(h().db).enqueue({});
+    const id = await app.task("broken", { maxAttempts: 1 }, async () => { throw new Error("vendor said no"); }).using(h().db).enqueue({});
+    const routes = akadzeRoutes(app, { db: h().db, secret: "s" });
+    const { warn } = await consoleLines(async () => {
+      const res = await routes.request("/work", { method: "POST", headers: { authorization: "Bearer s" } });
+      expect(await res.json()).toMatchObject({ snoozed: 1, failed: 1, problems: [{ jobId: id, to: "failed" }] });
+    });
+    expect(warn).toEqual([`akadze: job ${id} (broken, queue default, attempt 1) failed: Error: vendor said no`]);
   });
 
   it("a succeeded job is no problem", async () => {
