@@ -2,7 +2,7 @@
 // need not each write their own "neon-http here, node-postgres there" helper.
 import { neon, neonConfig } from "@neondatabase/serverless";
 import { drizzle as drizzleNeonHttp } from "drizzle-orm/neon-http";
-import { InvalidInput } from "./core/errors.js";
+import { AkadzeError, InvalidInput } from "./core/errors.js";
 import type { Db } from "./db/driver.js";
 
 /** The environment `connect` reads: Worker bindings, `process.env`, or what `akadze dev` gives the app. */
@@ -97,6 +97,15 @@ function routeEndpoints(): void {
     return typeof neonDefault === "function" ? neonDefault(host, port, options) : neonDefault!;
   };
   neonConfig.fetchEndpoint = routing;
+  // The driver's own failure is a bare "fetch failed": name the endpoint, the usual culprit locally.
+  const fetchBefore = neonConfig.fetchFunction as typeof fetch | undefined;
+  neonConfig.fetchFunction = async (url: string, init?: RequestInit) => {
+    try {
+      return await (fetchBefore ?? fetch)(url, init);
+    } catch (error) {
+      throw new AkadzeError(`cannot reach the SQL-over-HTTP endpoint ${url} (NEON_FETCH_ENDPOINT or Neon's own): ${(error as Error)?.message ?? error}`, { cause: error });
+    }
+  };
 }
 
 function nodePostgres(url: string, max: number): { db: Promise<Db>; close: () => Promise<void> } {

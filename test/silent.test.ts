@@ -183,6 +183,14 @@ describe("the database, from code", () => {
       expect(await queryJson(db, sql`select count(*)::int as r from akadze.jobs`)).toBe(0);
     });
 
+    it("names the endpoint it could not reach", async () => {
+      const db = await connect({ DATABASE_URL: "postgres://postgres@127.0.0.1:9/x", NEON_FETCH_ENDPOINT: "http://127.0.0.1:9/sql" });
+      const error = await queryJson(db, sql`select 1 as r`).catch((e: unknown) => e);
+      const messages: string[] = [];
+      for (let e: any = error; e; e = e.cause) messages.push(String(e.message)); // drizzle and the Neon driver wrap it
+      expect(messages).toContainEqual(expect.stringContaining("cannot reach the SQL-over-HTTP endpoint http://127.0.0.1:9/sql (NEON_FETCH_ENDPOINT"));
+    });
+
     it("says which variable is wrong", async () => {
       await expect(connect({ DATABASE_URL: "127.0.0.1:5432/x" })).rejects.toThrow(/^DATABASE_URL must be a postgres:\/\/ URL .*got "127\.0\.0\.1:5432\/x"$/);
       await expect(connect({})).rejects.toThrow(InvalidInput);
