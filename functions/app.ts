@@ -6,9 +6,7 @@ import { Hono } from "hono";
 import * as v from "valibot";
 import { eq, sql } from "drizzle-orm";
 import { integer, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
-import { drizzle, type NeonHttpDatabase } from "drizzle-orm/neon-http";
-import { neon, neonConfig } from "@neondatabase/serverless";
-import { createApp, current, Fail, Retry, Snooze, type Db, type Duration } from "../src/index.js";
+import { connect, createApp, current, Fail, Retry, runAtomically, Snooze, type Db, type Duration } from "../src/index.js";
 import { akadzeRoutes, nudge } from "../src/edge/hono.js";
 import type { Dashboard } from "../src/edge/dashboard/index.js";
 
@@ -39,11 +37,11 @@ export async function setup(db: Db): Promise<void> {
     status text not null default 'placed', created_at timestamptz not null default now())`);
 }
 
-/** Neon over HTTP: one request per statement, `db.batch` for a transaction. */
-export function dbFor(env: Env): NeonHttpDatabase {
-  if (env.NEON_FETCH_ENDPOINT) neonConfig.fetchEndpoint = env.NEON_FETCH_ENDPOINT;
-  return drizzle({ client: neon(env.DATABASE_URL) });
-}
+/**
+ * Neon over HTTP in every runtime (one request per statement, `db.batch` for a transaction); under
+ * `akadze dev` and `wrangler dev`, NEON_FETCH_ENDPOINT points it at the local endpoint.
+ */
+export const dbFor = (env: Env): Promise<Db> => connect(env, { driver: "neon-http" });
 
 export const app = createApp();
 
@@ -107,13 +105,13 @@ export function createWeb(options: { budget?: Duration; dashboard?: Dashboard } 
     const parsed = v.safeParse(NewOrder, await c.req.json().catch(() => undefined));
     if (!parsed.success) return c.json({ error: { code: "invalid_request", message: v.summarize(parsed.issues) } }, 400);
     const { payment, ...order } = parsed.output;
-    const db = dbFor(c.env);
+    const db = await dbFor(c.env);
     const id = crypto.randomUUID();
     try {
-      // neon-http has no interactive transactions: db.batch is one, so both rows commit or neither does.
-      await db.batch([
-        db.insert(orders).values({ id, ...order }),
-        charge.using(db).enqueueQuery({ orderId: id, payment }),
+      // One transaction on any driver (on neon-http, one db.batch request): both rows commit or neither does.
+      await runAtomically(db, (tx) => [
+        tx.insert(orders).values({ id, ...order }),
+        charge.using(tx).enqueueQuery({ orderId: id, payment }),
       ]);
     } catch (error) {
       if (isDuplicateReference(error)) return c.json({ error: { code: "duplicate_order", message: `order ${order.reference} was already placed` } }, 409);
@@ -125,7 +123,7 @@ export function createWeb(options: { budget?: Duration; dashboard?: Dashboard } 
 
   web.get("/orders/:id", async (c) => {
     const id = v.safeParse(v.pipe(v.string(), v.uuid()), c.req.param("id"));
-    const [order] = id.success ? await dbFor(c.env).select().from(orders).where(eq(orders.id, id.output)) : [];
+    const [order] = id.success ? await (await dbFor(c.env)).select().from(orders).where(eq(orders.id, id.output)) : [];
     return order ? c.json(order) : c.json({ error: { code: "not_found", message: "no such order" } }, 404);
   });
 

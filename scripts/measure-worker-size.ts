@@ -10,7 +10,7 @@ import { gzipSync } from "node:zlib";
 
 interface Meta { outputs: Record<string, { bytes: number; inputs: Record<string, { bytesInOutput: number }> }> }
 
-function bundle(entry?: string): { bytes: number; gzip: number; parts: Map<string, number> } {
+function bundle(entry?: string): { bytes: number; gzip: number; parts: Map<string, number>; ownFiles: string[] } {
   const dir = mkdtempSync(join(tmpdir(), "akadze-size-"));
   try {
     // Another entry needs its own config: wrangler takes `main` from wrangler.toml over a script argument.
@@ -25,11 +25,13 @@ function bundle(entry?: string): { bytes: number; gzip: number; parts: Map<strin
     const meta = JSON.parse(readFileSync(join(dir, "out", "bundle-meta.json"), "utf8")) as Meta;
     const output = Object.entries(meta.outputs).find(([path]) => path.endsWith(`/${name}`))![1];
     const parts = new Map<string, number>();
+    const ownFiles: string[] = [];
     for (const [path, input] of Object.entries(output.inputs)) {
       const part = partOf(path);
       parts.set(part, (parts.get(part) ?? 0) + input.bytesInOutput);
+      if (part.startsWith("akadze") && input.bytesInOutput > 0) ownFiles.push(path.replace(/^.*?src\//, "src/"));
     }
-    return { bytes: code.length, gzip: gzipSync(code).length, parts };
+    return { bytes: code.length, gzip: gzipSync(code).length, parts, ownFiles };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -65,3 +67,6 @@ for (const [part, bytes] of withDashboard.parts) {
   const added = bytes - (worker.parts.get(part) ?? 0);
   if (added > 0) console.log(`| ${part} | +${kb(added)} |`);
 }
+const own = worker.parts.get("akadze (src/)") ?? 0;
+// esbuild reports minified bytes per input, not gzip: apply the bundle's own compression ratio to akadze's share.
+console.log(`\nakadze's own share of the Worker bundle: ${kb(own)} minified, about ${kb(own * worker.gzip / worker.bytes)} gzip (${worker.ownFiles.length} modules: ${worker.ownFiles.sort().join(", ")})`);

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase } from "./support/postgres.js";
 import { readDocs, typeCheckExamples, writeExamples, type DocExample } from "./support/docs-blocks.js";
-import { openPrelude, PRELUDE_NAMES, resetPrelude } from "./support/docs-prelude.js";
+import { copyFileSync } from "node:fs";
+import { openPrelude, PRELUDE_NAMES, resetPrelude, switchToNeonHttp } from "./support/docs-prelude.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const outDir = join(root, ".docs-check");
@@ -65,8 +66,10 @@ describe("docs examples", () => {
   describe("against Postgres", () => {
     let close: (() => Promise<void>) | undefined;
     let drop: (() => Promise<void>) | undefined;
+    let url = "";
     beforeAll(async () => {
       const database = await createTestDatabase("docs");
+      url = database.url;
       drop = database.drop;
       close = await openPrelude(database.url);
     });
@@ -83,5 +86,18 @@ describe("docs examples", () => {
     for (const example of docExamples.filter((e) => e.run)) {
       it(`${example.file}:${example.line} runs`, async () => { await runExample(example); });
     }
+
+    // The README's first example promises every driver; neon-http (no interactive transactions) is the one that bites.
+    it("README.md's first example also runs on neon-http", async () => {
+      const first = docExamples.find((e) => e.file === "README.md" && e.run)!;
+      const copy = { ...first, path: first.path.replace(/\.ts$/, "-neon-http.ts") };
+      copyFileSync(first.path, copy.path); // a module runs once per path
+      const restore = await switchToNeonHttp(url);
+      try {
+        await runExample(copy);
+      } finally {
+        await restore();
+      }
+    });
   });
 });

@@ -212,7 +212,9 @@ forEachDriver((h) => {
   it("the admin API sets, lists and deletes limits; bad limits are a 400 and write nothing", async () => {
     const { call } = setup();
     const put = (body: unknown) => call("/akadze/limits/vendor", { method: "PUT", body: JSON.stringify(body) });
-    expect((await put({ maxRunning: 0 })).status).toBe(400);
+    const bad = await put({ maxRunning: 0 });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.issues).toEqual([{ path: "maxRunning", message: "maxRunning must be at least 1" }]);
     expect(await (await call("/akadze/limits", { method: "GET" })).json()).toEqual([]);
     const set = await put({ maxStarts: 10, window: "1m" });
     expect(set.status).toBe(200);

@@ -43,6 +43,9 @@ export async function connect(options: ConnectionOptions): Promise<Connection> {
     return { db: drizzle(pool) as unknown as Db, where, close: () => pool.end() };
   }
   if (options.http) throw new UsageError("--http needs a postgres:// URL");
+  if (/^[\w.-]+:\d+(\/|$)/.test(database)) {
+    throw new UsageError(`${JSON.stringify(where)} looks like host:port, not a PGlite directory: write postgres://user@${database.replace(/^[^@]*@/, "")}`);
+  }
   if (ANY_URL.test(database) && !database.startsWith("memory://")) {
     throw new UsageError(`unsupported database ${JSON.stringify(where)}: use a postgres:// URL or a PGlite directory`);
   }
@@ -57,12 +60,11 @@ export async function connect(options: ConnectionOptions): Promise<Connection> {
 }
 
 async function connectNeonHttp(url: string, endpoint: string | undefined, where: string): Promise<Connection> {
-  const [{ neon, neonConfig }, { drizzle }] = await Promise.all([import("@neondatabase/serverless"), import("drizzle-orm/neon-http")]);
   const host = new URL(url).hostname;
-  if (endpoint) neonConfig.fetchEndpoint = endpoint;
-  else if (!host.includes(".") || /^[\d.]+$|^\[/.test(host)) {
+  if (!endpoint && (!host.includes(".") || /^[\d.]+$|^\[/.test(host))) {
     // Neon's default endpoint is derived from a domain name (api.<rest of the host>); a local host has none.
     throw new UsageError(`--http to ${host} needs the SQL-over-HTTP endpoint: pass --neon-endpoint http://${host}:PORT/sql or set NEON_FETCH_ENDPOINT`);
   }
-  return { db: drizzle(neon(url)) as unknown as Db, where: `${where} (over HTTP)`, close: async () => {} };
+  const { neonHttpDb } = await import("../connect.js");
+  return { db: neonHttpDb(url, endpoint), where: `${where} (over HTTP)`, close: async () => {} };
 }

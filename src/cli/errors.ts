@@ -1,4 +1,5 @@
 import { InvalidInput, postgresErrorOf } from "../core/errors.js";
+import { isMissingSchema, MIGRATE_HINT } from "../db/driver.js";
 
 /** A failure the CLI reports as one line and exit code 1. */
 export class CliError extends Error {
@@ -51,11 +52,11 @@ export function exitCodeOf(error: unknown): number {
  */
 export function describeError(error: unknown, where?: string): string {
   const errors = chain(error);
+  if (isMissingSchema(error)) return MIGRATE_HINT;
   const network = errors.find((e) => typeof e?.code === "string" && e.code in NETWORK_CODES);
   if (network) return `cannot reach the database${where ? ` at ${where}` : ""}: ${NETWORK_CODES[network.code]} (${network.code})`;
   const pgError = postgresErrorOf(error);
   if (pgError) {
-    if (pgError.code === "42P01" || pgError.code === "3F000") return "akadze's tables are missing in this database: run `akadze migrate` first";
     return `database error: ${firstLine(pgError.message)}`;
   }
   const known = errors.find((e) => e instanceof CliError || e instanceof InvalidInput || e instanceof TypeError);

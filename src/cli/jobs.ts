@@ -3,11 +3,12 @@ import { requestCancel, requeue } from "../control.js";
 import { JOB_STATES } from "../core/states.js";
 import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.js";
 import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT, pruneJobs, type PruneOptions } from "../ops/retention.js";
+import { findMisfits, type UnknownTaskRow } from "../ops/misfits.js";
 import { CliError } from "./errors.js";
+import { loadApp } from "./worker.js";
 import type { CliContext } from "./main.js";
 import { formatAgo, formatSpan, formatTime, print, printJson, printRows, renderFields, renderTable } from "./output.js";
 import { duration, jobId, positiveInt } from "./parse.js";
-import { loadApp } from "./worker.js";
 
 const APP_OPTION = 'the app module ("./src/app.ts" or "./dist/jobs.js:exportName") whose onTransition hooks see the change';
 
@@ -29,6 +30,18 @@ export function registerJobs(program: Command, ctx: CliContext): void {
         ["CREATED", (j) => formatAgo(j.createdAt, now)], ["FINISHED", (j) => formatAgo(j.finishedAt, now)],
       ]);
     }));
+
+  jobs.command("unknown").description("queued jobs of tasks the app does not define: nothing that runs this app will ever claim them")
+    .argument("[app]", 'module exporting the app (default: package.json "akadze.app")')
+    .action(async (spec: string | undefined, _opts, cmd: Command) => {
+      const app = await loadApp(spec);
+      await ctx.withDb(cmd, async (db) => {
+        const { unknownTasks } = await findMisfits(db, [...app.tasks.keys()]);
+        printRows<UnknownTaskRow>(ctx.json(cmd), unknownTasks, "every queued job's task is defined by this app", [
+          ["TASK", (r) => r.task], ["QUEUE", (r) => r.queue], ["QUEUED JOBS", (r) => r.jobs],
+        ]);
+      });
+    });
 
   jobs.command("show").description("one job: args, result, errors history and timings")
     .argument("<id>", "the job id", jobId)

@@ -3,6 +3,7 @@ import type { Db } from "../db/driver.js";
 import { registerAdmin } from "./admin.js";
 import { connect, type Connection } from "./connect.js";
 import { registerDev } from "./dev.js";
+import { registerInit } from "./init.js";
 import { describeError, exitCodeOf } from "./errors.js";
 import { registerJobs } from "./jobs.js";
 import { registerLimits } from "./limits.js";
@@ -45,6 +46,7 @@ export function buildProgram(): { program: Command; where: () => string | undefi
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(`akadze: ${text.replace(/^error: /, "").trim()}\n`) })
     .showSuggestionAfterError(true);
+  registerInit(program, ctx);
   registerAdmin(program, ctx);
   registerWorker(program, ctx);
   registerDev(program, ctx);

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "commander";
 import { tryParseDuration } from "../core/duration.js";
+import { LOG_LEVELS, type LogLevel } from "../ops/invocation-log.js";
 
 /** Commander argument parsers: a bad value becomes commander's one-line "argument ... is invalid" error. */
 
@@ -32,4 +33,10 @@ export function collect(value: string, previous: string[] | undefined): string[]
 export function port(value: string): number {
   if (!/^\d+$/.test(value.trim()) || Number(value) > 65534) throw new InvalidArgumentError("expected a port number (0 picks a free one).");
   return Number(value);
+}
+
+/** A log level: silent, warn or info. */
+export function logLevel(value: string): LogLevel {
+  if (!(LOG_LEVELS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${LOG_LEVELS.join(", ")}.`);
+  return value as LogLevel;
 }

@@ -1,33 +1,30 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import type { Command } from "commander";
 import type { App } from "../app/app.js";
 import { DEFAULT_RETENTION } from "../ops/retention.js";
 import { DEFAULT_SLOTS } from "../runtime/run-once.js";
 import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/worker.js";
 import { CliError, describeError, UsageError } from "./errors.js";
+import { findAppModule, importModule } from "./load-module.js";
 import type { CliContext } from "./main.js";
 import { print, printJson } from "./output.js";
-import { collect, duration, positiveInt } from "./parse.js";
+import { collect, duration, logLevel, positiveInt } from "./parse.js";
+import { invocationLogLines, writeLogLines } from "../ops/invocation-log.js";
+import { findMisfits, misfitWarnings } from "../ops/misfits.js";
+
+/** How often a running worker repeats the unknown-task and unlimited-key warnings. */
+const MISFIT_CHECK_MS = 60_000;
 
 const EXPORT = /^(.+):([A-Za-z_$][\w$]*)$/;
 
-/** Imports the app a worker runs: `path/to/module` (export `app`) or `path/to/module:exportName`. */
-export async function loadApp(spec: string): Promise<App> {
-  const [, file, name] = EXPORT.exec(spec) ?? [spec, spec, "app"];
-  const path = resolve(process.cwd(), file);
-  if (!existsSync(path)) throw new UsageError(`no such file: ${file}`);
-  let module: Record<string, unknown>;
-  try {
-    module = await import(pathToFileURL(path).href);
-  } catch (error) {
-    const code = (error as { code?: string })?.code;
-    if (code === "ERR_UNKNOWN_FILE_EXTENSION") {
-      throw new CliError(`cannot load ${file}: TypeScript needs tsx (npm i -D tsx) next to akadze, or point at the compiled .js`);
-    }
-    throw new CliError(`cannot load ${file}: ${describeError(error)}`, { cause: error });
-  }
+/**
+ * Imports the app a worker runs: `path/to/module` (export `app`) or `path/to/module:exportName`; with no
+ * spec, the module package.json's "akadze.app" names.
+ * @example const app = await loadApp("./akadze/app.ts");
+ */
+export async function loadApp(spec?: string): Promise<App> {
+  const found = findAppModule(spec);
+  const [, file, name] = EXPORT.exec(found) ?? [found, found, "app"];
+  const module = await importModule(file);
   const app = module[name] ?? (name === "app" ? (module.default as Record<string, unknown> | undefined)?.app ?? module.default : undefined);
   // Duck-typed: the app module may import its own copy of akadze.
   if (!app || typeof app !== "object" || !((app as App).tasks instanceof Map) || !(app as App).hooks) {
@@ -40,7 +37,7 @@ export async function loadApp(spec: string): Promise<App> {
 /** `akadze worker APP --queue Q... --slots N`. */
 export function registerWorker(program: Command, ctx: CliContext): void {
   program.command("worker").description("run jobs until Ctrl-C/SIGTERM, then finish running jobs and release the rest")
-    .argument("<app>", 'module exporting the app: "./src/app.ts" or "./dist/jobs.js:exportName"')
+    .argument("[app]", 'module exporting the app: "./src/app.ts" or "./dist/jobs.js:exportName" (default: package.json "akadze.app")')
     .option("--queue <name>", "a queue to run (repeat for more; each gets --slots); default every queue", collect)
     .option("--slots <n>", `jobs running at once per queue (default ${DEFAULT_SLOTS})`, positiveInt)
     .option("--prefetch <n>", `jobs claimed ahead and held per queue (default ${DEFAULT_PREFETCH_PER_SLOT} x --slots)`, positiveInt)
@@ -48,7 +45,8 @@ export function registerWorker(program: Command, ctx: CliContext): void {
     .option("--retention-failed <age>", "also prune failed jobs finished longer ago (default: keep them)", duration)
     .option("--lease <duration>", "how long a claim holds a job before others may recover it (default 30s)", duration)
     .option("--max-poll <duration>", `longest wait between polls of an idle queue (default ${DEFAULT_MAX_POLL})`, duration)
-    .action(async (spec: string, opts, cmd: Command) => {
+    .option("--log-level <level>", "warn (default): a line per failed or retried job; info: also a line per invocation; silent", logLevel)
+    .action(async (spec: string | undefined, opts, cmd: Command) => {
       const app = await loadApp(spec);
       await ctx.withDb(cmd, async (db, connection) => {
         const stop = new AbortController();
@@ -62,6 +60,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
         };
         process.on("SIGINT", onSignal);
         process.on("SIGTERM", onSignal);
+        let misfitTimer: NodeJS.Timeout | undefined;
         let lastError = "";
         let lastErrorAt = 0;
         const queues: string[] | undefined = opts.queue;
@@ -77,7 +76,19 @@ export function registerWorker(program: Command, ctx: CliContext): void {
               lastError = line;
               lastErrorAt = Date.now();
             },
+            onInvocation: (summary) => {
+              writeLogLines(invocationLogLines(summary, "worker"), opts.logLevel ?? "warn", {
+                warn: (text) => process.stderr.write(`akadze: ${text}\n`), info: (text) => print(text),
+              });
+            },
             onStart: (id) => {
+              // Jobs this app can never run, or runs unlimited, are said at start and every minute while they last.
+              const check = () => findMisfits(db, [...app.tasks.keys()]).then((m) => {
+                for (const line of misfitWarnings(m)) process.stderr.write(`akadze: ${line}\n`);
+              }, () => {});
+              void check();
+              misfitTimer = setInterval(check, MISFIT_CHECK_MS);
+              misfitTimer.unref();
               if (ctx.json(cmd)) return;
               const what = queues ? queues.map((q) => `${q} (${slots} slots)`).join(", ") : `every queue (${slots} slots)`;
               print(`worker ${id} started on ${connection.where}: ${what}, ${app.tasks.size} tasks`);
@@ -86,6 +97,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
           if (ctx.json(cmd)) return printJson(summary);
           print(`worker ${summary.id} stopped: ${summary.jobsDone} runs (${summary.succeeded} succeeded, ${summary.retried} retried, ${summary.failed} failed), ${summary.released} released`);
         } finally {
+          clearInterval(misfitTimer);
           process.off("SIGINT", onSignal);
           process.off("SIGTERM", onSignal);
         }

@@ -1,6 +1,7 @@
 import { entityKind, type SQL } from "drizzle-orm";
 import type { BatchItem as DrizzleBatchItem } from "drizzle-orm/batch";
 import type { PgDatabase } from "drizzle-orm/pg-core";
+import { AkadzeError } from "../core/errors.js";
 
 /** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. @example const db: Db = drizzle(pool); */
 export type Db = PgDatabase<any, any, any>;
@@ -32,9 +33,28 @@ export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
   return ((result as { rows?: T[] })?.rows ?? []) as T[];
 }
 
-/** Runs one statement and returns its rows. */
+/** The sentence for a database akadze's migrations never ran on (the CLI prints it as is). */
+export const MIGRATE_HINT = "akadze's tables are missing in this database: run `akadze migrate` first";
+
+/**
+ * True when `error` (or an error it wraps: drizzle wraps the driver's) is Postgres saying an akadze relation
+ * or the akadze schema does not exist (SQLSTATE 42P01 / 3F000).
+ */
+export function isMissingSchema(error: unknown): boolean {
+  for (let e: any = error, depth = 0; e && depth < 10; e = e.cause, depth++) {
+    if ((e.code === "42P01" || e.code === "3F000") && /akadze/.test(String(e.message))) return true;
+  }
+  return false;
+}
+
+/** Runs one statement and returns its rows; a database that was never migrated gets MIGRATE_HINT. */
 export async function query<T = Record<string, unknown>>(db: Db, statement: SQL): Promise<T[]> {
-  return rowsOf<T>(await db.execute(statement));
+  try {
+    return rowsOf<T>(await db.execute(statement));
+  } catch (error) {
+    if (isMissingSchema(error)) throw new AkadzeError(`${MIGRATE_HINT} (from code: \`await migrate(db)\` at deploy time)`, { cause: error });
+    throw error;
+  }
 }
 
 /**
@@ -83,8 +103,11 @@ function statementName(text: string): string {
 }
 
 /**
- * Runs statements as one transaction: `db.batch` on neon-http (one request), `db.transaction` elsewhere.
- * Returns each statement's rows.
+ * Runs statements as one transaction on any driver: `db.batch` on neon-http (one request), `db.transaction`
+ * elsewhere, inside the caller's transaction when `db` is one. Returns each statement's rows.
+ * @example
+ * const [, enqueued] = await runAtomically(db, (tx) => [tx.insert(orders).values(order), sendMail.using(tx).enqueueQuery({ userId: 7 })]);
+ * const [jobId] = jobIdsOf(enqueued);
  */
 export async function runAtomically(db: Db, build: (db: Db) => BatchItem[]): Promise<unknown[][]> {
   if (isNeonHttp(db)) {
@@ -99,4 +122,15 @@ async function runInOrder(items: BatchItem[]): Promise<unknown[][]> {
   const out: unknown[][] = [];
   for (const item of items) out.push(rowsOf(await item));
   return out;
+}
+
+/**
+ * The job ids an `enqueueQuery` inserted, from its result in `db.batch([...])` or `runAtomically` (raw driver
+ * results differ: neon-http gives `{ rows }`, runAtomically gives rows).
+ * @example const [, enqueued] = await db.batch([db.insert(orders).values(o), sendMail.using(db).enqueueQuery(args)]); const [jobId] = jobIdsOf(enqueued);
+ */
+export function jobIdsOf(result: unknown): number[] {
+  const ids = rowsOf<{ r?: unknown }>(result)[0]?.r;
+  if (!Array.isArray(ids)) throw new TypeError("jobIdsOf: expected the result of an enqueueQuery (a row with the inserted ids)");
+  return ids.map(Number);
 }

@@ -1,15 +1,16 @@
 // `akadze dev`: what the CLI's `dev` subcommand runs.
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import * as v from "valibot";
 import { InvalidInput } from "../core/errors.js";
 import { parseOrThrow } from "../core/validate.js";
 import type { RunSummary } from "../runtime/run-once.js";
+import { APP_MODULE_SHAPE, findAppModule, importModule } from "../cli/load-module.js";
 import { runDemo } from "./demo.js";
+import { findMisfits, misfitWarnings } from "../ops/misfits.js";
+import { invocationLogLines, LOG_LEVELS, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { DASHBOARD_PATH, DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "./dev-server.js";
 
-/** The module `akadze dev` serves when none is named: the example application. */
-export const DEFAULT_DEV_MODULE = "functions/dev.ts";
+/** Ticks (seconds) between repeats of the unknown-task and unlimited-key warnings. */
+const MISFIT_EVERY_TICKS = 30;
 
 export interface DevCommandOptions {
   /** A postgres:// URL, a PGlite directory or "memory://". Default: DATABASE_URL, else `.akadze/pglite`; the demo uses memory. */
@@ -20,7 +21,9 @@ export interface DevCommandOptions {
   demo?: boolean;
   /** Serve the app and tick its work route (default true); false runs only the Neon endpoint, for `wrangler dev`. */
   http?: boolean;
-  /** Module exporting `app`, `web` and optionally `setup` and `demo`. Default `functions/dev.ts`. */
+  /** "info" (default): a line per busy tick; "warn"/"silent": none. Failed and retried jobs are logged by the work route. */
+  log?: LogLevel;
+  /** Module exporting `app`, `web` and optionally `setup` and `demo`. Default: package.json "akadze.app", else `functions/dev.ts`. */
   app?: string;
 }
 
@@ -31,6 +34,7 @@ const Options = v.object({
   demo: v.optional(v.boolean()),
   http: v.optional(v.boolean()),
   app: v.optional(v.string()),
+  log: v.optional(v.picklist(LOG_LEVELS, `--log-level must be one of ${LOG_LEVELS.join(", ")}`)),
 });
 
 /**
@@ -40,22 +44,40 @@ const Options = v.object({
 export async function runDevCommand(options: DevCommandOptions = {}): Promise<void> {
   const o = parseOrThrow(Options, options, "dev options");
   if (o.demo && o.http === false) throw new InvalidInput("--demo needs the HTTP app: drop --no-http");
-  const module = await loadDevModule(o.app ?? DEFAULT_DEV_MODULE);
-  if (o.demo && !module.demo) throw new InvalidInput(`${o.app ?? DEFAULT_DEV_MODULE} exports no demo`);
+  const file = findAppModule(o.app);
+  const module = await loadDevModule(file);
+  if (o.demo && !module.demo) throw new InvalidInput(`${file} exports no demo`);
   // The demo never touches a real database unless told to.
   const database = o.database ?? (o.demo ? "memory://" : process.env.DATABASE_URL ?? DEV_DATA_DIR);
   if (!/^postgres(ql)?:/.test(database)) process.stdout.write("Starting PGlite (embedded Postgres, a few seconds)...\n");
+  const port = o.port ?? (o.demo ? 0 : DEV_PORT);
+  let ticks = 0;
+  let dev: DevServer | undefined;
+  // Jobs no task of this app can run (a typo, an old producer) or that run unlimited: said at start and now and then.
+  const warnMisfits = async () => {
+    if (!dev || o.log === "silent") return;
+    const lines = misfitWarnings(await findMisfits(dev.db, [...module.app.tasks.keys()]).catch(() => ({ unknownTasks: [], unlimitedKeys: [] })));
+    for (const line of lines) process.stderr.write(`akadze: ${line}\n`);
+  };
   const server = await startDevServer({
     module,
     database,
-    port: o.port ?? (o.demo ? 0 : DEV_PORT),
+    port,
     http: o.http ?? true,
-    onTick: o.demo ? undefined : logTick,
+    onTick: o.demo ? undefined : (summary) => {
+      logTick(summary, o.log ?? "info");
+      if (++ticks % MISFIT_EVERY_TICKS === 0) void warnMisfits();
+    },
+  }).catch((error: unknown) => {
+    if ((error as { code?: string })?.code !== "EADDRINUSE") throw error;
+    throw new InvalidInput(`port ${port} or ${port + 1} is in use (the app and its Neon endpoint): pass --port N for another pair, or stop the other server`, { cause: error });
   });
   try {
     if (o.demo) await runDemo(server, module.demo!, process.stdout);
     else {
       process.stdout.write(banner(server, server.appUrl ? await findDashboard(server.appUrl) : undefined));
+      dev = server;
+      await warnMisfits();
       await untilSignal();
       process.stdout.write("\nstopping: letting running jobs finish\n");
     }
@@ -65,13 +87,10 @@ export async function runDevCommand(options: DevCommandOptions = {}): Promise<vo
 }
 
 async function loadDevModule(path: string): Promise<DevModule> {
-  let module: Partial<DevModule>;
-  try {
-    module = await import(pathToFileURL(resolve(path)).href);
-  } catch (error) {
-    throw new InvalidInput(`cannot load ${path}: ${(error as Error).message}`, { cause: error });
+  const module = (await importModule(path)) as Partial<DevModule>;
+  if (!module.app || typeof module.web?.fetch !== "function") {
+    throw new InvalidInput(`${path} exports ${Object.keys(module).join(", ") || "nothing"}; ${APP_MODULE_SHAPE}`);
   }
-  if (!module.app || typeof module.web?.fetch !== "function") throw new InvalidInput(`${path} must export app (createApp()) and web (a Hono app)`);
   return module as DevModule;
 }
 
@@ -100,11 +119,10 @@ export function banner(server: DevServer, dashboardUrl?: string): string {
   return lines.join("\n");
 }
 
-function logTick(summary: RunSummary): void {
-  if (summary.claimed + summary.recovered + summary.cancelled + summary.rateLimited === 0) return;
-  const parts = (["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited"] as const)
-    .filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
-  process.stdout.write(`${new Date().toISOString().slice(11, 19)} invocation: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms)\n`);
+/** The tick's summary line; its failed and retried jobs are logged by the work route itself (akadzeRoutes' `log`). */
+function logTick(summary: RunSummary, level: LogLevel): void {
+  const info = invocationLogLines(summary).filter((line) => line.level === "info");
+  writeLogLines(info, level, { warn: () => {}, info: (text) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${text}\n`) });
 }
 
 function untilSignal(): Promise<void> {

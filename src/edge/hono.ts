@@ -18,6 +18,7 @@ import { requestCancel, requeue } from "../control.js";
 import type { Db } from "../db/driver.js";
 import { getJob } from "../ops/jobs.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
+import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { bearerToken, secretMatches } from "./auth.js";
 import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
 import { parseRequest, problemOf, RouteProblem } from "./problems.js";
@@ -48,6 +49,8 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
   dashboard?: Dashboard;
   /** Request bodies larger than this many bytes are refused with 413 before they are read. Default `DEFAULT_MAX_BODY_BYTES` (1 MiB). */
   maxBodyBytes?: number;
+  /** What `POST /work` logs: "warn" (default) one line per failed or retried job, "info" also a line per busy invocation, or "silent". */
+  log?: LogLevel;
 }
 
 /** The largest request body the routes read unless told otherwise: 1 MiB, far above any admin or work request. */
@@ -73,7 +76,10 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   if (budgetMs > maxBudgetMs) throw new InvalidInput("Invalid akadzeRoutes options: budget must not exceed maxBudget");
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const getDb = options.getDb ?? (() => options.db!);
-  const renderMetrics = options.metrics ?? ((db: Db) => renderAllMetrics(db));
+  const renderMetrics = options.metrics ?? ((db: Db) => renderAllMetrics(db, { knownTasks: [...app.tasks.keys()] }));
+  const log = options.log ?? "warn";
+  // A task that can never fit this route's budget is said now, not discovered from jobs that never run.
+  if (log !== "silent") warnTasksOverBudget(app, options.maxBudget ?? options.budget ?? DEFAULT_BUDGET, "the /work route");
 
   const getSecret = (c: Context<E>) => (options.getSecret ? options.getSecret(c) : options.secret);
 
@@ -111,6 +117,7 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
       ...options.run, db: await getDb(c), queues: request.queues, slots: request.slots, batchSize: request.batchSize, budget,
       ...(request.drain === undefined ? {} : { drain: request.drain }),
     });
+    writeLogLines(invocationLogLines(summary, "work route"), log);
     return c.json(summary);
   };
   routes.post("/work", work);
@@ -150,7 +157,8 @@ async function refuseInactive(db: Db, id: number, rule: string): Promise<never> 
   throw new RouteProblem(409, "conflict", `job ${id} is ${job.state}; ${rule}`, { state: job.state });
 }
 
-export { nudge, NUDGE_BUDGET } from "./nudge.js";
+export { nudge, NUDGE_BUDGET, type NudgeOptions } from "./nudge.js";
+export { LOG_LEVELS, type LogLevel } from "../ops/invocation-log.js";
 export { scheduledInvocation, type ScheduledOptions } from "./workers.js";
 export { vercelHandlers } from "./vercel.js";
 export { RouteProblem, INTERNAL_ERROR_MESSAGE, type ProblemBody } from "./problems.js";

@@ -1,19 +1,39 @@
 import type { Context } from "hono";
 import type { App } from "../app/app.js";
+import { invocationLogLines, overBudgetSentence, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { runOnce, type RunOnceOptions } from "../runtime/run-once.js";
 
 /** Budget of a nudge: short, since the cron picks up whatever it leaves. */
 export const NUDGE_BUDGET = "10s";
 
+/** Options of `nudge`: an invocation's, plus how much it logs (default "warn": failed and retried jobs, misfit tasks). */
+export type NudgeOptions = RunOnceOptions & { log?: LogLevel };
+
+// Tasks already reported as never fitting a nudge's budget, per app: said once per isolate, not per request.
+const reported = new WeakMap<App, Set<string>>();
+
 /**
  * Starts one invocation after the response is sent (`executionCtx.waitUntil`), so a job enqueued by
  * this request starts now instead of at the next cron tick. A nudge that fails only logs: the job
  * stays queued for the cron. Without an ExecutionContext (plain Node) the invocation simply runs on.
+ * Failed and retried jobs are logged one line each; a task whose timeout cannot fit the nudge's budget
+ * is a warning the first time a nudge leaves it queued.
  * @example await order.using(db).enqueue(args); nudge(c, app, { db, queues: ["orders"] });
  */
-export function nudge(c: Context, app: App, options: RunOnceOptions): void {
-  const invocation = runOnce(app, { budget: NUDGE_BUDGET, ...options }).then(
-    () => undefined,
+export function nudge(c: Context, app: App, options: NudgeOptions): void {
+  const { log = "warn", ...run } = options;
+  const budget = run.budget ?? NUDGE_BUDGET;
+  const invocation = runOnce(app, { ...run, budget }).then(
+    (summary) => {
+      writeLogLines(invocationLogLines(summary, "nudge"), log);
+      const seen = reported.get(app) ?? new Set<string>();
+      reported.set(app, seen);
+      const fresh = summary.tooLongForBudget.filter((name) => !seen.has(name));
+      fresh.forEach((name) => seen.add(name));
+      if (fresh.length > 0 && log !== "silent") {
+        console.warn(`akadze: ${overBudgetSentence(fresh, `the nudge's budget (${budget})`)}; a cron or worker with a longer budget must run them`);
+      }
+    },
     (error: unknown) => { console.error("akadze: nudge failed; the job waits for the next cron tick", error); },
   );
   let ctx: { waitUntil(promise: Promise<unknown>): void } | undefined;

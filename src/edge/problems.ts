@@ -39,7 +39,13 @@ export function problemOf(error: unknown): { status: number; body: ProblemBody }
     return { status: error.status, body: { error: { code: error.code, message: error.message, ...error.extra } } };
   }
   if (error instanceof DuplicateJob) return { status: 409, body: { error: { code: "duplicate_job", message: error.message } } };
-  if (error instanceof InvalidInput) return { status: 400, body: { error: { code: "invalid_request", message: error.message } } };
+  if (error instanceof InvalidInput) {
+    // parseOrThrow keeps valibot's issues as the cause: give them as `issues`, like parseRequest does.
+    const issues = Array.isArray(error.cause)
+      ? error.cause.map((issue: v.BaseIssue<unknown>) => ({ path: v.getDotPath(issue), message: issue.message }))
+      : undefined;
+    return { status: 400, body: { error: { code: "invalid_request", message: error.message, ...(issues ? { issues } : {}) } } };
+  }
   const pg = postgresErrorOf(error);
   if (pg && /^2[23]/.test(pg.code)) {
     const reason = String(pg.message).split("\n")[0];

@@ -2,6 +2,7 @@
 import type { App } from "../app/app.js";
 import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/driver.js";
+import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { runOnce, type RunOnceOptions, type RunSummary } from "../runtime/run-once.js";
 
 /** What workerd passes to `scheduled` (a subset, so akadze needs no Workers type package). */
@@ -10,22 +11,31 @@ export interface WaitUntil { waitUntil(promise: Promise<unknown>): void }
 
 /** Options of `scheduledInvocation`. */
 export interface ScheduledOptions<E> {
-  getDb: (env: E) => Db;
+  /** The database for this invocation, e.g. `(env) => connect(env)`. */
+  getDb: (env: E) => Db | Promise<Db>;
   /** Keep it well inside the Worker's CPU limit (30 s by default on paid plans). */
   budget: Duration;
   run?: Omit<RunOnceOptions, "db" | "budget">;
+  /** "info" (default): the summary of every busy invocation, and one line per failed or retried job; "warn": only those lines; "silent". */
+  log?: LogLevel;
 }
 
 /**
- * A Worker `scheduled` handler: one `runOnce` inside `ctx.waitUntil`, its summary logged when it did anything.
- * @example export default { fetch: web.fetch, scheduled: scheduledInvocation(app, { getDb: (env) => dbFor(env), budget: "25s" }) };
+ * A Worker `scheduled` handler: one `runOnce` inside `ctx.waitUntil`, its summary logged when it did
+ * anything, each failed or retried job on its own line; tasks whose timeout cannot fit `budget` are a
+ * warning when the handler is built.
+ * @example export default { fetch: web.fetch, scheduled: scheduledInvocation(app, { getDb: (env) => connect(env), budget: "25s" }) };
  */
 export function scheduledInvocation<E>(app: App, options: ScheduledOptions<E>) {
+  const log = options.log ?? "info";
+  if (log !== "silent") warnTasksOverBudget(app, options.budget, "the cron handler");
   return (_event: ScheduledEvent, env: E, ctx: WaitUntil): void => {
-    ctx.waitUntil(runOnce(app, { ...options.run, db: options.getDb(env), budget: options.budget }).then(logSummary));
+    const invocation = (async () => runOnce(app, { ...options.run, db: await options.getDb(env), budget: options.budget }))();
+    ctx.waitUntil(invocation.then((summary) => logSummary(summary, log)));
   };
 }
 
-function logSummary(summary: RunSummary): void {
-  if (summary.claimed + summary.recovered + summary.cancelled + summary.rateLimited > 0) console.log("akadze invocation", JSON.stringify(summary));
+function logSummary(summary: RunSummary, log: LogLevel): void {
+  if (log === "info" && summary.claimed + summary.recovered + summary.cancelled + summary.rateLimited > 0) console.log("akadze invocation", JSON.stringify(summary));
+  writeLogLines(invocationLogLines(summary, "cron invocation").filter((line) => line.level === "warn"), log);
 }

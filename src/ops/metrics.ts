@@ -2,6 +2,7 @@ import * as v from "valibot";
 import { sql } from "drizzle-orm";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
 import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
+import { findMisfits, type Misfits } from "./misfits.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { LIVE_WITHIN } from "./workers.js";
 
@@ -27,12 +28,25 @@ interface Snapshot {
  * finished jobs over the last `window`; limit usage; live workers. The CLI's `metrics` and `GET /metrics` share it.
  * @example app.get("/metrics", async (c) => c.text(await renderMetrics(db), 200, { "content-type": PROMETHEUS_CONTENT_TYPE }));
  */
-export async function renderMetrics(db: Db, options: { now?: Date; window?: Duration } = {}): Promise<string> {
-  const o = parseOrThrow(MetricsOptionsSchema, options, "metrics options");
+export async function renderMetrics(db: Db, options: { now?: Date; window?: Duration; knownTasks?: string[] } = {}): Promise<string> {
+  const o = parseOrThrow(MetricsOptionsSchema, { now: options.now, window: options.window }, "metrics options");
   const now = o.now ?? new Date();
   const windowMs = o.window ?? parseDuration(METRICS_WINDOW);
-  const s = await queryJson<Snapshot>(db, snapshotStatement(now, windowMs));
-  return formatFamilies(familiesOf(s, windowMs));
+  const [s, misfits] = await Promise.all([
+    queryJson<Snapshot>(db, snapshotStatement(now, windowMs)),
+    options.knownTasks ? findMisfits(db, options.knownTasks) : null,
+  ]);
+  return formatFamilies([...familiesOf(s, windowMs), ...(misfits ? misfitFamilies(misfits) : [])]);
+}
+
+/** Only an app knows its tasks: the routes pass them (`knownTasks`), the app-less CLI does not. */
+function misfitFamilies(m: Misfits): Family[] {
+  return [
+    { name: "akadze_jobs_unknown_task", help: "Queued jobs of a task this app does not define: no invocation of it will ever claim them.",
+      samples: m.unknownTasks.map((r) => ({ labels: { queue: r.queue, task: r.task }, value: r.jobs })) },
+    { name: "akadze_jobs_unlimited_key", help: "Queued or running jobs whose limitKey has no limit (setLimit was never called for it).",
+      samples: m.unlimitedKeys.map((r) => ({ labels: { key: r.key }, value: r.jobs })) },
+  ];
 }
 
 const MetricsOptionsSchema = v.strictObject({

@@ -6,6 +6,8 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import type { NeonHttpDatabase } from "drizzle-orm/neon-http";
 import { boolean, integer, pgTable, serial, text } from "drizzle-orm/pg-core";
 import type { Db } from "../../src/index.js";
+import { startNeonEndpoint } from "../../src/dev/neon-endpoint.js";
+import { neonHttpDb } from "./neon.js";
 
 /** The application's database: node-postgres over a fresh clone of the migrated template. */
 export let db: Db = unavailable("db") as Db;
@@ -70,4 +72,18 @@ function unavailable(name: string): unknown {
       throw new Error(`${name} is not available in this docs example (it is type-checked only; see docs/README.md)`);
     },
   });
+}
+
+/**
+ * Points `db` at the same database over neon-http (the real Neon driver through a local endpoint) until the
+ * returned function restores it, so an example can be run on both drivers.
+ */
+export async function switchToNeonHttp(url: string): Promise<() => Promise<void>> {
+  const endpoint = await startNeonEndpoint({ connectionString: url });
+  const previous = db;
+  db = neonHttpDb(endpoint, decodeURIComponent(new URL(url).pathname.slice(1))) as unknown as Db;
+  return async () => {
+    db = previous;
+    await endpoint.close();
+  };
 }

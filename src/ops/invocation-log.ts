@@ -1,0 +1,80 @@
+// What the dev server, the worker and the cron handlers log about an invocation: one line per failed or
+// retried job with its error, and a warning for tasks the budget can never run, so nothing fails silently.
+// No Node imports: the edge handlers use it too.
+import type { App } from "../app/app.js";
+import { parseDuration, type Duration } from "../core/duration.js";
+import { CLAIM_MARGIN_MS, type RunSummary } from "../runtime/run-options.js";
+
+/** How much a handler logs: `warn` (failed and retried jobs, misfits), `info` (also one line per busy invocation), `silent`. */
+export type LogLevel = "silent" | "warn" | "info";
+/** The accepted log levels, quietest first. @example program.option("--log-level <level>", LOG_LEVELS.join(" | ")) */
+export const LOG_LEVELS: readonly LogLevel[] = ["silent", "warn", "info"];
+
+/** One log line and its level. */
+export interface LogLine { level: "warn" | "info"; text: string }
+
+const COUNTS = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered"] as const;
+
+/**
+ * The lines for one invocation: an info line when it did anything (naming the tasks whose timeout did not
+ * fit its budget, `summary.tooLongForBudget`), and a warn line per failed or retried job (`summary.problems`).
+ * The budget misfit is a warning once, when the handler is built (`warnTasksOverBudget`), not every tick.
+ * @example for (const line of invocationLogLines(summary)) console.log(line.text);
+ */
+export function invocationLogLines(summary: RunSummary, what = "invocation"): LogLine[] {
+  const lines: LogLine[] = [];
+  if (summary.claimed + summary.recovered + summary.cancelled > 0) {
+    const parts = COUNTS.filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
+    const misfits = summary.tooLongForBudget.length > 0 ? `; timeout over budget, not claimed: ${summary.tooLongForBudget.join(", ")}` : "";
+    lines.push({ level: "info", text: `${what}: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms${misfits})` });
+  }
+  for (const p of summary.problems ?? []) {
+    const outcome = p.to === "failed" ? "failed" : "will retry";
+    lines.push({ level: "warn", text: `job ${p.jobId} (${p.task}, queue ${p.queue}, attempt ${p.attempt}) ${outcome}: ${p.error.kind}: ${firstLine(p.error.message)}` });
+  }
+  return lines;
+}
+
+/**
+ * Writes the lines at or above `level` (warn lines to `warn`, info lines to `info`).
+ * @example writeLogLines(invocationLogLines(summary), "warn");
+ */
+export function writeLogLines(lines: LogLine[], level: LogLevel, sink: { warn(text: string): void; info(text: string): void } = consoleSink): void {
+  if (level === "silent") return;
+  for (const line of lines) {
+    if (line.level === "warn") sink.warn(line.text);
+    else if (level === "info") sink.info(line.text);
+  }
+}
+
+const consoleSink = { warn: (text: string) => console.warn(`akadze: ${text}`), info: (text: string) => console.log(`akadze: ${text}`) };
+
+/**
+ * Tasks of `app` whose declared timeout does not fit `budget` (with the claim margin): an invocation with
+ * that budget never claims their jobs. Empty when all fit.
+ * @example tasksOverBudget(app, "10s"); // ["report.build"] if its timeout is "10s" or more
+ */
+export function tasksOverBudget(app: App, budget: Duration): string[] {
+  const budgetMs = budget === Infinity ? Infinity : parseDuration(budget, "budget");
+  return [...app.tasks.values()].filter((t) => t.timeoutMs !== undefined && t.timeoutMs > budgetMs - CLAIM_MARGIN_MS).map((t) => t.name);
+}
+
+/** The warning for tasks that never run under a budget. @example console.warn(overBudgetSentence(["report.build"], "the nudge's budget (10s)")); */
+export function overBudgetSentence(names: string[], budget: string): string {
+  return `task${names.length > 1 ? "s" : ""} ${names.join(", ")} ${names.length > 1 ? "have timeouts" : "has a timeout"} longer than ${budget} ` +
+    `minus ${CLAIM_MARGIN_MS} ms to claim: ${names.length > 1 ? "their" : "its"} jobs are never run there; give the handler a longer budget or the task a shorter timeout`;
+}
+
+/**
+ * Warns when some tasks can never run under `budget`: called once when a handler is built.
+ * @example warnTasksOverBudget(app, "25s", "the cron handler");
+ */
+export function warnTasksOverBudget(app: App, budget: Duration, where: string, warn: (text: string) => void = consoleSink.warn): string[] {
+  const names = tasksOverBudget(app, budget);
+  if (names.length > 0) warn(overBudgetSentence(names, `${where}'s budget (${typeof budget === "number" ? `${budget} ms` : budget})`));
+  return names;
+}
+
+function firstLine(text: string): string {
+  return String(text).split("\n")[0].trim();
+}

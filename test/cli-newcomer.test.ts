@@ -1,0 +1,58 @@
+// The CLI says what used to pass silently: a paused queue that has no jobs, queued jobs of tasks the app
+// does not define, and each failed job of a running worker with its error.
+import { spawn, execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createApp } from "../src/index.js";
+import { doomed } from "./fixtures/worker-app.js";
+import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { waitFor } from "./support/wait-for.js";
+
+const BIN = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));
+const APP = "test/fixtures/worker-app.ts";
+
+let t: TestDatabase;
+beforeAll(async () => { t = await openTestDatabase("cli_newcomer"); });
+afterAll(async () => { await t?.close(); });
+
+function akadze(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: t.url }, timeout: 60_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+it("pausing a queue that has no jobs works but says so; a queue with jobs pauses quietly", async () => {
+  await doomed.using(t.db).enqueue({});
+  const [typo, real] = await Promise.all([akadze(["queues", "pause", "reprots"]), akadze(["queues", "pause", "reports"])]);
+  expect(typo).toEqual({ code: 0, stdout: "queue reprots: paused\n", stderr: "akadze: queue reprots has no jobs yet: paused anyway; check the name with `akadze queues list`\n" });
+  expect(real).toEqual({ code: 0, stdout: "queue reports: paused\n", stderr: "" });
+  await t.reset();
+});
+
+it("jobs unknown lists queued jobs of tasks the app does not define", async () => {
+  await createApp().task("fixture.ecko", async () => {}).using(t.db).enqueueMany([{}, {}, {}]);
+  const listed = await akadze(["jobs", "unknown", APP, "--json"]);
+  expect(listed.stderr).toBe("");
+  expect(JSON.parse(listed.stdout)).toEqual([{ task: "fixture.ecko", queue: "default", jobs: 3 }]);
+  await t.reset();
+  expect((await akadze(["jobs", "unknown", APP])).stdout).toBe("every queued job's task is defined by this app\n");
+});
+
+it("akadze worker warns about unknown tasks at start and logs each failed job with its error", async () => {
+  await createApp().task("fixture.ecko", async () => {}).using(t.db).enqueue({});
+  const id = await doomed.using(t.db).enqueue({});
+  const child = spawn(process.execPath, [BIN, "worker", APP, "--queue", "reports"], { env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  let stderr = "";
+  child.stderr.on("data", (d) => { stderr += d; });
+  try {
+    await waitFor(async () => stderr.includes(`job ${id} `), "the failed job's log line", 60_000);
+  } finally {
+    child.kill("SIGTERM");
+    await exited;
+  }
+  expect(stderr).toContain('akadze: 1 queued job of task "fixture.ecko" (queue default) wait for an app that defines it');
+  expect(stderr).toContain(`akadze: job ${id} (fixture.doomed, queue reports, attempt 1) failed: Fail: the vendor rejected the export\n`);
+}, 90_000);

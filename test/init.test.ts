@@ -1,0 +1,75 @@
+// `akadze init` in an existing project, and how `akadze dev` / `akadze worker` find the app module
+// (test/newcomer.test.ts runs the scaffold for real, from an installed tarball).
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { initProject } from "../src/cli/init.js";
+import { findAppModule, importModule } from "../src/cli/load-module.js";
+
+let project: string;
+beforeEach(() => { project = mkdtempSync(join(tmpdir(), "akadze-init-")); });
+afterEach(() => { rmSync(project, { recursive: true, force: true }); });
+
+const read = (file: string) => readFileSync(join(project, file), "utf8");
+
+describe("akadze init", () => {
+  it("keeps the project's own files and says what to add to them", () => {
+    writeFileSync(join(project, "package.json"), '{\n    "name": "My Shop",\n    "type": "module"\n}\n');
+    writeFileSync(join(project, "wrangler.toml"), 'name = "shop"\n');
+    writeFileSync(join(project, ".gitignore"), "node_modules\n.dev.vars");
+    const steps = initProject(project, { dir: "src/jobs" });
+    expect(steps).toEqual([
+      { file: "src/jobs/app.ts", action: "created" },
+      { file: "src/jobs/cloudflare.ts", action: "created" },
+      { file: "api/akadze.ts", action: "created" },
+      { file: "wrangler.toml", action: "kept", note: expect.stringContaining('main = "src/jobs/cloudflare.ts"') },
+      { file: "vercel.json", action: "created" },
+      { file: ".dev.vars", action: "created" },
+      { file: ".gitignore", action: "updated", note: "ignores .akadze/" },
+      { file: "package.json", action: "updated", note: expect.stringContaining("./src/jobs/app.ts") },
+    ]);
+    expect(read("wrangler.toml")).toBe('name = "shop"\n');
+    expect(read(".gitignore")).toBe("node_modules\n.dev.vars\n.akadze/\n");
+    expect(read("package.json")).toBe('{\n    "name": "My Shop",\n    "type": "module",\n    "akadze": {\n        "app": "./src/jobs/app.ts"\n    }\n}\n');
+    expect(read("api/akadze.ts")).toContain('from "../src/jobs/app.js"');
+    expect(read("src/jobs/app.ts")).toContain('timeout: "5s"');
+  });
+
+  it("writes a wrangler.toml that minifies and runs the cron every minute", () => {
+    writeFileSync(join(project, "package.json"), '{ "name": "@acme/shop" }');
+    initProject(project);
+    expect(read("wrangler.toml")).toMatch(/^name = "-acme-shop"$[\s\S]*^main = "akadze\/cloudflare\.ts"$[\s\S]*^minify = true$[\s\S]*^crons = \["\* \* \* \* \*"\]$/m);
+    expect(read(".dev.vars")).toMatch(/^NEON_FETCH_ENDPOINT=http:\/\/127\.0\.0\.1:4001\/sql$/m);
+  });
+
+  it("refuses a project without package.json and a folder outside the project, writing nothing", () => {
+    expect(() => initProject(project)).toThrow(/^no package\.json in .*: run akadze init in your project's root/);
+    writeFileSync(join(project, "package.json"), "{}");
+    expect(() => initProject(project, { dir: "../elsewhere" })).toThrow(/^--dir must be a folder inside the project/);
+    expect(read("package.json")).toBe("{}");
+  });
+});
+
+describe("finding the app module", () => {
+  it("takes the named module, else package.json's akadze.app", () => {
+    expect(findAppModule("./x.ts", project)).toBe("./x.ts");
+    writeFileSync(join(project, "package.json"), JSON.stringify({ akadze: { app: "./jobs/app.ts" } }));
+    expect(findAppModule(undefined, project)).toBe("./jobs/app.ts");
+  });
+
+  it("says what it expected when there is none", () => {
+    writeFileSync(join(project, "package.json"), "{}");
+    expect(() => findAppModule(undefined, project)).toThrow(
+      /^no app module found in .*: pass --app \.\/path\/to\/app\.ts, or add "akadze": \{ "app": "\.\/path\/to\/app\.ts" \} to package\.json \(`npx akadze init` scaffolds both\); it must export `app`/);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ akadze: { app: 42 } }));
+    expect(() => findAppModule(undefined, project)).toThrow('package.json "akadze.app" must be a path');
+  });
+
+  it("names a missing file and a module that does not load", async () => {
+    await expect(importModule("./nope.ts", project)).rejects.toThrow(/^no such file: \.\/nope\.ts/);
+    mkdirSync(join(project, "jobs"));
+    writeFileSync(join(project, "jobs/app.mjs"), 'throw new Error("boom at import");\n');
+    await expect(importModule("./jobs/app.mjs", project)).rejects.toThrow("cannot load ./jobs/app.mjs: boom at import");
+  });
+});
