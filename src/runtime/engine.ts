@@ -3,12 +3,12 @@ import { Cancel, LeaseLost } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/driver.js";
 import type { ClaimedJob } from "../sql/claim.js";
-import type { Outcome } from "../sql/complete.js";
 import type { StartResult } from "../sql/start.js";
 import { Claimer, type Claim } from "./claimer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
+import { Pace } from "./pace.js";
 import { Settler } from "./settler.js";
 import { countCompleted, emptySummary } from "./summary.js";
 import { pickStarts, type LocalJob } from "./local-queue.js";
@@ -55,12 +55,6 @@ export interface EngineOptions {
   onError?: (error: unknown) => void;
 }
 
-/** What the last invocations of an app learned of its jobs' run time and the round trip, so the next starts warm. */
-const warmth = new WeakMap<App, { run: number; roundTrip: number }>();
-
-/** Jobs started ahead of free slots are capped at this many batches of slots. */
-const MAX_LOOKAHEAD_SLOTS = 64;
-
 /**
  * The invocation engine: a claimer, a local queue of prefetched jobs, `slots` runners, an outcome buffer
  * (the settler, which also starts prefetched jobs) and a heartbeat, composed. It claims the next batch
@@ -90,22 +84,20 @@ export class Engine {
   private claims = 0;
   private completedAlone = 0;
   /** Moving averages that size how many jobs to start ahead of free slots. */
-  private avgRunMs: number | null;
-  private avgRoundTripMs: number | null;
+  private readonly pace: Pace;
 
   constructor(private readonly o: EngineOptions) {
     this.summary = emptySummary(o.owner);
-    this.avgRunMs = warmth.get(o.app)?.run ?? null;
-    this.avgRoundTripMs = warmth.get(o.app)?.roundTrip ?? null;
+    this.pace = new Pace(o.app, o.slots, o.batchSize);
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
-      roundTripMs: () => this.avgRoundTripMs,
+      roundTripMs: () => this.pace.roundTripMs,
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now,
       after: () => { const alone = this.completedAlone; this.completedAlone = 0; return o.settleAfter(alone); },
-      sent: (ms) => { this.summary.roundTrips++; this.sample("avgRoundTripMs", ms); },
+      sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent) => { this.summary.lost += sent.length - jobs.length; countCompleted(this.summary, jobs); },
       lost: (outcomes) => { this.summary.lost += outcomes.length; },
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
@@ -124,15 +116,15 @@ export class Engine {
     this.heartbeat.start();
     try {
       const sent = performance.now();
-      const firstSize = this.o.adaptiveBatch ? Math.min(this.o.batchSize, this.o.slots + 2 * this.lookahead()) : this.o.batchSize;
-      const first = await this.claimer.claim(firstSize, this.o.slots + this.lookahead(), this.o.firstClaimExtras);
-      this.sample("avgRoundTripMs", performance.now() - sent);
+      const firstSize = this.o.adaptiveBatch ? Math.min(this.o.batchSize, this.o.slots + 2 * this.pace.lookahead()) : this.o.batchSize;
+      const first = await this.claimer.claim(firstSize, this.o.slots + this.pace.lookahead(), this.o.firstClaimExtras);
+      this.pace.roundTripTook(performance.now() - sent);
       this.accept(first, firstSize);
       await this.loop();
     } finally {
       this.heartbeat.stop();
       await this.settler.flush();
-      if (this.avgRunMs !== null && this.avgRoundTripMs !== null) warmth.set(this.o.app, { run: this.avgRunMs, roundTrip: this.avgRoundTripMs });
+      this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
       this.summary.durationMs = this.o.now().getTime() - began;
     }
@@ -165,13 +157,6 @@ export class Engine {
       .finally(() => { this.idling = false; this.change.notify(); });
   }
 
-  /** Jobs to start ahead of free slots: those that would finish within one round trip. */
-  private lookahead(): number {
-    if (this.avgRunMs === null || this.avgRoundTripMs === null) return 0;
-    const perSlot = Math.floor(this.avgRoundTripMs / Math.max(this.avgRunMs, 0.01));
-    return Math.min(this.o.batchSize, this.o.slots * Math.min(perSlot, MAX_LOOKAHEAD_SLOTS));
-  }
-
   private dispatch(): void {
     if (this.stopping()) {
       for (const local of this.queue.splice(0)) this.release(local.job);
@@ -194,7 +179,7 @@ export class Engine {
       } else i++;
     }
     if (!this.settler.startPending) {
-      const next = pickStarts(this.queue, this.o.slots - this.running, this.lookahead());
+      const next = pickStarts(this.queue, this.o.slots - this.running, this.pace.lookahead());
       if (next.length > 0) {
         for (const l of next) l.state = "requested";
         this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
@@ -204,18 +189,18 @@ export class Engine {
     // those bodies (or their completions) may have enqueued more.
     if (this.exhausted && !this.o.idle && this.o.drain && !this.claiming && this.queue.length === 0 && this.running === 0
       && this.lookAgain && this.endedSinceClaim > 0 && !this.noTaskFits) this.exhausted = false;
-    if (!this.claiming && !this.exhausted && this.o.drain && this.queue.length <= this.o.slots + this.lookahead()) this.claimNext();
+    if (!this.claiming && !this.exhausted && this.o.drain && this.queue.length <= this.o.slots + this.pace.lookahead()) this.claimNext();
     if (this.exhausted && !this.claiming) this.waitForWork();
   }
 
   private claimNext(): void {
     this.endedSinceClaim = 0;
     // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
-    const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.lookahead() - this.queue.length);
-    const size = Math.max(1, Math.min(this.o.batchSize, this.o.adaptiveBatch ? this.o.slots + 2 * this.lookahead() : Infinity) - this.queue.length);
+    const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.pace.lookahead() - this.queue.length);
+    const size = Math.max(1, Math.min(this.o.batchSize, this.o.adaptiveBatch ? this.o.slots + 2 * this.pace.lookahead() : Infinity) - this.queue.length);
     const sent = performance.now();
     this.claiming = this.claimer.claim(size, starts, this.o.laterClaimExtras?.() ?? [])
-      .then((claim) => { this.sample("avgRoundTripMs", performance.now() - sent); this.accept(claim, size); },
+      .then((claim) => { this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },
         (error) => { this.exhausted = true; this.o.onError?.(error); })
       .finally(() => { this.claiming = null; this.change.notify(); });
   }
@@ -286,7 +271,7 @@ export class Engine {
       .finally(() => {
         this.running--;
         this.endedSinceClaim++;
-        this.sample("avgRunMs", performance.now() - began);
+        this.pace.ranFor(performance.now() - began);
         this.change.notify();
       });
   }
@@ -309,11 +294,4 @@ export class Engine {
     }
     this.change.notify();
   }
-
-  private sample(field: "avgRunMs" | "avgRoundTripMs", ms: number): void {
-    const previous = this[field];
-    this[field] = previous === null ? ms : previous * 0.8 + ms * 0.2;
-  }
 }
-
-export type { Outcome };

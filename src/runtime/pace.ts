@@ -1,0 +1,43 @@
+import type { App } from "../app/app.js";
+
+/** Jobs started ahead of free slots are capped at this many batches of slots. */
+const MAX_LOOKAHEAD_SLOTS = 64;
+
+/** What the last invocations of an app learned of its jobs' run time and the round trip, so the next starts warm. */
+const warmth = new WeakMap<App, { run: number; roundTrip: number }>();
+
+/**
+ * How quick an invocation's jobs are against its round trips (moving averages), and so how many jobs to
+ * start or claim ahead of the free slots: those that would finish within one round trip.
+ */
+export class Pace {
+  private run: number | null;
+  private roundTrip: number | null;
+
+  constructor(private readonly app: App, private readonly slots: number, private readonly batchSize: number) {
+    this.run = warmth.get(app)?.run ?? null;
+    this.roundTrip = warmth.get(app)?.roundTrip ?? null;
+  }
+
+  /** The average round trip so far (`null` before the first). */
+  get roundTripMs(): number | null { return this.roundTrip; }
+
+  ranFor(ms: number): void { this.run = average(this.run, ms); }
+  roundTripTook(ms: number): void { this.roundTrip = average(this.roundTrip, ms); }
+
+  /** Jobs to start ahead of free slots: those that would finish within one round trip. */
+  lookahead(): number {
+    if (this.run === null || this.roundTrip === null) return 0;
+    const perSlot = Math.floor(this.roundTrip / Math.max(this.run, 0.01));
+    return Math.min(this.batchSize, this.slots * Math.min(perSlot, MAX_LOOKAHEAD_SLOTS));
+  }
+
+  /** Leaves what was learned to the app's next invocation. */
+  save(): void {
+    if (this.run !== null && this.roundTrip !== null) warmth.set(this.app, { run: this.run, roundTrip: this.roundTrip });
+  }
+}
+
+function average(previous: number | null, ms: number): number {
+  return previous === null ? ms : previous * 0.8 + ms * 0.2;
+}
