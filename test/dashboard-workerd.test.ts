@@ -7,20 +7,18 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
-import { drizzle } from "drizzle-orm/node-postgres";
 import { Miniflare } from "miniflare";
 import { runOnce, type Db } from "../src/index.js";
-import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { app, charge, setup } from "../functions/app.js";
 import { createTestDatabase } from "./support/postgres.js";
+import { startWorkerd, type WorkerdHarness } from "./support/workerd.js";
 
 const SECRET = "workerd-dashboard-secret";
 
 let outdir: string;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let harness: WorkerdHarness | undefined;
 let pool: pg.Pool;
 let db: Db;
-let endpoint: NeonEndpoint;
 let mf: Miniflare;
 
 /** Bundles the entry as `wrangler deploy` would (its own config: wrangler.toml names functions/cloudflare.ts). */
@@ -35,29 +33,14 @@ async function bundle(dir: string, entry: string): Promise<string> {
 
 beforeAll(async () => {
   outdir = await mkdtemp(join(tmpdir(), "akadze-dashboard-worker-"));
-  const [scriptPath, created] = await Promise.all([bundle(outdir, "examples/worker-with-dashboard.ts"), createTestDatabase("dashboard_workerd")]);
-  database = created;
-  pool = new pg.Pool({ connectionString: database.url });
-  db = drizzle(pool) as unknown as Db;
-  await setup(db);
-  endpoint = await startNeonEndpoint({ connectionString: database.url });
-  mf = new Miniflare({
-    scriptPath, modules: true, modulesRoot: join(outdir, "out"),
-    compatibilityDate: "2026-04-01", compatibilityFlags: ["nodejs_compat"],
-    bindings: {
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${endpoint.port}/${database.name}`,
-      NEON_FETCH_ENDPOINT: endpoint.fetchEndpoint,
-      CRON_SECRET: SECRET,
-    },
-  });
-  await mf.ready;
+  const [scriptPath, database] = await Promise.all([bundle(outdir, "examples/worker-with-dashboard.ts"), createTestDatabase("dashboard_workerd")]);
+  harness = await startWorkerd({ scriptPath, modulesRoot: join(outdir, "out"), database, secret: SECRET, setup });
+  ({ mf, db, pool } = harness);
 }, 120_000);
 
 afterAll(async () => {
-  await mf?.dispose().catch(() => {});
-  await endpoint?.close().catch(() => {});
-  await pool?.end().catch(() => {});
-  await database?.drop();
+  // Each step runs even if an earlier one (or beforeAll) failed, so no database or directory is left behind.
+  await harness?.close();
   if (outdir) await rm(outdir, { recursive: true, force: true });
 });
 

@@ -9,20 +9,19 @@ import { promisify } from "node:util";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { Miniflare } from "miniflare";
-import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";
 import type { Db } from "../src/index.js";
 import { charge, orders, setup } from "../functions/app.js";
 import { createTestDatabase } from "./support/postgres.js";
+import { startWorkerd, type WorkerdHarness } from "./support/workerd.js";
 import { waitFor } from "./support/wait-for.js";
 
 const SECRET = "workerd-test-secret";
 const CRON = "* * * * *";
 
 let outdir: string;
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let harness: WorkerdHarness | undefined;
 let pool: pg.Pool;
 let db: Db;
-let endpoint: NeonEndpoint;
 let mf: Miniflare;
 
 /** Bundles the Worker exactly as `wrangler deploy` would, without uploading it. */
@@ -35,34 +34,14 @@ async function bundleWorker(dir: string): Promise<string> {
 
 beforeAll(async () => {
   outdir = await mkdtemp(join(tmpdir(), "akadze-edge-worker-"));
-  const [scriptPath, created] = await Promise.all([bundleWorker(outdir), createTestDatabase("edge_workerd")]);
-  database = created;
-  pool = new pg.Pool({ connectionString: database.url });
-  db = drizzle(pool) as unknown as Db;
-  await setup(db);
-  endpoint = await startNeonEndpoint({ connectionString: database.url });
-  mf = new Miniflare({
-    scriptPath,
-    modules: true,
-    modulesRoot: outdir, // module names are paths relative to it; the default (cwd) cannot reach /tmp
-    compatibilityDate: "2026-04-01",
-    compatibilityFlags: ["nodejs_compat"],
-    bindings: {
-      // The endpoint reads only the database name from the URL; the host could be Neon's.
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${endpoint.port}/${database.name}`,
-      NEON_FETCH_ENDPOINT: endpoint.fetchEndpoint,
-      CRON_SECRET: SECRET,
-    },
-  });
-  await mf.ready;
+  const [scriptPath, database] = await Promise.all([bundleWorker(outdir), createTestDatabase("edge_workerd")]);
+  harness = await startWorkerd({ scriptPath, modulesRoot: outdir, database, secret: SECRET, setup });
+  ({ mf, db, pool } = harness);
 }, 120_000);
 
 afterAll(async () => {
   // Each step runs even if an earlier one (or beforeAll) failed, so no database or directory is left behind.
-  await mf?.dispose().catch(() => {});
-  await endpoint?.close().catch(() => {});
-  await pool?.end().catch(() => {});
-  await database?.drop();
+  await harness?.close();
   if (outdir) await rm(outdir, { recursive: true, force: true });
 });
 
