@@ -1,3 +1,6 @@
+import { sql } from "drizzle-orm";
+import type { ErrorEntry } from "../core/errors.js";
+import { cleanText } from "../core/json.js";
 import type { JobState } from "../core/states.js";
 import { isNeonHttp, type Db } from "../db/driver.js";
 import type { JobContext } from "./task.js";
@@ -52,20 +55,72 @@ export async function emitTransitions(hooks: Hooks, transitions: Transition[], t
 /**
  * Runs one statement so the transition hooks see its changes in its transaction: inside `db.transaction`
  * (a savepoint when `db` already is one), or on neon-http (no interactive transactions) right after it
- * commits. A throwing hook rolls the change back, except on neon-http where it has committed; either way
- * the caller gets the error. With no hooks it is just the statement.
+ * commits. With no hooks it is just the statement. What a throwing hook does depends on `onHookError`:
+ * - "throw" (control operations such as `requeue`): the change rolls back, except on neon-http where it has
+ *   committed; either way the caller gets the error.
+ * - "record" (the engine's claims and settles, which move many jobs at once): the hook affects only its own
+ *   job's change. Each call runs in a savepoint, so its writes are undone, the change stands, and
+ *   `TransitionHookFailed` is appended to that job's errors; other jobs, claims and recovery go on.
  * @example await runWithTransitions(db, app.hooks, (d) => queryJson(d, statement), (job) => job ? [transitionOf(job)] : []);
  */
-export async function runWithTransitions<T>(db: Db, hooks: Hooks | undefined, run: (db: Db) => Promise<T>, transitions: (result: T) => Transition[]): Promise<T> {
+export async function runWithTransitions<T>(db: Db, hooks: Hooks | undefined, run: (db: Db) => Promise<T>,
+  transitions: (result: T) => Transition[], onHookError: "throw" | "record" = "throw"): Promise<T> {
   if (!hooks || hooks.transition.length === 0) return run(db);
+  const record = onHookError === "record";
   if (isNeonHttp(db)) {
     const result = await run(db);
-    await emitTransitions(hooks, transitions(result), db);
+    if (!record) await emitTransitions(hooks, transitions(result), db);
+    // The change is committed; a lost note must not undo the caller's count of it.
+    else await recordHookFailures(db, await callHooksIsolated(hooks, transitions(result), db, false)).catch(() => {});
     return result;
   }
   return db.transaction(async (tx) => {
     const result = await run(tx as unknown as Db);
-    await emitTransitions(hooks, transitions(result), tx as unknown as Db);
+    if (!record) await emitTransitions(hooks, transitions(result), tx as unknown as Db);
+    else await recordHookFailures(tx as unknown as Db, await callHooksIsolated(hooks, transitions(result), tx as unknown as Db, true));
     return result;
   });
+}
+
+interface HookFailure { transition: Transition; error: unknown }
+
+async function callHooksIsolated(hooks: Hooks, transitions: Transition[], tx: Db, savepoints: boolean): Promise<HookFailure[]> {
+  const failures: HookFailure[] = [];
+  for (const transition of transitions) {
+    for (const hook of hooks.transition) {
+      try {
+        if (savepoints) await tx.transaction(async (sp) => { await hook(transition, sp as unknown as Db); });
+        else await hook(transition, tx);
+      } catch (error) {
+        failures.push({ transition, error });
+      }
+    }
+  }
+  return failures;
+}
+
+/** Appends each failed hook call to its job's errors, in one statement. */
+async function recordHookFailures(db: Db, failures: HookFailure[]): Promise<void> {
+  if (failures.length === 0) return;
+  const entries = failures.map(({ transition: t, error }) => ({ id: t.jobId, entry: hookErrorEntry(t, error) }));
+  await db.execute(sql`update akadze.jobs j set errors = j.errors || f.entries
+    from (select (e->>'id')::bigint as id, jsonb_agg(e->'entry') as entries
+          from jsonb_array_elements(${JSON.stringify(entries)}::jsonb) e group by 1) f
+    where j.id = f.id`);
+}
+
+function hookErrorEntry(t: Transition, error: unknown): ErrorEntry {
+  let message: string;
+  let stack: string | null = null;
+  try {
+    message = error instanceof Error ? error.message : String(error);
+    stack = error instanceof Error ? error.stack ?? null : null;
+  } catch {
+    message = "a value that cannot be turned into text";
+  }
+  return {
+    attempt: t.attempt, at: new Date().toISOString(), kind: "TransitionHookFailed",
+    message: cleanText(`an onTransition hook threw on ${t.from} -> ${t.to}: ${message}`).slice(0, 16_384),
+    stack: stack === null ? null : cleanText(stack).slice(0, 16_384),
+  };
 }

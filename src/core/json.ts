@@ -18,6 +18,13 @@ export function isJsonValue(value: unknown, seen = new Set<object>()): boolean {
 export const MAX_JSON_DEPTH = 100;
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+// A NUL, or a UTF-16 surrogate without its partner: what Postgres text and jsonb cannot hold.
+const UNSTORABLE = new RegExp(`\\u0000|${LONE_SURROGATE.source}`, "g");
+
+/** `text` with every character Postgres cannot store replaced by U+FFFD. @example cleanText("a\u0000b") // "a\ufffdb" */
+export function cleanText(text: string): string {
+  return text.replace(UNSTORABLE, "\ufffd");
+}
 
 /**
  * Why Postgres cannot store this text, or null: `text` and `jsonb` hold no NUL byte, and a lone UTF-16

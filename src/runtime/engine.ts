@@ -81,7 +81,6 @@ export class Engine {
   private noTaskFits = false;
   private lookAgain = false;
   private ended = false;
-  private claims = 0;
   private completedAlone = 0;
   /** Moving averages that size how many jobs to start ahead of free slots. */
   private readonly pace: Pace;
@@ -206,7 +205,6 @@ export class Engine {
   }
 
   private accept(claim: Claim, asked: number): void {
-    this.claims++;
     const s = this.summary;
     s.claimed += claim.claimed.length;
     s.recovered += claim.recovered.length;

@@ -1,6 +1,6 @@
 import type { SQL } from "drizzle-orm";
 import type { Hooks, Transition } from "../app/hooks.js";
-import { queryJsonPrepared, type Db } from "../db/driver.js";
+import { isNeonHttp, queryJsonPrepared, type Db } from "../db/driver.js";
 import { settleStatement, type CompletedJob, type Outcome, type SettleResult, type StartRequest } from "../sql/complete.js";
 import type { StartResult } from "../sql/start.js";
 import { sendWithTransitions, transitionOf } from "./send.js";
@@ -89,7 +89,8 @@ export class Settler {
       const outcomes = this.outcomes.splice(0).map(storable);
       const start = this.start;
       this.start = null;
-      const [first, ...rest] = chunkByBytes(outcomes, MAX_SETTLE_BYTES);
+      // Only HTTP requests are capped; over a session one statement takes them all.
+      const [first, ...rest] = isNeonHttp(this.o.db) ? chunkByBytes(outcomes, MAX_SETTLE_BYTES) : [outcomes];
       await this.settle(first ?? [], start);
       for (const chunk of rest) await this.settle(chunk, null);
     }

@@ -1,3 +1,4 @@
+import { cleanText } from "../core/json.js";
 import type { Outcome } from "../sql/complete.js";
 
 /** A retry or snooze delay is clamped to this, so the next run time stays a storable timestamp. */
@@ -7,20 +8,13 @@ export const MAX_RESULT_BYTES = 1024 * 1024;
 /** An error message or stack is cut to this many characters. */
 export const MAX_ERROR_TEXT = 16 * 1024;
 
-// A NUL, or a UTF-16 surrogate without its partner: Postgres text and jsonb cannot hold them.
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** `s` with every character Postgres cannot store replaced by U+FFFD. @example clean("a\u0000b") // "a\ufffdb" */
-export function clean(s: string): string {
-  return s.replace(UNSTORABLE, "\ufffd");
-}
 
 /** A JSON value with every string (keys too) cleaned. */
 export function cleanJson(value: unknown): unknown {
-  if (typeof value === "string") return clean(value);
+  if (typeof value === "string") return cleanText(value);
   if (Array.isArray(value)) return value.map(cleanJson);
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [clean(k), cleanJson(v)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [cleanText(k), cleanJson(v)]));
   }
   return value;
 }
@@ -37,8 +31,8 @@ export function storable(outcome: Outcome): Outcome {
   const o: Outcome = { ...outcome };
   if (o.delayMs !== undefined) o.delayMs = Number.isFinite(o.delayMs) ? Math.min(MAX_DELAY_MS, Math.max(0, o.delayMs)) : MAX_DELAY_MS;
   if (o.error) {
-    o.error = { ...o.error, kind: cut(clean(String(o.error.kind))), message: cut(clean(String(o.error.message))),
-      stack: o.error.stack === null ? null : cut(clean(String(o.error.stack))) };
+    o.error = { ...o.error, kind: cut(cleanText(String(o.error.kind))), message: cut(cleanText(String(o.error.message))),
+      stack: o.error.stack === null ? null : cut(cleanText(String(o.error.stack))) };
     if (o.error.payload !== undefined) o.error.payload = cleanJson(o.error.payload);
   }
   if (o.kind === "succeeded" && o.result !== undefined && o.result !== null) {
@@ -54,5 +48,5 @@ export function storable(outcome: Outcome): Outcome {
 
 /** The error recorded for a job whose outcome the database refused. */
 export function unstorableEntry(outcome: Outcome, message: string): NonNullable<Outcome["error"]> {
-  return { attempt: outcome.error?.attempt ?? outcome.attempt ?? 0, at: outcome.error?.at ?? new Date().toISOString(), kind: "OutcomeNotStorable", message: cut(clean(message)), stack: null };
+  return { attempt: outcome.error?.attempt ?? outcome.attempt ?? 0, at: outcome.error?.at ?? new Date().toISOString(), kind: "OutcomeNotStorable", message: cut(cleanText(message)), stack: null };
 }
