@@ -37,6 +37,18 @@ forEachDriver((h) => {
     expect(summary.claimed).toBe(summary.succeeded + summary.released);
   });
 
+  it("a large claim over a jobs table whose planner statistics were never gathered gathers them, and claims go on", async () => {
+    const app = createApp();
+    const noop = app.task("noop", async () => {});
+    for (let i = 0; i < 4; i++) await noop.using(h().db).enqueueMany(Array.from({ length: 5000 }, () => ({ pad: "x".repeat(300) })));
+    const [before] = await h().rows<{ tuples: number }>("select reltuples::float8 as tuples from pg_class where oid = 'akadze.jobs'::regclass");
+    expect(before.tuples).toBeLessThan(0); // never analyzed: the planner would sort every queued job per claim
+    const summary = await runOnce(app, { db: h().db, batchSize: 100, slots: 10, drain: false });
+    expect(summary.succeeded).toBe(100);
+    const [after] = await h().rows<{ tuples: number }>("select reltuples::float8 as tuples from pg_class where oid = 'akadze.jobs'::regclass");
+    expect(after.tuples).toBeGreaterThan(10_000); // gathered before runOnce returned
+  });
+
   it("draining an endless backlog with a finite budget returns", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

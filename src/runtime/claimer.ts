@@ -1,7 +1,8 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
-import { isNeonHttp, queryJsonPrepared, type Db } from "../db/driver.js";
+import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/driver.js";
+import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
 import { enqueueDueSlotsCtes } from "../sql/schedules.js";
 import { dueSlots } from "../schedules/enqueue.js";
@@ -15,6 +16,8 @@ const SCHEDULE_RECHECK_MS = 60_000;
 export const MAX_CLAIM_BYTES = 6 * 1024 * 1024;
 /** The least room a claim leaves for its own round trip once round trips were measured. */
 const MIN_MARGIN_MS = 50;
+/** Claims at least this large check whether the jobs table's planner statistics are stale (sql/analyze.ts). */
+export const STATISTICS_CHECK_CLAIM = 50;
 
 export interface ClaimerOptions {
   app: App;
@@ -47,6 +50,8 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
  * only leaves limited jobs for the next claim, which reports the truth), and when retention last ran.
  */
 const hints = new WeakMap<App, { limits: boolean; prunedAt: number }>();
+/** Apps with an ANALYZE of the jobs table in flight from this process (one at a time is enough). */
+const analyzing = new WeakSet<App>();
 
 /** How often one process lets an invocation's first claim carry retention. */
 export const RETENTION_EVERY_MS = 10_000;
@@ -63,6 +68,8 @@ export class Claimer {
     return true;
   }
   private readonly seenSlots = new Map<string, { slot: number; at: number }>();
+  /** The ANALYZE this claimer started, if any: the invocation waits for it before it returns. */
+  private analysis: Promise<void> = Promise.resolve();
   /** Tasks not claimed because their timeout did not fit the budget, as of the first claim. */
   tooLongForBudget: string[] | null = null;
 
@@ -96,7 +103,8 @@ export class Claimer {
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: this.limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
-      extra: [...extra, ...schedules.extra], report: schedules.report,
+      extra: [...extra, ...schedules.extra],
+      report: batchSize >= STATISTICS_CHECK_CLAIM ? { ...schedules.report, stale: statisticsStale(STATISTICS_CHECK_CLAIM) } : schedules.report,
     });
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, (db) => queryJsonPrepared<ClaimResult>(db, statement), (r) => [
@@ -106,7 +114,21 @@ export class Claimer {
     schedules.sent();
     this.limits = result.limits;
     result.claimed = result.claimed.map((j) => ({ ...j, id: Number(j.id) }));
+    if ((result as { stale?: boolean }).stale) this.analyze();
     return { ...result, noTaskFits: false };
+  }
+
+  /** Resolves when the ANALYZE this claimer started (if any) has ended. */
+  finished(): Promise<void> {
+    return this.analysis;
+  }
+
+  /** Refreshes the jobs table's statistics beside the claims (its failure only leaves them stale). */
+  private analyze(): void {
+    if (analyzing.has(this.o.app)) return;
+    analyzing.add(this.o.app);
+    this.o.count();
+    this.analysis = query(this.o.db, analyzeJobsStatement()).then(() => {}, () => {}).finally(() => { analyzing.delete(this.o.app); });
   }
 
   /** Due schedule slots this process has not seen enqueued yet (or not for a minute). */

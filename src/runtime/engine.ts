@@ -123,6 +123,7 @@ export class Engine {
     } finally {
       this.heartbeat.stop();
       await this.settler.flush();
+      await this.claimer.finished();
       this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
       this.summary.durationMs = this.o.now().getTime() - began;

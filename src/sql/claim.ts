@@ -155,8 +155,8 @@ function sizedCtes(p: ClaimParams, _id: SQL): SQL {
 export function claimJobsStatement(p: ClaimParams): SQL {
   const now = p.now;
   const extra = (p.extra ?? []).map((cte) => sql`${cte},`);
-  const reported = Object.entries(p.report ?? {}).map(([name, value]) => sql`${name}::text, ${value}`);
-  const report = reported.length === 0 ? sql`` : sql` || jsonb_build_object(${sql.join(reported, sql`, `)})`;
+  // The result is built as json, not jsonb: it is only sent, and json costs Postgres a third of jsonb to build.
+  const report = Object.entries(p.report ?? {}).map(([name, value]) => sql`, ${name}::text, ${value}`);
   const stop = mustStop(now);
   const eligible = sql`j.state = 'queued'
         and (j.run_at <= ${now} or j.expires_at <= ${now} or j.cancel_requested)
@@ -200,19 +200,19 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       from candidates c where j.id = c.id and c.stop
       returning j.id, j.task, j.queue, j.attempt
     )
-    select jsonb_build_object(
-      'claimed', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'args', args,
+    select json_build_object(
+      'claimed', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'args', args,
         'attempt', attempt, 'max_attempts', max_attempts, 'priority', priority, 'started', start, 'limited', limited)
-        order by ${ORDER}) from claimed), '[]'::jsonb),
-      'recovered', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state)) from recovered), '[]'::jsonb),
-      'cancelled', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::jsonb),
-      'rateLimited', ${p.limits ? rateLimitedTransitions() : sql`'[]'::jsonb`},
-      'tooLarge', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'failed')) from too_large), '[]'::jsonb),
+        order by ${ORDER}) from claimed), '[]'::json),
+      'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'running', 'to', state)) from recovered), '[]'::json),
+      'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::json),
+      'rateLimited', ${p.limits ? rateLimitedTransitions() : sql`'[]'::json`},
+      'tooLarge', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'queued', 'to', 'failed')) from too_large), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'freed', (select count(*) from recover_freed),
-      'limits', exists (select 1 from akadze.limits)
-    )${report} as r`;
+      'limits', exists (select 1 from akadze.limits)${sql.join(report, sql``)}
+    ) as r`;
 }

@@ -79,11 +79,11 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
     ),
     freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
     ${sql.join(ctes, sql` `)}
-    select jsonb_build_object(
-      'done', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+    select json_build_object(
+      'done', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state, 'kind', kind,
-        'error', case when error is not null then jsonb_build_object('kind', error->>'kind', 'message', error->>'message') end))
-        from done), '[]'::jsonb),
+        'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end))
+        from done), '[]'::json),
       'freed', (select count(*) from freed),
-      'start', ${starts.length > 0 ? startReport() : sql`null::jsonb`}) as r`;
+      'start', ${starts.length > 0 ? startReport() : sql`null::json`}) as r`;
 }

@@ -34,5 +34,5 @@ export function insertJobsStatement(batch: JobBatch, args: unknown[]): SQL {
     ),
     -- Wakes listening workers when the enqueue commits (never before, never if it rolls back).
     notified as (select pg_notify(${JOBS_CHANNEL}, ${batch.queue}::text) where exists (select 1 from inserted))
-    select coalesce(jsonb_agg(id order by id), '[]'::jsonb) as r, (select count(*) from notified) as notified from inserted`;
+    select coalesce(json_agg(id order by id), '[]'::json) as r, (select count(*) from notified) as notified from inserted`;
 }

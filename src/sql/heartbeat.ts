@@ -16,5 +16,5 @@ export function heartbeatStatement(owner: string, now: SQL, leaseMs: number, ids
         and j.state = 'running' and j.lease_owner = ${owner}
       returning j.id, ${mustStop(now)} as stop
     )
-    select coalesce(jsonb_agg(jsonb_build_object('id', id, 'stop', stop)), '[]'::jsonb) as r from held`;
+    select coalesce(json_agg(json_build_object('id', id, 'stop', stop)), '[]'::json) as r from held`;
 }

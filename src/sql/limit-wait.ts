@@ -52,6 +52,6 @@ export function rateLimitedCtes(p: { eligible: SQL; stop: SQL; now: SQL }): SQL 
 
 /** The jobs `rateLimitedCtes` ended, as side transitions for the claim's result. */
 export function rateLimitedTransitions(): SQL {
-  return sql`coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'rate_limited')) from rate_limited), '[]'::jsonb)`;
+  return sql`coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'queued', 'to', 'rate_limited')) from rate_limited), '[]'::json)`;
 }

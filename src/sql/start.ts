@@ -127,9 +127,9 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
 
 /** The `StartResult` of `startJobsCtes`, as a jsonb expression for the statement's result. */
 export function startReport(): SQL {
-  const side = (cte: string) => sql.raw(`coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from ${cte}), '[]'::jsonb)`);
-  return sql`jsonb_build_object(
-    'started', (select coalesce(jsonb_agg(id), '[]'::jsonb) from (select id from started union all select id from start_req where already) s),
+  const side = (cte: string) => sql.raw(`coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from ${cte}), '[]'::json)`);
+  return sql`json_build_object(
+    'started', (select coalesce(json_agg(id), '[]'::json) from (select id from started union all select id from start_req where already) s),
     'stopped', ${side("start_stopped")}, 'denied', ${side("start_denied")},
-    'slack', ${sql.raw("(select jsonb_object_agg(g.id, least(1000, l.window_ms / 10)) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null)")})`;
+    'slack', ${sql.raw("(select json_object_agg(g.id, least(1000, l.window_ms / 10)) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null)")})`;
 }
