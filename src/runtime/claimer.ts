@@ -16,8 +16,6 @@ const SCHEDULE_RECHECK_MS = 60_000;
 export const MAX_CLAIM_BYTES = 6 * 1024 * 1024;
 /** The least room a claim leaves for its own round trip once round trips were measured. */
 const MIN_MARGIN_MS = 50;
-/** Claims at least this large check whether the jobs table's planner statistics are stale (sql/analyze.ts). */
-export const STATISTICS_CHECK_CLAIM = 50;
 
 export interface ClaimerOptions {
   app: App;
@@ -104,7 +102,7 @@ export class Claimer {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: this.limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
       extra: [...extra, ...schedules.extra],
-      report: batchSize >= STATISTICS_CHECK_CLAIM ? { ...schedules.report, stale: statisticsStale(STATISTICS_CHECK_CLAIM) } : schedules.report,
+      report: { ...schedules.report, stale: statisticsStale(batchSize) },
     });
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, (db) => queryJsonPrepared<ClaimResult>(db, statement), (r) => [
