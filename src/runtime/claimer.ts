@@ -4,14 +4,11 @@ import type { Transition } from "../app/hooks.js";
 import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/driver.js";
 import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
-import { enqueueDueSlotsCtes } from "../sql/schedules.js";
-import { dueSlots } from "../schedules/enqueue.js";
-import { sql } from "drizzle-orm";
+import type { SlotReport } from "../sql/schedules.js";
+import { ScheduleSlots } from "../schedules/enqueue.js";
 import { sendWithTransitions, transitionOf } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
 
-/** A schedule's slot this process saw enqueued is not sent again for this long (then its `seen_at` is refreshed). */
-const SCHEDULE_RECHECK_MS = 60_000;
 /** Over neon-http a claim returns at most this many bytes of args (Neon refuses responses over 10 MB). */
 export const MAX_CLAIM_BYTES = 6 * 1024 * 1024;
 /** The least room a claim leaves for its own round trip once round trips were measured. */
@@ -25,7 +22,7 @@ export interface ClaimerOptions {
   queues: string[] | null;
   /** The statement clock: a caller's clock, or the database's `now()`. */
   sqlNow: () => SQL;
-  /** The local clock, for schedules and the budget. */
+  /** The local clock, for the budget (and a first guess of the database's clock for schedules). */
   now: () => Date;
   remainingMs: () => number;
   /** The invocation's average round trip so far (`null` before the first). */
@@ -65,13 +62,15 @@ export class Claimer {
     hints.set(app, { ...h, prunedAt: Date.now() });
     return true;
   }
-  private readonly seenSlots = new Map<string, { slot: number; at: number }>();
+  private readonly schedules: ScheduleSlots;
   /** The ANALYZE this claimer started, if any: the invocation waits for it before it returns. */
   private analysis: Promise<void> = Promise.resolve();
   /** Tasks not claimed because their timeout did not fit the budget, as of the first claim. */
   tooLongForBudget: string[] | null = null;
 
-  constructor(private readonly o: ClaimerOptions) {}
+  constructor(private readonly o: ClaimerOptions) {
+    this.schedules = new ScheduleSlots(o.app);
+  }
 
   /**
    * The task names worth claiming now: a declared timeout must fit the remaining budget with room for the
@@ -97,7 +96,7 @@ export class Claimer {
     if (fit.length === 0) {
       return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: this.limits, noTaskFits: true };
     }
-    const schedules = this.dueSchedules();
+    const schedules = this.schedules.forClaim(this.o.now(), this.o.sqlNow());
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: this.limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
@@ -109,7 +108,7 @@ export class Claimer {
       ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
       ...r.claimed.map((j): Transition => ({ jobId: Number(j.id), task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);
-    schedules.sent();
+    schedules.answered((result as ClaimResult & { schedules?: SlotReport }).schedules);
     this.limits = result.limits;
     result.claimed = result.claimed.map((j) => ({ ...j, id: Number(j.id) }));
     if ((result as { stale?: boolean }).stale) this.analyze();
@@ -127,20 +126,5 @@ export class Claimer {
     analyzing.add(this.o.app);
     this.o.count();
     this.analysis = query(this.o.db, analyzeJobsStatement()).then(() => {}, () => {}).finally(() => { analyzing.delete(this.o.app); });
-  }
-
-  /** Due schedule slots this process has not seen enqueued yet (or not for a minute). */
-  private dueSchedules(): { extra: SQL[]; report: Record<string, SQL>; sent: () => void } {
-    const now = this.o.now();
-    const due = dueSlots(this.o.app, now).filter((d) => {
-      const seen = this.seenSlots.get(d.name);
-      return !seen || seen.slot !== d.slot.getTime() || now.getTime() - seen.at >= SCHEDULE_RECHECK_MS;
-    });
-    if (due.length === 0) return { extra: [], report: {}, sent: () => {} };
-    return {
-      extra: enqueueDueSlotsCtes(due, now),
-      report: { scheduled: sql`(select count(*) from scheduled_jobs)` },
-      sent: () => { for (const d of due) this.seenSlots.set(d.name, { slot: d.slot.getTime(), at: now.getTime() }); },
-    };
   }
 }
