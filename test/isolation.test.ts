@@ -4,7 +4,7 @@
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { sql } from "drizzle-orm";
-import { createApp, InvalidInput, Retry, runOnce, Fail } from "../src/index.js";
+import { createApp, InvalidInput, Retry, runOnce, Fail, setLimit } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
@@ -80,6 +80,41 @@ forEachDriver((h) => {
     // The next claim is not blocked either.
     await app.taskByName("fine").using(h().db).enqueue({});
     expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 1 });
+  });
+
+  it("a body that ignores its signal past its timeout keeps its maxRunning slot until it ends: no more bodies run than the limit", async () => {
+    const app = createApp();
+    let running = 0, most = 0, bodies = 0;
+    const task = app.task("stubborn", { timeout: "30ms", maxAttempts: 1 }, async () => {
+      bodies++;
+      most = Math.max(most, ++running);
+      await new Promise((resolve) => setTimeout(resolve, 120)); // ignores job.signal
+      running--;
+    });
+    await setLimit(h().db, "export", { maxRunning: 2 });
+    await task.using(h().db, { limitKey: "export" }).enqueueMany(Array.from({ length: 6 }, () => ({})));
+    let failed = 0;
+    for (let i = 0; i < 20 && failed < 6; i++) failed += (await runOnce(app, { db: h().db, slots: 8, batchSize: 8, budget: "20s" })).failed;
+
+    expect(most).toBe(2);
+    expect(bodies).toBe(6);
+    expect(failed).toBe(6);
+    const rows = await h().rows<{ state: string; n: number; kinds: string[] }>(
+      "select state, count(*)::int as n, array_agg(distinct e->>'kind') as kinds from akadze.jobs, jsonb_array_elements(errors) e group by state");
+    expect(rows).toEqual([{ state: "failed", n: 6, kinds: ["JobTimeout"] }]);
+  });
+
+  it("a body that never ends does not hold its invocation past the budget: its timeout is recorded when the budget ends", async () => {
+    const app = createApp();
+    const task = app.task("hung", { timeout: "100ms" }, () => new Promise<never>(() => {}));
+    const [id] = await task.using(h().db).enqueueMany([{}]);
+    const summary = await runOnce(app, { db: h().db, budget: "1500ms" });
+
+    expect(summary).toMatchObject({ claimed: 1, retried: 1, lost: 0 });
+    expect(summary.durationMs).toBeLessThan(1500 + 1000); // the budget plus a round trip
+    const [row] = await h().rows<{ state: string; kinds: string[] }>(
+      `select state, array(select e->>'kind' from jsonb_array_elements(errors) e) as kinds from akadze.jobs where id = ${id}`);
+    expect(row).toEqual({ state: "queued", kinds: ["JobTimeout"] });
   });
 
   it("a bad number option is InvalidInput naming the field, and nothing is claimed", async () => {

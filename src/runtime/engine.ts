@@ -1,18 +1,18 @@
 import type { SQL } from "drizzle-orm";
-import { Cancel, LeaseLost } from "../core/errors.js";
+import { LeaseLost } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/driver.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
 import { Claimer, type Claim } from "./claimer.js";
-import { Heartbeat } from "./heartbeat.js";
+import { Heartbeat, judgeBeat } from "./heartbeat.js";
 import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
 import { Settler } from "./settler.js";
-import { countCompleted, emptySummary } from "./summary.js";
+import { countClaim, countCompleted, emptySummary } from "./summary.js";
 import { pickStarts, type LocalJob } from "./local-queue.js";
-import { Wakeup } from "./signal.js";
+import { Latch, Wakeup } from "./signal.js";
 
 /** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
 export interface EngineOptions {
@@ -68,6 +68,8 @@ export class Engine {
   private readonly settler: Settler;
   private readonly heartbeat: Heartbeat;
   private readonly change = new Wakeup();
+  /** Resolved once the budget is spent or the signal aborted: bodies past their timeout are not waited for after. */
+  private readonly stopped = new Latch();
   private readonly queue: LocalJob[] = [];
   /** Every job this engine holds a lease on (queued locally or running), with the controller its body gets. */
   private readonly held = new Map<number, AbortController>();
@@ -113,6 +115,10 @@ export class Engine {
   async run(): Promise<RunSummary> {
     const began = this.o.now().getTime();
     this.heartbeat.start();
+    // Look again when the budget ends or the signal aborts, even if nothing else happens then.
+    const atDeadline = Number.isFinite(this.remainingMs()) ? setTimeout(() => this.change.notify(), Math.max(0, this.remainingMs()) + 1) : undefined;
+    const onAbort = () => this.change.notify();
+    this.o.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       const sent = performance.now();
       const firstSize = this.o.adaptiveBatch ? Math.min(this.o.batchSize, this.o.slots + 2 * this.pace.lookahead()) : this.o.batchSize;
@@ -121,6 +127,8 @@ export class Engine {
       this.accept(first, firstSize);
       await this.loop();
     } finally {
+      clearTimeout(atDeadline);
+      this.o.signal?.removeEventListener("abort", onAbort);
       this.heartbeat.stop();
       await this.settler.flush();
       await this.claimer.finished();
@@ -159,6 +167,7 @@ export class Engine {
 
   private dispatch(): void {
     if (this.stopping()) {
+      this.stopped.open();
       for (const local of this.queue.splice(0)) this.release(local.job);
       return;
     }
@@ -206,12 +215,7 @@ export class Engine {
   }
 
   private accept(claim: Claim, asked: number): void {
-    const s = this.summary;
-    s.claimed += claim.claimed.length;
-    s.recovered += claim.recovered.length;
-    s.cancelled += claim.cancelled.length;
-    s.rateLimited += claim.rateLimited.length;
-    s.failed += claim.tooLarge.length;
+    countClaim(this.summary, claim);
     for (const job of claim.claimed) {
       this.held.set(job.id, new AbortController());
       this.queue.push({ job, state: job.started ? "ready" : "waiting" });
@@ -259,8 +263,13 @@ export class Engine {
     }
     this.running++;
     const began = performance.now();
-    void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow })
-      .then((outcome) => {
+    let lingering: Promise<unknown> | null = null;
+    void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow,
+      lingering: (body) => { lingering = body; } })
+      .then(async (outcome) => {
+        // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
+        // beside it) until it ends or the invocation does.
+        if (lingering) await Promise.race([lingering.catch(() => {}), this.stopped.opened]);
         this.held.delete(job.id);
         if (outcome === null) {
           this.summary.succeeded++;
@@ -281,16 +290,7 @@ export class Engine {
   }
 
   private onBeat(covered: number[], held: { id: number; stop: boolean }[]): void {
-    const seen = new Map(held.map((h) => [h.id, h.stop]));
-    for (const id of covered) {
-      const controller = this.held.get(id);
-      if (!controller) continue;
-      if (!seen.has(id)) controller.abort(new LeaseLost(`the lease of job ${id} was lost to another invocation`));
-      else if (seen.get(id)) {
-        this.mustStop.add(id);
-        controller.abort(new Cancel(`job ${id} was cancelled or expired while running`));
-      }
-    }
+    judgeBeat(covered, held, this.held, this.mustStop);
     this.change.notify();
   }
 }

@@ -23,6 +23,8 @@ export interface JobRun {
   timeoutMs: number;
   now: () => Date;
   timeoutFrom?: "task" | "budget";
+  /** Told when the outcome is decided (a timeout) while the body still runs, with a promise of its end. */
+  lingering?: (body: Promise<unknown>) => void;
 }
 
 /** What the engine hands over to run one claimed job. */
@@ -31,6 +33,8 @@ export interface JobStart {
   now: () => Date; sqlNow: () => SQL;
   /** Where `timeoutMs` came from, for the timeout's message. */
   timeoutFrom?: "task" | "budget";
+  /** See JobRun.lingering. */
+  lingering?: (body: Promise<unknown>) => void;
 }
 
 /**
@@ -44,7 +48,7 @@ export async function runJob(start: JobStart): Promise<Outcome | null> {
     db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
   });
   const run: JobRun = { job, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now,
-    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task") };
+    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };
   try {
     return await executeJob(run);
   } catch (error) {
@@ -68,16 +72,21 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
   };
   const overran = overrunCheck(run);
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let bodyEnded = false;
+  const body = withCurrentJob(run.current, () => runBody(run, parsed.output, hookJob, overran));
+  body.then(() => { bodyEnded = true; }, () => { bodyEnded = true; });
   const timedOut = new Promise<never>((_, reject) => {
     if (!Number.isFinite(run.timeoutMs)) return; // a long-lived worker without a declared timeout
     timer = setTimeout(() => {
       const error = timeoutError(run);
       controller.abort(error);
       reject(error);
+      // A body that ignores its signal runs on: whoever records the outcome may wait for it.
+      if (!bodyEnded) run.lingering?.(body);
     }, run.timeoutMs);
   });
   try {
-    const result = await Promise.race([withCurrentJob(run.current, () => runBody(run, parsed.output, hookJob, overran)), timedOut]);
+    const result = await Promise.race([body, timedOut]);
     if (run.current.completed) {
       await run.current.keepResult(result);
       return null;

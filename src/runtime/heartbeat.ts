@@ -1,4 +1,5 @@
 import type { SQL } from "drizzle-orm";
+import { Cancel, LeaseLost } from "../core/errors.js";
 import { queryJsonPrepared, type Db } from "../db/driver.js";
 import { heartbeatStatement, type HeldJob } from "../sql/heartbeat.js";
 
@@ -46,6 +47,23 @@ export class Heartbeat {
       // The next beat tries again; leases last three intervals.
     } finally {
       this.inFlight = false;
+    }
+  }
+}
+
+/**
+ * What a heartbeat answer means for the bodies it covered (and only those): a job no longer held is aborted
+ * with LeaseLost; one whose cancel was requested (or that expired) is aborted with Cancel and must stop.
+ */
+export function judgeBeat(covered: number[], held: { id: number; stop: boolean }[], controllers: Map<number, AbortController>, mustStop: Set<number>): void {
+  const seen = new Map(held.map((h) => [h.id, h.stop]));
+  for (const id of covered) {
+    const controller = controllers.get(id);
+    if (!controller) continue;
+    if (!seen.has(id)) controller.abort(new LeaseLost(`the lease of job ${id} was lost to another invocation`));
+    else if (seen.get(id)) {
+      mustStop.add(id);
+      controller.abort(new Cancel(`job ${id} was cancelled or expired while running`));
     }
   }
 }

@@ -41,3 +41,10 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", done, { once: true });
   });
 }
+
+/** A promise opened once, for everyone waiting on it now or later. */
+export class Latch {
+  private open_: () => void = () => {};
+  readonly opened = new Promise<void>((resolve) => { this.open_ = resolve; });
+  open(): void { this.open_(); }
+}

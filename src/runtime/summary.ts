@@ -1,3 +1,4 @@
+import type { ClaimResult } from "../sql/claim.js";
 import type { CompletedJob } from "../sql/complete.js";
 import type { RunSummary } from "./run-options.js";
 
@@ -5,6 +6,15 @@ import type { RunSummary } from "./run-options.js";
 export function emptySummary(id: string): RunSummary {
   return { id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
     recovered: 0, rateLimited: 0, lost: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
+}
+
+/** Counts what a claim did: jobs claimed, and those it recovered, cancelled, ended `rate_limited` or failed as too large. */
+export function countClaim(s: RunSummary, claim: ClaimResult): void {
+  s.claimed += claim.claimed.length;
+  s.recovered += claim.recovered.length;
+  s.cancelled += claim.cancelled.length;
+  s.rateLimited += claim.rateLimited.length;
+  s.failed += claim.tooLarge.length;
 }
 
 /** Counts the jobs a settle statement moved into the summary, and lists each failed or retried run with its error. */
