@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { migrate } from "../migrate.js";
 import { renderMetrics } from "../ops/metrics.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { print, printJson } from "./output.js";
 
 /** `akadze migrate`, `akadze metrics`, `akadze beat`. */

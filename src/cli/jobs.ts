@@ -6,7 +6,7 @@ import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT, pruneJobs, type PruneOptions } fr
 import { findMisfits, type UnknownTaskRow } from "../ops/misfits.js";
 import { CliError } from "./errors.js";
 import { loadApp } from "./worker.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { formatAgo, formatSpan, formatTime, print, printJson, printRows, renderFields, renderTable } from "./output.js";
 import { duration, jobId, positiveInt } from "./parse.js";
 

@@ -1,7 +1,6 @@
 import { Command, CommanderError } from "commander";
-import type { Db } from "../db/driver.js";
 import { registerAdmin } from "./admin.js";
-import { connect, type Connection } from "./connect.js";
+import { createCliContext } from "./context.js";
 import { registerDev } from "./dev.js";
 import { registerInit } from "./init.js";
 import { describeError, exitCodeOf } from "./errors.js";
@@ -12,30 +11,9 @@ import { registerSchedules } from "./schedules.js";
 import { registerWorker } from "./worker.js";
 import { registerWorkers } from "./workers.js";
 
-/** What every command group gets from the program. */
-export interface CliContext {
-  /** Opens the database from the global options, runs `fn`, and closes it whatever happens. */
-  withDb<T>(cmd: Command, fn: (db: Db, connection: Connection) => Promise<T>): Promise<T>;
-  /** True when --json was given. */
-  json(cmd: Command): boolean;
-}
-
 /** The `akadze` program; `runCli` parses argv with it. */
 export function buildProgram(): { program: Command; where: () => string | undefined } {
-  let where: string | undefined;
-  const ctx: CliContext = {
-    async withDb(cmd, fn) {
-      const globals = cmd.optsWithGlobals();
-      const connection = await connect({ database: globals.database, http: globals.http, neonEndpoint: globals.neonEndpoint });
-      where = connection.where;
-      try {
-        return await fn(connection.db, connection);
-      } finally {
-        await connection.close().catch(() => {});
-      }
-    },
-    json: (cmd) => Boolean(cmd.optsWithGlobals().json),
-  };
+  const { ctx, where } = createCliContext();
   const program = new Command("akadze")
     .description("akadze: a Postgres job queue for serverless and edge runtimes")
     .option("--database <url|dir>", "postgres:// URL or PGlite directory (default: DATABASE_URL)")
@@ -55,7 +33,7 @@ export function buildProgram(): { program: Command; where: () => string | undefi
   registerLimits(program, ctx);
   registerQueues(program, ctx);
   registerSchedules(program, ctx);
-  return { program, where: () => where };
+  return { program, where };
 }
 
 /**

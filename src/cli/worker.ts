@@ -5,7 +5,7 @@ import { DEFAULT_SLOTS } from "../runtime/run-once.js";
 import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/worker.js";
 import { CliError, describeError, UsageError } from "./errors.js";
 import { findAppModule, importModule } from "./load-module.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { print, printJson } from "./output.js";
 import { collect, duration, logLevel, positiveInt } from "./parse.js";
 import { invocationLogLines, writeLogLines } from "../ops/invocation-log.js";

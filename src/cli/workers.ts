@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { DEFAULT_WORKERS_SINCE, listWorkers, type WorkerRow } from "../ops/workers.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { formatAgo, printRows } from "./output.js";
 import { duration, positiveInt } from "./parse.js";
 
