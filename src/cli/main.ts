@@ -1,15 +1,15 @@
 import { Command, CommanderError } from "commander";
-import { registerAdmin } from "./admin.js";
 import { createCliContext } from "./context.js";
 import { registerDev } from "./dev.js";
 import { registerInit } from "./init.js";
 import { describeError, exitCodeOf } from "./errors.js";
 import { registerJobs } from "./jobs.js";
 import { registerLimits } from "./limits.js";
+import { registerMaintenance } from "./maintenance.js";
 import { registerQueues } from "./queues.js";
 import { registerSchedules } from "./schedules.js";
-import { registerWorker } from "./worker.js";
-import { registerWorkers } from "./workers.js";
+import { registerWorkerCommand } from "./worker-command.js";
+import { registerWorkersList } from "./workers-list.js";
 
 /** The `akadze` program; `runCli` parses argv with it. */
 export function buildProgram(): { program: Command; where: () => string | undefined } {
@@ -25,11 +25,11 @@ export function buildProgram(): { program: Command; where: () => string | undefi
     .configureOutput({ outputError: (text, write) => write(`akadze: ${text.replace(/^error: /, "").trim()}\n`) })
     .showSuggestionAfterError(true);
   registerInit(program, ctx);
-  registerAdmin(program, ctx);
-  registerWorker(program, ctx);
+  registerMaintenance(program, ctx);
+  registerWorkerCommand(program, ctx);
   registerDev(program, ctx);
   registerJobs(program, ctx);
-  registerWorkers(program, ctx);
+  registerWorkersList(program, ctx);
   registerLimits(program, ctx);
   registerQueues(program, ctx);
   registerSchedules(program, ctx);

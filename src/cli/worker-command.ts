@@ -14,7 +14,7 @@ import { findMisfits, misfitWarnings } from "../ops/misfits.js";
 const MISFIT_CHECK_MS = 60_000;
 
 /** `akadze worker APP --queue Q... --slots N`. */
-export function registerWorker(program: Command, ctx: CliContext): void {
+export function registerWorkerCommand(program: Command, ctx: CliContext): void {
   program.command("worker").description("run jobs until Ctrl-C/SIGTERM, then finish running jobs and release the rest")
     .argument("[app]", 'module exporting the app: "./src/app.ts" or "./dist/jobs.js:exportName" (default: package.json "akadze.app")')
     .option("--queue <name>", "a queue to run (repeat for more; each gets --slots); default every queue", collect)
