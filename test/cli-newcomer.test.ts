@@ -48,7 +48,7 @@ it("akadze worker warns about unknown tasks at start and logs each failed job wi
   let stderr = "";
   child.stderr.on("data", (d) => { stderr += d; });
   try {
-    await waitFor(async () => stderr.includes(`job ${id} `), "the failed job's log line", 60_000);
+    await waitFor(async () => stderr.includes(`job ${id} `), "the failed job's log line", { timeoutMs: 60_000 });
   } finally {
     child.kill("SIGTERM");
     await exited;

@@ -77,10 +77,11 @@ forEachDriver((h) => {
     const stop = new AbortController();
     const worker = runWorker(app, { db: h().db, slots: 4, prefetch: 20, now: clock.now, minPoll: 1, maxPoll: 5, signal: stop.signal });
     // Move the clock in steps shorter than the window, giving the worker a moment to react to each (it polls every 5 ms).
-    for (let i = 0; i < 1000 && starts.length < 30; i++) {
+    await waitFor(() => {
+      if (starts.length >= 30) return true;
       clock.advance(500);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+      return false;
+    }, "the worker to start all 30 jobs", { intervalMs: 10 });
     stop.abort();
     await worker;
     expect(starts).toHaveLength(30);

@@ -11,20 +11,13 @@ import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb } from "./support/neon.js";
 import type { Db } from "../src/db/driver.js";
+import { deferred, type Deferred } from "./support/deferred.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_worker"); });
 afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
-
-interface Deferred { promise: Promise<void>; resolve: () => void }
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => { resolve = r; });
-  return { promise, resolve };
-}
 
 /** An app whose jobs start, tell the test, and wait until the test lets them finish. */
 function gatedApp() {
@@ -180,12 +173,12 @@ describe("akadze worker (the process)", () => {
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     try {
       // Both slots take a job, which waits for the gate.
-      while ((await t.rows("select count(*)::int as n from fixture_events where event = 'started'"))[0].n < 2) {
+      await waitFor(async () => {
         if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+        return (await t.rows("select count(*)::int as n from fixture_events where event = 'started'"))[0].n >= 2;
+      }, "both slots to start a job", { timeoutMs: 30_000 }); // inside the test's 60 s: the process loads tsx first
       child.kill("SIGTERM");
-      while (!stderr.includes("SIGTERM: taking no new jobs")) await new Promise((r) => setTimeout(r, 25));
+      await waitFor(() => stderr.includes("SIGTERM: taking no new jobs"), "the worker to acknowledge SIGTERM");
       await t.pool.query("insert into fixture_gates values ('g')");
       expect(await exited).toBe(0);
     } finally {
