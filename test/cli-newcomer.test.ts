@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createApp } from "../src/index.js";
 import { doomed } from "./fixtures/worker-app.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { waitFor } from "./support/wait-for.js";
 
 const BIN = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));

@@ -10,7 +10,7 @@ import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import pg from "pg";
 import { createApp, runOnce, setLimit } from "../src/index.js";
 import { app, doomed, echo, flaky } from "./fixtures/worker-app.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { ADMIN_URL, urlFor } from "./support/postgres.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 
@@ -240,7 +240,7 @@ describe("akadze", () => {
       [["jobs", "show", "abc"], /value 'abc' is invalid for argument 'id'\. a job id is a positive integer/],
       [["limits", "set", "k", "--window", "soon"], /expected a duration/],
       [["worker", "./no-such-app.ts"], /no such file: \.\/no-such-app\.ts/],
-      [["worker", "test/fixtures/database.ts"], /does not export an akadze app as "app" \(it exports openTestDatabase\)/],
+      [["worker", "test/support/database.ts"], /does not export an akadze app as "app" \(it exports openTestDatabase\)/],
       [["jobs", "list"], /no database: set DATABASE_URL or pass --database/, { DATABASE_URL: undefined }],
       [["limits", "set", "vendor", "--max-starts", "5"], /maxStarts and window go together/],
       [["--http", "jobs", "list"], /--http to 127\.0\.0\.1 needs the SQL-over-HTTP endpoint: pass --neon-endpoint/],

@@ -9,7 +9,7 @@ import { runWorker } from "../src/runtime/worker.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { app as fixtureApp, FIXTURE_TABLES, once } from "./fixtures/worker-app.js";
 
 /** A body that yields to I/O once, as a real job would, and moves the test clock by `ms`. */

@@ -7,7 +7,7 @@ import { runWorker } from "../src/runtime/worker.js";
 import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
 import { waitFor } from "./support/wait-for.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_registry"); });

@@ -7,7 +7,7 @@ import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { nextPollDelay, runWorker } from "../src/runtime/worker.js";
 import { FIXTURE_TABLES, gated } from "./fixtures/worker-app.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb } from "./support/neon.js";
 import type { Db } from "../src/db/driver.js";
