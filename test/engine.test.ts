@@ -3,11 +3,11 @@
 // and a heartbeat never judges jobs it did not cover.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { createApp, runOnce, setLimit } from "../src/index.js";
 import { runWorker } from "../src/runtime/worker.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { AKADZE_BIN } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { app as fixtureApp, FIXTURE_TABLES, once } from "./fixtures/worker-app.js";
@@ -110,8 +110,7 @@ describe("a worker killed with SIGKILL", () => {
     await t.pool.query(FIXTURE_TABLES);
     await t.pool.query("truncate fixture_events, fixture_gates");
     const ids = await once.using(t.db).enqueueMany(Array.from({ length: 6 }, () => ({ gate: "open" })));
-    const bin = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));
-    const child = spawn(process.execPath, [bin, "worker", "test/fixtures/worker-app.ts", "--queue", "once", "--slots", "2"], {
+    const child = spawn(process.execPath, [AKADZE_BIN, "worker", "test/fixtures/worker-app.ts", "--queue", "once", "--slots", "2"], {
       env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";

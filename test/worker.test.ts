@@ -2,7 +2,6 @@
 // as the real `akadze worker` process receiving SIGTERM).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { nextPollDelay, runWorker } from "../src/runtime/worker.js";
@@ -12,6 +11,7 @@ import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb } from "./support/neon.js";
 import type { Db } from "../src/db/driver.js";
 import { deferred, type Deferred } from "./support/deferred.js";
+import { AKADZE_BIN } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
@@ -162,8 +162,7 @@ describe("akadze worker (the process)", () => {
     await t.pool.query(FIXTURE_TABLES);
     await t.pool.query("truncate fixture_events, fixture_gates");
     const ids = await gated.using(t.db).enqueueMany(["g", "g", "g", "g", "g"].map((gate) => ({ gate })));
-    const bin = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));
-    const child = spawn(process.execPath, [bin, "worker", "test/fixtures/worker-app.ts", "--queue", "gated", "--slots", "2"], {
+    const child = spawn(process.execPath, [AKADZE_BIN, "worker", "test/fixtures/worker-app.ts", "--queue", "gated", "--slots", "2"], {
       env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
