@@ -7,6 +7,7 @@ import { createApp, runOnce, setLimit } from "../src/index.js";
 import { runWorker } from "../src/runtime/worker.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { busiestWindow } from "./support/busiest-window.js";
 import { AKADZE_BIN } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
@@ -88,17 +89,6 @@ forEachDriver((h) => {
     expect(busiestWindow(starts, 10_000)).toBeLessThanOrEqual(5);
   });
 }, ["node-postgres", "neon-http"]);
-
-/** The most starts inside any window of `ms`. */
-function busiestWindow(starts: number[], ms: number): number {
-  const sorted = [...starts].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i] - sorted[j] >= ms) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
 
 describe("a worker killed with SIGKILL", () => {
   let t: TestDatabase;

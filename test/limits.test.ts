@@ -5,6 +5,7 @@ import { createApp, current, deleteLimit, InvalidInput, runOnce, setLimit, Snooz
 import { waitFor } from "./support/wait-for.js";
 import { forEachDriver, openDriver, type Harness } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { busiestWindow } from "./support/busiest-window.js";
 
 const MINUTE = 60_000;
 
@@ -12,17 +13,6 @@ const MINUTE = 60_000;
 function random(seed: number): () => number {
   let s = seed >>> 0;
   return () => { s = (s * 1664525 + 1013904223) >>> 0; return s / 2 ** 32; };
-}
-
-/** The most starts inside any half-open window [t, t + windowMs). */
-function busiestWindow(starts: number[], windowMs: number): number {
-  const t = [...starts].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < t.length; i++) {
-    while (j < t.length && t[j] < t[i] + windowMs) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
 }
 
 /** Wakes waiters whenever something happens; `wait(seen)` returns at once if it already has. */
