@@ -1,27 +1,20 @@
 // The CLI says what used to pass silently: a paused queue that has no jobs, queued jobs of tasks the app
 // does not define, and each failed job of a running worker with its error.
-import { spawn, execFile } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { spawn } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createApp } from "../src/index.js";
 import { doomed } from "./fixtures/worker-app.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
+import { AKADZE_BIN, runAkadze } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 
-const BIN = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));
 const APP = "test/fixtures/worker-app.ts";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("cli_newcomer"); });
 afterAll(async () => { await t?.close(); });
 
-function akadze(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: t.url }, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+const akadze = (args: string[]) => runAkadze(args, { DATABASE_URL: t.url });
 
 it("pausing a queue that has no jobs works but says so; a queue with jobs pauses quietly", async () => {
   await doomed.using(t.db).enqueue({});
@@ -43,12 +36,12 @@ it("jobs unknown lists queued jobs of tasks the app does not define", async () =
 it("akadze worker warns about unknown tasks at start and logs each failed job with its error", async () => {
   await createApp().task("fixture.ecko", async () => {}).using(t.db).enqueue({});
   const id = await doomed.using(t.db).enqueue({});
-  const child = spawn(process.execPath, [BIN, "worker", APP, "--queue", "reports"], { env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [AKADZE_BIN, "worker", APP, "--queue", "reports"], { env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   let stderr = "";
   child.stderr.on("data", (d) => { stderr += d; });
   try {
-    await waitFor(async () => stderr.includes(`job ${id} `), "the failed job's log line", 60_000);
+    await waitFor(async () => stderr.includes(`job ${id} `), "the failed job's log line", { timeoutMs: 60_000 });
   } finally {
     child.kill("SIGTERM");
     await exited;

@@ -1,39 +1,28 @@
 // The real `akadze` binary (node bin/akadze.js) against real Postgres: output and exit code of every
 // command, and one clear stderr line with a non-zero exit for every kind of bad input.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import pg from "pg";
 import { createApp, runOnce, setLimit } from "../src/index.js";
 import { app, doomed, echo, flaky } from "./fixtures/worker-app.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
+import { runAkadze, type CliRun } from "./support/cli.js";
 import { ADMIN_URL, urlFor } from "./support/postgres.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
-
-const BIN = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));
-
-interface Run { code: number; stdout: string; stderr: string }
 
 let t: TestDatabase;
 const EMPTY_DB = `akadze_ops_cli_empty_${process.pid}`;
 
 /** Runs `akadze ...args` with DATABASE_URL pointing at this file's database unless `env` says otherwise. */
-function akadze(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const merged: Record<string, string | undefined> = { ...process.env, DATABASE_URL: t.url, AKADZE_DEBUG: undefined, ...env };
-  for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key];
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: merged, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
+function akadze(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+  return runAkadze(args, { DATABASE_URL: t.url, ...env });
 }
 
 /** A failure must be exactly one line on stderr, naming the problem, with no stack trace. */
-function expectOneLineError(run: Run, code: number, pattern: RegExp): void {
+function expectOneLineError(run: CliRun, code: number, pattern: RegExp): void {
   expect({ code: run.code, stdout: run.stdout }).toEqual({ code, stdout: "" });
   expect(run.stderr.endsWith("\n")).toBe(true);
   expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
@@ -240,7 +229,7 @@ describe("akadze", () => {
       [["jobs", "show", "abc"], /value 'abc' is invalid for argument 'id'\. a job id is a positive integer/],
       [["limits", "set", "k", "--window", "soon"], /expected a duration/],
       [["worker", "./no-such-app.ts"], /no such file: \.\/no-such-app\.ts/],
-      [["worker", "test/fixtures/database.ts"], /does not export an akadze app as "app" \(it exports openTestDatabase\)/],
+      [["worker", "test/support/database.ts"], /does not export an akadze app as "app" \(it exports openTestDatabase\)/],
       [["jobs", "list"], /no database: set DATABASE_URL or pass --database/, { DATABASE_URL: undefined }],
       [["limits", "set", "vendor", "--max-starts", "5"], /maxStarts and window go together/],
       [["--http", "jobs", "list"], /--http to 127\.0\.0\.1 needs the SQL-over-HTTP endpoint: pass --neon-endpoint/],

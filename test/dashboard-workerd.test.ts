@@ -1,17 +1,15 @@
 // The dashboard inside real workerd: the example Worker with `akadzeDashboard()` (examples/worker-with-dashboard.ts),
 // bundled by wrangler, signing a browser in with Web Crypto and acting over neon-http on a real Postgres.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { promisify } from "node:util";
 import pg from "pg";
 import { Miniflare } from "miniflare";
 import { runOnce, type Db } from "../src/index.js";
 import { app, charge, setup } from "../functions/app.js";
 import { createTestDatabase } from "./support/postgres.js";
-import { startWorkerd, type WorkerdHarness } from "./support/workerd.js";
+import { bundleWithWrangler, startWorkerd, type WorkerdHarness } from "./support/workerd.js";
 
 const SECRET = "workerd-dashboard-secret";
 
@@ -25,9 +23,7 @@ let mf: Miniflare;
 async function bundle(dir: string, entry: string): Promise<string> {
   const config = join(dir, "wrangler.toml");
   await writeFile(config, `name = "dashboard"\nmain = ${JSON.stringify(resolve(entry))}\ncompatibility_date = "2026-04-01"\ncompatibility_flags = ["nodejs_compat"]\n`);
-  await promisify(execFile)("node_modules/.bin/wrangler", ["deploy", "--dry-run", "--outdir", join(dir, "out"), "--config", config], {
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
-  });
+  await bundleWithWrangler(join(dir, "out"), config);
   return join(dir, "out", "worker-with-dashboard.js");
 }
 

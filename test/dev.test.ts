@@ -1,11 +1,9 @@
 // `akadze dev`: the Neon endpoint over PGlite or a real Postgres, the example app on localhost, the
 // cron tick, the demo, and the bundled Worker (what `wrangler dev` runs) pointed at it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { sql } from "drizzle-orm";
 import { Miniflare } from "miniflare";
 import pg from "pg";
@@ -16,6 +14,7 @@ import { banner, findDashboard } from "../src/dev/command.js";
 import * as example from "../functions/dev.js";
 import { createTestDatabase } from "./support/postgres.js";
 import { waitFor } from "./support/wait-for.js";
+import { bundleWithWrangler } from "./support/workerd.js";
 
 const postOrder = (server: DevServer, body: object) => fetch(`${server.appUrl}/orders`, {
   method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
@@ -48,9 +47,7 @@ describe("akadze dev on PGlite", () => {
   it("serves the Neon endpoint that the bundled Worker reaches with the values printed for .dev.vars", async () => {
     const outdir = await mkdtemp(join(tmpdir(), "akadze-edge-devworker-"));
     const mf = await (async () => {
-      await promisify(execFile)("node_modules/.bin/wrangler", ["deploy", "--dry-run", "--outdir", outdir], {
-        env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
-      });
+      await bundleWithWrangler(outdir);
       return new Miniflare({
         scriptPath: join(outdir, "cloudflare.js"), modulesRoot: outdir, modules: true,
         compatibilityDate: "2026-04-01", compatibilityFlags: ["nodejs_compat"], bindings: { ...server.env },

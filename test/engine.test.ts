@@ -3,13 +3,14 @@
 // and a heartbeat never judges jobs it did not cover.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { createApp, runOnce, setLimit } from "../src/index.js";
 import { runWorker } from "../src/runtime/worker.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { busiestWindow } from "./support/busiest-window.js";
+import { AKADZE_BIN } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { app as fixtureApp, FIXTURE_TABLES, once } from "./fixtures/worker-app.js";
 
 /** A body that yields to I/O once, as a real job would, and moves the test clock by `ms`. */
@@ -89,27 +90,17 @@ forEachDriver((h) => {
     const stop = new AbortController();
     const worker = runWorker(app, { db: h().db, slots: 4, prefetch: 20, now: clock.now, minPoll: 1, maxPoll: 5, signal: stop.signal });
     // Move the clock in steps shorter than the window, giving the worker a moment to react to each (it polls every 5 ms).
-    for (let i = 0; i < 1000 && starts.length < 30; i++) {
+    await waitFor(() => {
+      if (starts.length >= 30) return true;
       clock.advance(500);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+      return false;
+    }, "the worker to start all 30 jobs", { intervalMs: 10 });
     stop.abort();
     await worker;
     expect(starts).toHaveLength(30);
     expect(busiestWindow(starts, 10_000)).toBeLessThanOrEqual(5);
   });
 }, ["node-postgres", "neon-http"]);
-
-/** The most starts inside any window of `ms`. */
-function busiestWindow(starts: number[], ms: number): number {
-  const sorted = [...starts].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i] - sorted[j] >= ms) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
 
 describe("a worker killed with SIGKILL", () => {
   let t: TestDatabase;
@@ -121,8 +112,7 @@ describe("a worker killed with SIGKILL", () => {
     await t.pool.query(FIXTURE_TABLES);
     await t.pool.query("truncate fixture_events, fixture_gates");
     const ids = await once.using(t.db).enqueueMany(Array.from({ length: 6 }, () => ({ gate: "open" })));
-    const bin = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));
-    const child = spawn(process.execPath, [bin, "worker", "test/fixtures/worker-app.ts", "--queue", "once", "--slots", "2"], {
+    const child = spawn(process.execPath, [AKADZE_BIN, "worker", "test/fixtures/worker-app.ts", "--queue", "once", "--slots", "2"], {
       env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";

@@ -2,9 +2,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { createApp, current, deleteLimit, InvalidInput, runOnce, setLimit, Snooze, Fail, Cancel } from "../src/index.js";
-import { waitFor as waitUntil } from "./support/wait-for.js";
+import { waitFor } from "./support/wait-for.js";
 import { forEachDriver, openDriver, type Harness } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { busiestWindow } from "./support/busiest-window.js";
 
 const MINUTE = 60_000;
 
@@ -12,17 +13,6 @@ const MINUTE = 60_000;
 function random(seed: number): () => number {
   let s = seed >>> 0;
   return () => { s = (s * 1664525 + 1013904223) >>> 0; return s / 2 ** 32; };
-}
-
-/** The most starts inside any half-open window [t, t + windowMs). */
-function busiestWindow(starts: number[], windowMs: number): number {
-  const t = [...starts].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < t.length; i++) {
-    while (j < t.length && t[j] < t[i] + windowMs) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
 }
 
 /** Wakes waiters whenever something happens; `wait(seen)` returns at once if it already has. */
@@ -205,20 +195,20 @@ forEachDriver((h, driver) => {
       const task = app.task("vendor.export", async (_args, job) => slow.body(job.id));
       await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
       const runs = [runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 5, budget: Infinity })];
-      await waitFor(() => slow.held.size === 5);
+      await waitFor(() => slow.held.size === 5, "five jobs to reach their handlers");
 
       await setLimit(h().db, "vendor", { maxRunning: 3 });
       expect(await occupiedSlots("vendor")).toBe(5); // every running job holds a slot
       expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(0);
 
       for (const id of [...slow.held.keys()].slice(0, 2)) slow.release(id);
-      await waitFor(async () => (await occupiedSlots("vendor")) === 3);
+      await waitFor(async () => (await occupiedSlots("vendor")) === 3, "3 vendor slots held");
       expect((await runOnce(app, { db: h().db, now: clock.now, drain: false })).claimed).toBe(0); // 3 run: the limit
 
       slow.release([...slow.held.keys()][0]);
-      await waitFor(async () => (await occupiedSlots("vendor")) === 2);
+      await waitFor(async () => (await occupiedSlots("vendor")) === 2, "2 vendor slots held");
       runs.push(runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 5, budget: Infinity }));
-      await waitFor(() => slow.held.size === 3);
+      await waitFor(() => slow.held.size === 3, "three jobs to reach their handlers");
       expect(await runningJobs()).toBe(3);
       for (const id of [...slow.held.keys()]) slow.release(id);
       await Promise.all(runs);
@@ -232,19 +222,19 @@ forEachDriver((h, driver) => {
       await setLimit(h().db, "vendor", { maxRunning: 4 });
       await task.using(h().db, { limitKey: "vendor" }).enqueueMany(Array.from({ length: 10 }, () => ({})));
       const runs = [runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 4, budget: Infinity })];
-      await waitFor(() => slow.held.size === 4);
+      await waitFor(() => slow.held.size === 4, "four jobs to reach their handlers");
 
       await setLimit(h().db, "vendor", { maxRunning: 2 });
       for (const running of [3, 2]) {
         slow.release([...slow.held.keys()][0]);
-        await waitFor(async () => (await occupiedSlots("vendor")) === running);
+        await waitFor(async () => (await occupiedSlots("vendor")) === running, `${running} vendor slots held`);
         // `running` jobs run and the limit is 2: the freed slot must not be handed out.
         expect((await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 5 })).claimed).toBe(0);
       }
       slow.release([...slow.held.keys()][0]);
-      await waitFor(async () => (await occupiedSlots("vendor")) === 1);
+      await waitFor(async () => (await occupiedSlots("vendor")) === 1, "one vendor slot held");
       runs.push(runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 5, budget: Infinity }));
-      await waitFor(() => slow.held.size === 2);
+      await waitFor(() => slow.held.size === 2, "two jobs to reach their handlers");
       expect(await runningJobs()).toBe(2);
       for (const id of [...slow.held.keys()]) slow.release(id);
       await Promise.all(runs);
@@ -292,7 +282,7 @@ forEachDriver((h, driver) => {
       outcome = async () => slow.body(0);
       await enqueue();
       const dead = runOnce(app, { db: h().db, now: clock.now, lease: "30s", heartbeat: "1h", budget: Infinity });
-      await waitFor(() => slow.held.size === 1);
+      await waitFor(() => slow.held.size === 1, "the job to reach its handler");
       clock.advance(MINUTE);
       outcome = async () => {};
       expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ recovered: 1 });
@@ -347,8 +337,3 @@ describe("invalid limits", () => {
     expect(await h.rows("select key, max_running from akadze.limits")).toEqual([{ key: "kept", max_running: 3 }]);
   });
 });
-
-/** Polls a condition the test cannot await directly (a job reaching its handler, which takes a start round trip). */
-async function waitFor(condition: () => boolean | Promise<boolean>): Promise<void> {
-  await waitUntil(async () => condition(), "the condition", 20_000);
-}

@@ -4,7 +4,7 @@ import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { createApp, Fail, pauseQueue, runOnce, setLimit } from "../src/index.js";
 import { escapeLabelValue, renderMetrics } from "../src/ops/metrics.js";
 import { ManualClock } from "./support/clock.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_metrics"); });

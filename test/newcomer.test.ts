@@ -147,7 +147,7 @@ describe("a newcomer adds akadze to an existing project", () => {
     child.stderr!.on("data", (d) => { output += d; });
     const job = () => sqlOnce(async (client) => (await client.query("select state, result, errors from akadze.jobs where id = $1", [id])).rows[0]);
     try {
-      await waitFor(async () => { const j = await job(); return j.state !== "queued" && j.state !== "running" || j.errors.length > 0; }, "the probe job", 60_000);
+      await waitFor(async () => { const j = await job(); return j.state !== "queued" && j.state !== "running" || j.errors.length > 0; }, "the probe job", { timeoutMs: 60_000 });
     } catch (error) {
       throw new Error(`${(error as Error).message}; worker output:\n${output}`);
     } finally {

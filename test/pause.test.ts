@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { createApp, InvalidInput, pauseQueue, resumeQueue, runOnce } from "../src/index.js";
 import { forEachDriver, openDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { deferred } from "./support/deferred.js";
+import { waitFor } from "./support/wait-for.js";
 
 forEachDriver((h) => {
   const queued = async (queue: string) =>
@@ -35,19 +37,19 @@ forEachDriver((h) => {
   it("pausing a queue lets its running jobs finish and starts no new ones", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
-    let release!: () => void;
+    const release = deferred();
     const started: number[] = [];
     const mail = app.task("mail.send", { queue: "mail" }, async (_args, job) => {
       started.push(job.id);
-      if (started.length === 1) await new Promise<void>((resolve) => { release = resolve; });
+      if (started.length === 1) await release.promise;
     });
     const [first] = await mail.using(h().db).enqueueMany([{}, {}]);
     const running = runOnce(app, { db: h().db, now: clock.now, batchSize: 1, budget: Infinity, drain: false });
-    while (started.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    await waitFor(() => started.length > 0, "the first job to start");
 
     await pauseQueue(h().db, "mail");
     expect((await runOnce(app, { db: h().db, now: clock.now })).claimed).toBe(0);
-    release();
+    release.resolve();
     expect(await running).toMatchObject({ claimed: 1, succeeded: 1 });
     expect(started).toEqual([first]);
     expect(await queued("mail")).toBe(1);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Cancel, createApp, Fail, runOnce } from "../src/index.js";
 import { pruneJobs } from "../src/ops/retention.js";
 import { ManualClock } from "./support/clock.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { forEachDriver } from "./support/drivers.js";
 
 const DAY = 86_400_000;

@@ -4,6 +4,7 @@ import * as v from "valibot";
 import { createApp, InvalidInput, listSchedules, runOnce, type App } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { waitFor } from "./support/wait-for.js";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -66,7 +67,7 @@ forEachDriver((h, driver) => {
           // ...while this one, already at 12:02, comes to fire 12:02.
           clock.set("2026-06-01T12:02:00.050Z");
           const run = runOnce(app, { db: h().db, now: clock.now });
-          await waitFor(async () => (await h().rows(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)).length > 0);
+          await waitFor(async () => (await h().rows(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`)).length > 0, "this invocation to wait for the row lock");
           await other.query("commit");
           await run;
         } finally {
@@ -239,15 +240,6 @@ describe("invalid schedules", () => {
     expect(app.schedules.size).toBe(0);
   });
 });
-
-/** Polls a condition the test cannot await directly; no timers involved. */
-async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 5_000; i++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  throw new Error("condition never became true");
-}
 
 function captureError(fn: () => unknown): unknown {
   try { fn(); } catch (error) { return error; }

@@ -6,6 +6,7 @@ import {
 } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { deferred } from "./support/deferred.js";
 
 function setup() {
   const clock = new ManualClock();
@@ -209,18 +210,16 @@ forEachDriver((h, driver) => {
     it("a key whose maxRunning slots are all held ends its jobs held back past the bound; the enqueue option overrides the task's", async () => {
       const { app, clock } = setup();
       await setLimit(h().db, "vendor", { maxRunning: 1 });
-      let release!: () => void;
-      const holding = new Promise<void>((resolve) => { release = resolve; });
-      let started!: () => void;
-      const hasStarted = new Promise<void>((resolve) => { started = resolve; });
-      app.task("vendor.hold", { timeout: "1d" }, async () => { started(); await holding; });
+      const holding = deferred();
+      const hasStarted = deferred();
+      app.task("vendor.hold", { timeout: "1d" }, async () => { hasStarted.resolve(); await holding.promise; });
       await app.taskByName("vendor.hold").using(h().db, { limitKey: "vendor" }).enqueue({});
       const waiting = await vendor(app, "10m").using(h().db, { limitKey: "vendor", limitWait: "1m" }).enqueue({ n: 1 });
       const first = run(app, clock, { budget: "2d", lease: "1h" }); // its lease outlives the minute the clock moves
-      await hasStarted;
+      await hasStarted.promise;
       clock.advance(MINUTE + 1);
       expect(await run(app, clock)).toMatchObject({ claimed: 0, recovered: 0, rateLimited: 1 });
-      release();
+      holding.resolve();
       expect(await first).toMatchObject({ succeeded: 1 });
       expect((await job(waiting)).state).toBe("rate_limited");
     });

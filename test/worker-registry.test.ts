@@ -5,18 +5,14 @@ import { createApp, current, runOnce } from "../src/index.js";
 import { listWorkers } from "../src/ops/workers.js";
 import { runWorker } from "../src/runtime/worker.js";
 import { ManualClock } from "./support/clock.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { deferred } from "./support/deferred.js";
+import { waitFor } from "./support/wait-for.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_registry"); });
 afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
-
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => { resolve = r; });
-  return { promise, resolve };
-}
 
 const MINUTE = 60_000;
 
@@ -47,7 +43,7 @@ describe("workers registry", () => {
     await app.taskByName("quick").using(t.db).enqueueMany([{}, {}, {}]);
     await app.taskByName("slow").using(t.db).enqueue({});
     const run = runOnce(app, { db: t.db, now: clock.now, id: "inv-4", slots: 4 });
-    while ((await t.rows("select jobs_done from akadze.workers"))[0]?.jobs_done !== 3) await new Promise((r) => setImmediate(r));
+    await waitFor(async () => (await t.rows("select jobs_done from akadze.workers"))[0]?.jobs_done === 3, "the three quick jobs' completion");
     expect((await t.rows("select stopped_at from akadze.workers"))[0].stopped_at).toBeNull(); // the slow job still runs
     release.resolve();
     const summary = await run;
@@ -118,9 +114,10 @@ describe("workers registry", () => {
     expect(await listWorkers(t.db, { now: clock.now() })).toMatchObject([{ id, kind: "worker", status: "live", queues: ["default"] }]);
     expect(await listWorkers(t.db, { now: new Date(clock.now().getTime() + 2 * MINUTE) })).toMatchObject([{ id, status: "lost" }]);
     await bothDone.promise;
-    // The queue ran dry, so the worker reports its jobs done at once rather than at the next 15 s interval.
+    // The queue ran dry, so the worker reports its jobs done at once rather than at the next 15 s interval:
+    // the deadline is well inside that interval, so a report that waited for it fails here.
     const reported = async () => (await listWorkers(t.db, { now: clock.now() }))[0];
-    for (let i = 0; i < 200 && (await reported()).jobsDone < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor(async () => (await reported()).jobsDone >= 2, "the worker to report its jobs done", { timeoutMs: 5_000, intervalMs: 10 });
     expect(await reported()).toMatchObject({ id, status: "live", jobsDone: 2 });
     stop.abort();
     const summary = await worker;

@@ -2,29 +2,22 @@
 // as the real `akadze worker` process receiving SIGTERM).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { nextPollDelay, runWorker } from "../src/runtime/worker.js";
 import { FIXTURE_TABLES, gated } from "./fixtures/worker-app.js";
-import { openTestDatabase, type TestDatabase } from "./fixtures/database.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb } from "./support/neon.js";
 import type { Db } from "../src/db/driver.js";
+import { deferred, type Deferred } from "./support/deferred.js";
+import { AKADZE_BIN } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_worker"); });
 afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
-
-interface Deferred { promise: Promise<void>; resolve: () => void }
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => { resolve = r; });
-  return { promise, resolve };
-}
 
 /** An app whose jobs start, tell the test, and wait until the test lets them finish. */
 function gatedApp() {
@@ -169,8 +162,7 @@ describe("akadze worker (the process)", () => {
     await t.pool.query(FIXTURE_TABLES);
     await t.pool.query("truncate fixture_events, fixture_gates");
     const ids = await gated.using(t.db).enqueueMany(["g", "g", "g", "g", "g"].map((gate) => ({ gate })));
-    const bin = fileURLToPath(new URL("../bin/akadze.js", import.meta.url));
-    const child = spawn(process.execPath, [bin, "worker", "test/fixtures/worker-app.ts", "--queue", "gated", "--slots", "2"], {
+    const child = spawn(process.execPath, [AKADZE_BIN, "worker", "test/fixtures/worker-app.ts", "--queue", "gated", "--slots", "2"], {
       env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -180,12 +172,12 @@ describe("akadze worker (the process)", () => {
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     try {
       // Both slots take a job, which waits for the gate.
-      while ((await t.rows("select count(*)::int as n from fixture_events where event = 'started'"))[0].n < 2) {
+      await waitFor(async () => {
         if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+        return (await t.rows("select count(*)::int as n from fixture_events where event = 'started'"))[0].n >= 2;
+      }, "both slots to start a job", { timeoutMs: 30_000 }); // inside the test's 60 s: the process loads tsx first
       child.kill("SIGTERM");
-      while (!stderr.includes("SIGTERM: taking no new jobs")) await new Promise((r) => setTimeout(r, 25));
+      await waitFor(() => stderr.includes("SIGTERM: taking no new jobs"), "the worker to acknowledge SIGTERM");
       await t.pool.query("insert into fixture_gates values ('g')");
       expect(await exited).toBe(0);
     } finally {

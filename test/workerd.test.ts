@@ -1,18 +1,16 @@
 // functions/cloudflare.ts as Cloudflare would run it: bundled by wrangler, executed by real workerd
 // (miniflare), talking Neon's HTTP protocol to a real Postgres through the local Neon endpoint.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { Miniflare } from "miniflare";
 import type { Db } from "../src/index.js";
 import { charge, orders, setup } from "../functions/app.js";
 import { createTestDatabase } from "./support/postgres.js";
-import { startWorkerd, type WorkerdHarness } from "./support/workerd.js";
+import { bundleWithWrangler, startWorkerd, type WorkerdHarness } from "./support/workerd.js";
 import { waitFor } from "./support/wait-for.js";
 
 const SECRET = "workerd-test-secret";
@@ -26,9 +24,7 @@ let mf: Miniflare;
 
 /** Bundles the Worker exactly as `wrangler deploy` would, without uploading it. */
 async function bundleWorker(dir: string): Promise<string> {
-  await promisify(execFile)("node_modules/.bin/wrangler", ["deploy", "--dry-run", "--outdir", dir], {
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
-  });
+  await bundleWithWrangler(dir);
   return join(dir, "cloudflare.js");
 }
 

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { CliError } from "./errors.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { logLevel, port } from "./parse.js";
 import type { LogLevel } from "../ops/invocation-log.js";
 

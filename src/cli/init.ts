@@ -3,7 +3,7 @@ import { dirname, join, posix } from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "./errors.js";
 import { appModule, cloudflareEntry, DEV_VARS, GITIGNORE_LINES, vercelConfig, vercelEntry, WRANGLER_ADDITIONS, wranglerToml } from "./init-files.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { print, printJson } from "./output.js";
 
 /** What `akadze init` did to one file. */

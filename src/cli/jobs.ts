@@ -5,8 +5,8 @@ import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.j
 import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT, pruneJobs, type PruneOptions } from "../ops/retention.js";
 import { findMisfits, type UnknownTaskRow } from "../ops/misfits.js";
 import { CliError } from "./errors.js";
-import { loadApp } from "./worker.js";
-import type { CliContext } from "./main.js";
+import { loadApp } from "./load-module.js";
+import type { CliContext } from "./context.js";
 import { formatAgo, formatSpan, formatTime, print, printJson, printRows, renderFields, renderTable } from "./output.js";
 import { duration, jobId, positiveInt } from "./parse.js";
 

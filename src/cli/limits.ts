@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { deleteLimit, setLimit, type LimitOptions } from "../control.js";
 import { listLimits, type LimitRow } from "../ops/limits.js";
 import { CliError, UsageError } from "./errors.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { formatMs, print, printJson, printRows } from "./output.js";
 import { duration, positiveInt } from "./parse.js";
 

@@ -2,6 +2,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { extname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { App } from "../app/app.js";
 import { CliError, UsageError } from "./errors.js";
 
 /** The app module when nothing names one and package.json has no "akadze" field: the checkout's example. */
@@ -12,6 +13,8 @@ export const APP_MODULE_SHAPE = "it must export `app` (createApp()) and, for `ak
 
 const TYPESCRIPT = new Set([".ts", ".mts", ".cts", ".tsx"]);
 const TSX_REGISTERED = Symbol.for("akadze.tsx");
+/** `path/to/module:exportName`. */
+const EXPORT = /^(.+):([A-Za-z_$][\w$]*)$/;
 
 /**
  * The app module to load: the one named on the command line, else package.json's `"akadze": { "app": "..." }`
@@ -66,4 +69,22 @@ async function registerTsx(file: string): Promise<void> {
   } catch (error) {
     throw new CliError(`cannot load ${file}: TypeScript apps need tsx next to akadze (npm install -D tsx), or point at the compiled .js`, { cause: error });
   }
+}
+
+/**
+ * Imports the app a command runs (`akadze worker`, `akadze jobs unknown`, `--app`): `path/to/module`
+ * (export `app`) or `path/to/module:exportName`; with no spec, the module package.json's "akadze.app" names.
+ * @example const app = await loadApp("./akadze/app.ts");
+ */
+export async function loadApp(spec?: string): Promise<App> {
+  const found = findAppModule(spec);
+  const [, file, name] = EXPORT.exec(found) ?? [found, found, "app"];
+  const module = await importModule(file);
+  const app = module[name] ?? (name === "app" ? (module.default as Record<string, unknown> | undefined)?.app ?? module.default : undefined);
+  // Duck-typed: the app module may import its own copy of akadze.
+  if (!app || typeof app !== "object" || !((app as App).tasks instanceof Map) || !(app as App).hooks) {
+    const names = Object.keys(module).join(", ") || "nothing";
+    throw new UsageError(`${file} does not export an akadze app as "${name}" (it exports ${names}); use ${file}:exportName`);
+  }
+  return app as App;
 }

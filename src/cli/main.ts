@@ -1,41 +1,19 @@
 import { Command, CommanderError } from "commander";
-import type { Db } from "../db/driver.js";
-import { registerAdmin } from "./admin.js";
-import { connect, type Connection } from "./connect.js";
+import { createCliContext } from "./context.js";
 import { registerDev } from "./dev.js";
 import { registerInit } from "./init.js";
 import { describeError, exitCodeOf } from "./errors.js";
 import { registerJobs } from "./jobs.js";
 import { registerLimits } from "./limits.js";
+import { registerMaintenance } from "./maintenance.js";
 import { registerQueues } from "./queues.js";
 import { registerSchedules } from "./schedules.js";
-import { registerWorker } from "./worker.js";
-import { registerWorkers } from "./workers.js";
-
-/** What every command group gets from the program. */
-export interface CliContext {
-  /** Opens the database from the global options, runs `fn`, and closes it whatever happens. */
-  withDb<T>(cmd: Command, fn: (db: Db, connection: Connection) => Promise<T>): Promise<T>;
-  /** True when --json was given. */
-  json(cmd: Command): boolean;
-}
+import { registerWorkerCommand } from "./worker-command.js";
+import { registerWorkersList } from "./workers-list.js";
 
 /** The `akadze` program; `runCli` parses argv with it. */
 export function buildProgram(): { program: Command; where: () => string | undefined } {
-  let where: string | undefined;
-  const ctx: CliContext = {
-    async withDb(cmd, fn) {
-      const globals = cmd.optsWithGlobals();
-      const connection = await connect({ database: globals.database, http: globals.http, neonEndpoint: globals.neonEndpoint });
-      where = connection.where;
-      try {
-        return await fn(connection.db, connection);
-      } finally {
-        await connection.close().catch(() => {});
-      }
-    },
-    json: (cmd) => Boolean(cmd.optsWithGlobals().json),
-  };
+  const { ctx, where } = createCliContext();
   const program = new Command("akadze")
     .description("akadze: a Postgres job queue for serverless and edge runtimes")
     .option("--database <url|dir>", "postgres:// URL or PGlite directory (default: DATABASE_URL)")
@@ -47,15 +25,15 @@ export function buildProgram(): { program: Command; where: () => string | undefi
     .configureOutput({ outputError: (text, write) => write(`akadze: ${text.replace(/^error: /, "").trim()}\n`) })
     .showSuggestionAfterError(true);
   registerInit(program, ctx);
-  registerAdmin(program, ctx);
-  registerWorker(program, ctx);
+  registerMaintenance(program, ctx);
+  registerWorkerCommand(program, ctx);
   registerDev(program, ctx);
   registerJobs(program, ctx);
-  registerWorkers(program, ctx);
+  registerWorkersList(program, ctx);
   registerLimits(program, ctx);
   registerQueues(program, ctx);
   registerSchedules(program, ctx);
-  return { program, where: () => where };
+  return { program, where };
 }
 
 /**

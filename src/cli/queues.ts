@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { pauseQueue, resumeQueue } from "../control.js";
 import { listQueues, type QueueRow } from "../ops/queues.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { formatSpan, print, printJson, printRows } from "./output.js";
 
 /** `akadze queues list|pause|resume`. */

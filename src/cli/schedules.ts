@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { readSchedules, type ScheduleRow } from "../ops/schedules.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { formatAgo, printRows } from "./output.js";
 
 /** `akadze schedules list`: what invocations recorded in akadze.schedules. */

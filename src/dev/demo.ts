@@ -4,7 +4,6 @@ import { sql } from "drizzle-orm";
 import Table from "cli-table3";
 import { JOB_STATES, type JobState } from "../core/states.js";
 import { queryJson, type Db } from "../db/driver.js";
-import type { DevServer } from "./dev-server.js";
 
 /** The requests a demo sends, and optional lines about the application's own rows at the end. */
 export interface DemoScenario {
@@ -24,11 +23,19 @@ const REFRESH_MS = 200;
 
 interface Out { write(text: string): unknown; isTTY?: boolean }
 
+/** What a demo needs of the dev server (`DevServer` has it; named here so the demo does not import the server). */
+export interface DemoServer {
+  appUrl?: string;
+  db: Db;
+  ticks: number;
+  idle(): Promise<void>;
+}
+
 /**
  * Runs a demo against a started dev server; resolves when no job is queued or running.
  * @example await runDemo(server, module.demo, process.stdout);
  */
-export async function runDemo(server: DevServer, scenario: DemoScenario, out: Out, timeoutMs = DEMO_TIMEOUT_MS): Promise<DemoResult> {
+export async function runDemo(server: DemoServer, scenario: DemoScenario, out: Out, timeoutMs = DEMO_TIMEOUT_MS): Promise<DemoResult> {
   if (!server.appUrl) throw new Error("the demo needs the app served over HTTP");
   const started = Date.now();
   out.write(`Sending ${scenario.requests.length} requests to ${server.appUrl}:\n`);

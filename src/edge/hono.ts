@@ -159,6 +159,6 @@ async function refuseInactive(db: Db, id: number, rule: string): Promise<never> 
 
 export { nudge, NUDGE_BUDGET, type NudgeOptions } from "./nudge.js";
 export { LOG_LEVELS, type LogLevel } from "../ops/invocation-log.js";
-export { scheduledInvocation, type ScheduledOptions } from "./workers.js";
+export { scheduledInvocation, type ScheduledOptions } from "./cloudflare.js";
 export { vercelHandlers } from "./vercel.js";
 export { RouteProblem, INTERNAL_ERROR_MESSAGE, type ProblemBody } from "./problems.js";

@@ -1,11 +1,24 @@
 // A bundled Worker in real workerd (miniflare), talking Neon's HTTP protocol to a fresh real Postgres
 // database through the local Neon endpoint: what the Cloudflare tests share.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { Miniflare } from "miniflare";
 import { startNeonEndpoint, type NeonEndpoint } from "../../src/dev/neon-endpoint.js";
 import type { Db } from "../../src/index.js";
 import { createTestDatabase } from "./postgres.js";
+
+/**
+ * Bundles a Worker into `outdir` exactly as `wrangler deploy` would, without uploading it. `config` defaults
+ * to the checkout's wrangler.toml, whose functions/cloudflare.ts becomes `outdir`/cloudflare.js.
+ * @example await bundleWithWrangler(dir); const scriptPath = join(dir, "cloudflare.js");
+ */
+export async function bundleWithWrangler(outdir: string, config?: string): Promise<void> {
+  await promisify(execFile)("node_modules/.bin/wrangler", ["deploy", "--dry-run", "--outdir", outdir, ...(config ? ["--config", config] : [])], {
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
+  });
+}
 
 export interface WorkerdHarness {
   mf: Miniflare;

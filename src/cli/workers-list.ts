@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { DEFAULT_WORKERS_SINCE, listWorkers, type WorkerRow } from "../ops/workers.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { formatAgo, printRows } from "./output.js";
 import { duration, positiveInt } from "./parse.js";
 
 /** `akadze workers list`. */
-export function registerWorkers(program: Command, ctx: CliContext): void {
+export function registerWorkersList(program: Command, ctx: CliContext): void {
   const workers = program.command("workers").description("the invocations and workers that ran jobs");
   workers.command("list").description(`live invocations and workers, and those gone within --since (default ${DEFAULT_WORKERS_SINCE})`)
     .option("--since <age>", "also show the ones gone within this long", duration)

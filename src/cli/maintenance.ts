@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { migrate } from "../migrate.js";
 import { renderMetrics } from "../ops/metrics.js";
-import type { CliContext } from "./main.js";
+import type { CliContext } from "./context.js";
 import { print, printJson } from "./output.js";
 
-/** `akadze migrate`, `akadze metrics`, `akadze beat`. */
-export function registerAdmin(program: Command, ctx: CliContext): void {
+/** The maintenance commands, which run no jobs: `akadze migrate`, `akadze metrics`, `akadze beat`. */
+export function registerMaintenance(program: Command, ctx: CliContext): void {
   program.command("migrate").description("create or update akadze's tables (safe to run from several processes at once)")
     .action((_opts, cmd: Command) => ctx.withDb(cmd, async (db, connection) => {
       const { applied } = await migrate(db);

@@ -1,11 +1,10 @@
 import type { Command } from "commander";
-import type { App } from "../app/app.js";
 import { DEFAULT_RETENTION } from "../ops/retention.js";
 import { DEFAULT_SLOTS } from "../runtime/run-once.js";
 import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/worker.js";
-import { CliError, describeError, UsageError } from "./errors.js";
-import { findAppModule, importModule } from "./load-module.js";
-import type { CliContext } from "./main.js";
+import { describeError } from "./errors.js";
+import { loadApp } from "./load-module.js";
+import type { CliContext } from "./context.js";
 import { print, printJson } from "./output.js";
 import { collect, duration, logLevel, positiveInt } from "./parse.js";
 import { invocationLogLines, writeLogLines } from "../ops/invocation-log.js";
@@ -14,28 +13,8 @@ import { findMisfits, misfitWarnings } from "../ops/misfits.js";
 /** How often a running worker repeats the unknown-task and unlimited-key warnings. */
 const MISFIT_CHECK_MS = 60_000;
 
-const EXPORT = /^(.+):([A-Za-z_$][\w$]*)$/;
-
-/**
- * Imports the app a worker runs: `path/to/module` (export `app`) or `path/to/module:exportName`; with no
- * spec, the module package.json's "akadze.app" names.
- * @example const app = await loadApp("./akadze/app.ts");
- */
-export async function loadApp(spec?: string): Promise<App> {
-  const found = findAppModule(spec);
-  const [, file, name] = EXPORT.exec(found) ?? [found, found, "app"];
-  const module = await importModule(file);
-  const app = module[name] ?? (name === "app" ? (module.default as Record<string, unknown> | undefined)?.app ?? module.default : undefined);
-  // Duck-typed: the app module may import its own copy of akadze.
-  if (!app || typeof app !== "object" || !((app as App).tasks instanceof Map) || !(app as App).hooks) {
-    const names = Object.keys(module).join(", ") || "nothing";
-    throw new UsageError(`${file} does not export an akadze app as "${name}" (it exports ${names}); use ${file}:exportName`);
-  }
-  return app as App;
-}
-
 /** `akadze worker APP --queue Q... --slots N`. */
-export function registerWorker(program: Command, ctx: CliContext): void {
+export function registerWorkerCommand(program: Command, ctx: CliContext): void {
   program.command("worker").description("run jobs until Ctrl-C/SIGTERM, then finish running jobs and release the rest")
     .argument("[app]", 'module exporting the app: "./src/app.ts" or "./dist/jobs.js:exportName" (default: package.json "akadze.app")')
     .option("--queue <name>", "a queue to run (repeat for more; each gets --slots); default every queue", collect)
