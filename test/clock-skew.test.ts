@@ -10,6 +10,7 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import { setLimit, type Db } from "../src/index.js";
 import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { createTestDatabase } from "./support/postgres.js";
+import { busiestWindow } from "./support/busiest-window.js";
 import { waitFor } from "./support/wait-for.js";
 import { CREATE_SKEW_RUNS, MAX_RUNNING, MAX_STARTS, RUNNING_KEY, STARTS_KEY, WINDOW_MS, skewApp } from "./fixtures/skew-app.js";
 
@@ -70,17 +71,6 @@ function deepestOverlap(intervals: { began: number; ended: number }[]): number {
   return most;
 }
 
-/** The most starts inside any half-open window [t, t + windowMs). */
-function busiestWindow(starts: number[], windowMs: number): number {
-  const t = [...starts].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < t.length; i++) {
-    while (j < t.length && t[j] < t[i] + windowMs) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
-}
-
 const SIZES = {
   "node-postgres": { plain: 240, exports: 24, calls: 25 },
   "neon-http": { plain: 80, exports: 12, calls: 15 },
@@ -131,7 +121,7 @@ function skewSuite(driver: keyof typeof SIZES): void {
           count(*) filter (where task <> 'skew.tick' and state <> 'succeeded')::int as open,
           count(*) filter (where task = 'skew.tick' and state = 'succeeded')::int as ticks from akadze.jobs`);
         return open === 0 && ticks >= MIN_SLOTS;
-      }, "every job to finish and the schedule to run its slots", 25_000);
+      }, "every job to finish and the schedule to run its slots", { timeoutMs: 25_000 });
       for (const { child } of loops) child.send("stop");
       const totals = await Promise.all(loops.map((l) => l.done));
       await Promise.all(loops.map((l) => l.exited));
