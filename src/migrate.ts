@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { causeChain } from "./core/errors.js";
 import { query, runAtomically, type Db } from "./db/driver.js";
 import { MIGRATIONS } from "./sql/migrations.generated.js";
 
@@ -40,8 +41,5 @@ async function appliedMigrations(db: Db): Promise<Set<number>> {
 }
 
 function isAlreadyApplied(error: unknown): boolean {
-  for (let e: any = error; e; e = e.cause) {
-    if (e.code === "23505" && String(e.constraint ?? e.message).includes("akadze_migrations")) return true;
-  }
-  return false;
+  return causeChain(error).some((e) => e.code === "23505" && String(e.constraint ?? e.message).includes("akadze_migrations"));
 }
