@@ -36,6 +36,6 @@ export { listWorkers, LIVE_WITHIN, type WorkerRow, type WorkerKind } from "./ops
 export { listJobs, getJob, type JobSummary, type JobDetail, type JobFilter } from "./ops/jobs.js";
 export { listQueues, type QueueRow } from "./ops/queues.js";
 export { listLimits, type LimitRow } from "./ops/limits.js";
-export { listSchedules, type ScheduleInfo } from "./schedules/list.js";
+export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
 export type { ScheduleTiming, ScheduleEntry } from "./schedules/definition.js";

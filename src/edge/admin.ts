@@ -7,7 +7,7 @@ import type { Db } from "../db/driver.js";
 import { getJob, listJobs } from "../ops/jobs.js";
 import { listLimits } from "../ops/limits.js";
 import { listQueues } from "../ops/queues.js";
-import { readSchedules } from "../ops/schedules.js";
+import { listSchedules } from "../ops/schedules.js";
 import { listWorkers } from "../ops/workers.js";
 import { parseRequest as parse, RouteProblem } from "./problems.js";
 import { JobIdParam, jsonBody, queryObject } from "./requests.js";
@@ -59,5 +59,5 @@ export function registerAdminRoutes<E extends Env>(routes: Hono<E>, getDb: (c: C
     const q = parse(WorkersQuery, queryObject(new URL(c.req.url)), "workers query");
     return c.json(await listWorkers(await getDb(c), { since: q.since, all: q.all === "true", limit: q.limit }));
   });
-  routes.get("/schedules", async (c) => c.json(await readSchedules(await getDb(c))));
+  routes.get("/schedules", async (c) => c.json(await listSchedules(await getDb(c))));
 }

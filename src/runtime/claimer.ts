@@ -3,7 +3,7 @@ import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
 import { isNeonHttp, queryJsonPrepared, type Db } from "../db/driver.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
-import { enqueueDueSlotsCtes } from "../sql/schedules.js";
+import { enqueueDueSlotsCtes } from "../sql/enqueue-due-slots.js";
 import { dueSlots } from "../schedules/enqueue.js";
 import { sql } from "drizzle-orm";
 import { sendWithTransitions, transitionOf } from "./send.js";

@@ -1,6 +1,5 @@
-import { sql, type SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
-import { enqueueDueSlotsCtes, type DueSlot } from "../sql/schedules.js";
+import type { DueSlot } from "../sql/enqueue-due-slots.js";
 
 /**
  * A schedule seen for the first time (no row yet) fires its latest slot only if that slot came due
@@ -23,11 +22,4 @@ export function dueSlots(app: App, now: Date): DueSlot[] {
     });
   }
   return due;
-}
-
-/** What the claim needs to enqueue due slots in the same round trip: its extra CTEs and a `scheduled` count. */
-export function scheduleClaimParts(app: App, now: Date): { extra: SQL[]; report: Record<string, SQL> } {
-  const due = dueSlots(app, now);
-  if (due.length === 0) return { extra: [], report: {} };
-  return { extra: enqueueDueSlotsCtes(due, now), report: { scheduled: sql`(select count(*) from scheduled_jobs)` } };
 }

@@ -23,7 +23,7 @@ import { listLimits } from "../../ops/limits.js";
 import { listQueues } from "../../ops/queues.js";
 import { readThroughput } from "../../ops/throughput.js";
 import { listWorkers } from "../../ops/workers.js";
-import { listSchedules } from "../../schedules/list.js";
+import { listSchedules } from "../../ops/schedules.js";
 import { secretMatches } from "../auth.js";
 import { parseRequest, problemOf, RouteProblem } from "../problems.js";
 import { JobIdParam } from "../requests.js";

@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { timestamp } from "./time.js";
 
 /** How often an invocation refreshes a schedule's `seen_at` when no slot is due (one row write per minute). */
 export const SEEN_REFRESH = "1 minute";
@@ -25,7 +26,7 @@ export interface DueSlot {
  * lock is held, so invocations cannot deadlock. `scheduled_jobs` returns the ids of the enqueued jobs.
  */
 export function enqueueDueSlotsCtes(due: DueSlot[], now: Date): SQL[] {
-  const at = sql`${now.toISOString()}::timestamptz`;
+  const at = timestamp(now);
   const payload = JSON.stringify(due.map((d) => ({
     name: d.name, task: d.task, slot: d.slot.toISOString(), fire_if_new: d.fireIfNew, queue: d.queue, args: d.args,
     priority: d.priority, max_attempts: d.maxAttempts,
@@ -70,14 +71,4 @@ export function enqueueDueSlotsCtes(due: DueSlot[], now: Date): SQL[] {
       returning id
     )`,
   ];
-}
-
-/** A stored schedule row. */
-export interface StoredSchedule { name: string; task: string; lastSlot: string | null; seenAt: string }
-
-/** Every stored schedule, by name. */
-export function listSchedulesStatement(): SQL {
-  return sql`
-    select coalesce(jsonb_agg(jsonb_build_object('name', name, 'task', task, 'lastSlot', last_slot, 'seenAt', seen_at) order by name), '[]'::jsonb) as r
-    from akadze.schedules`;
 }
