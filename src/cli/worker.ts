@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { App } from "../app/app.js";
-import { DEFAULT_RETENTION } from "../ops/retention.js";
+import { DEFAULT_RETENTION } from "../core/retention.js";
 import { DEFAULT_SLOTS } from "../runtime/run-once.js";
 import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/worker.js";
 import { CliError, describeError, UsageError } from "./errors.js";

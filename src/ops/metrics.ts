@@ -1,26 +1,16 @@
 import * as v from "valibot";
-import { sql } from "drizzle-orm";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
 import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
-import { findMisfits, type Misfits } from "./misfits.js";
 import { queryJson, type Db } from "../db/driver.js";
-import { LIVE_WITHIN } from "./workers.js";
+import { readMetricsStatement, type MetricsSnapshot } from "../sql/read-metrics.js";
+import { timestamp } from "../sql/time.js";
+import { findMisfits, type Misfits } from "./misfits.js";
 
 /** "Recent" in the metrics: retries, failures and finished jobs are counted over this window. */
 export const METRICS_WINDOW = "15m";
 
 type Labels = Record<string, string>;
 interface Family { name: string; help: string; samples: { labels: Labels; value: number }[] }
-
-/** What one statement reads for the metrics. */
-interface Snapshot {
-  jobs: [string, string, string, number][];
-  queues: [string, boolean, number, number, number][];
-  attemptErrors: [string, string, number][];
-  finished: [string, string, string, number][];
-  limits: [string, number | null, number, number | null, number][];
-  workers: [string, number][];
-}
 
 /**
  * akadze's state as Prometheus text (exposition format 0.0.4), read in one statement: jobs by queue, task
@@ -33,7 +23,7 @@ export async function renderMetrics(db: Db, options: { now?: Date; window?: Dura
   const now = o.now ?? new Date();
   const windowMs = o.window ?? parseDuration(METRICS_WINDOW);
   const [s, misfits] = await Promise.all([
-    queryJson<Snapshot>(db, snapshotStatement(now, windowMs)),
+    queryJson<MetricsSnapshot>(db, readMetricsStatement(timestamp(now), timestamp(new Date(now.getTime() - windowMs)))),
     options.knownTasks ? findMisfits(db, options.knownTasks) : null,
   ]);
   return formatFamilies([...familiesOf(s, windowMs), ...(misfits ? misfitFamilies(misfits) : [])]);
@@ -57,48 +47,7 @@ const MetricsOptionsSchema = v.strictObject({
 /** The Content-Type of `renderMetrics`' text. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-function snapshotStatement(now: Date, windowMs: number) {
-  const at = sql`${now.toISOString()}::timestamptz`;
-  const since = sql`${new Date(now.getTime() - windowMs).toISOString()}::timestamptz`;
-  const liveSince = sql`${new Date(now.getTime() - parseDuration(LIVE_WITHIN)).toISOString()}::timestamptz`;
-  const rows = (query: ReturnType<typeof sql>) => sql`coalesce((select jsonb_agg(x.v order by x.v) from (${query}) x), '[]'::jsonb)`;
-  return sql`select jsonb_build_object(
-    'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs group by queue, task, state`)},
-    'queues', ${rows(sql`
-      with c as (
-        select queue,
-          extract(epoch from ${at} - min(run_at) filter (where state = 'queued' and run_at <= ${at})) as oldest,
-          count(*) filter (where state = 'running') as running,
-          count(*) filter (where state = 'running' and lease_expires_at < ${at}) as expired
-        from akadze.jobs group by queue),
-      n as (select queue from c union select name from akadze.queues)
-      select jsonb_build_array(n.queue, coalesce(q.paused, false), coalesce(c.oldest, 0), coalesce(c.running, 0), coalesce(c.expired, 0)) as v
-      from n left join c on c.queue = n.queue left join akadze.queues q on q.name = n.queue`)},
-    'attemptErrors', ${rows(sql`
-      select jsonb_build_array(j.queue, j.task, count(*)) as v
-      from akadze.jobs j cross join lateral jsonb_array_elements(j.errors) e
-      where j.errors <> '[]'::jsonb and (e->>'at')::timestamptz > ${since}
-      group by j.queue, j.task`)},
-    'finished', ${rows(sql`
-      select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs
-      where state in ('succeeded', 'failed', 'cancelled', 'rate_limited') and finished_at > ${since}
-      group by queue, task, state`)},
-    'limits', ${rows(sql`
-      select jsonb_build_array(l.key, l.max_running,
-        (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null), l.max_starts,
-        case when l.window_ms is null then 0 else (select count(*) from akadze.limit_tokens t where t.key = l.key
-          and t.last_start > ${at} - (l.window_ms::float8 * interval '1 millisecond')) end) as v
-      from akadze.limits l`)},
-    'workers', ${rows(sql`
-      select jsonb_build_array(k.kind, (select count(*) from akadze.workers w where w.kind = k.kind and w.stopped_at is null and (
-        (w.kind = 'worker' and w.last_seen_at >= ${liveSince}) or
-        (w.kind = 'invocation' and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = w.id
-          and j.lease_expires_at >= ${at}))))) as v
-      from (values ('invocation'), ('worker')) k(kind)`)}
-  ) as r`;
-}
-
-function familiesOf(s: Snapshot, windowMs: number): Family[] {
+function familiesOf(s: MetricsSnapshot, windowMs: number): Family[] {
   const window = windowMs % 3_600_000 === 0 ? `${windowMs / 3_600_000}h` : windowMs % 60_000 === 0 ? `${windowMs / 60_000}m` : `${windowMs / 1000}s`;
   const family = (name: string, help: string, samples: Family["samples"]): Family => ({ name, help, samples });
   return [
