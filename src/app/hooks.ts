@@ -1,4 +1,4 @@
-import type { ErrorEntry } from "../core/errors.js";
+import { TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
 import { cleanText } from "../core/json.js";
 import type { JobState } from "../core/states.js";
 import { isNeonHttp, type Db } from "../db/driver.js";
@@ -116,7 +116,7 @@ function hookErrorEntry(t: Transition, error: unknown): ErrorEntry {
     message = "a value that cannot be turned into text";
   }
   return {
-    attempt: t.attempt, at: new Date().toISOString(), kind: "TransitionHookFailed",
+    attempt: t.attempt, at: new Date().toISOString(), kind: TRANSITION_HOOK_FAILED,
     message: cleanText(`an onTransition hook threw on ${t.from} -> ${t.to}: ${message}`).slice(0, 16_384),
     stack: stack === null ? null : cleanText(stack).slice(0, 16_384),
   };

@@ -7,6 +7,9 @@ export interface ErrorEntry {
   payload?: unknown;
 }
 
+/** The `kind` of the errors entry a throwing `onTransition` hook leaves on its job (the change itself stands). */
+export const TRANSITION_HOOK_FAILED = "TransitionHookFailed";
+
 /** Base class of every error akadze raises itself. @example if (error instanceof AkadzeError) console.error(error.message); */
 export class AkadzeError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
+import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
 import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { readMetricsStatement, type MetricsSnapshot } from "../sql/read-metrics.js";
@@ -14,8 +15,8 @@ interface Family { name: string; help: string; samples: { labels: Labels; value:
 
 /**
  * akadze's state as Prometheus text (exposition format 0.0.4), read in one statement: jobs by queue, task
- * and state; per queue the oldest due job's wait, running jobs, expired leases and pause; failed attempts and
- * finished jobs over the last `window`; limit usage; live workers. The CLI's `metrics` and `GET /metrics` share it.
+ * and state; per queue the oldest due job's wait, running jobs, expired leases and pause; failed attempts,
+ * throwing transition hooks and finished jobs over the last `window`; limit usage; live workers. The CLI's `metrics` and `GET /metrics` share it.
  * @example app.get("/metrics", async (c) => c.text(await renderMetrics(db), 200, { "content-type": PROMETHEUS_CONTENT_TYPE }));
  */
 export async function renderMetrics(db: Db, options: { now?: Date; window?: Duration; knownTasks?: string[] } = {}): Promise<string> {
@@ -62,7 +63,9 @@ function familiesOf(s: MetricsSnapshot, windowMs: number): Family[] {
     family("akadze_queue_paused", "1 while the queue is paused.",
       s.queues.map(([queue, paused]) => ({ labels: { queue }, value: paused ? 1 : 0 }))),
     family("akadze_recent_failed_attempts", `Failed attempts (each retry and each final failure) recorded in the last ${window}.`,
-      s.attemptErrors.map(([queue, task, n]) => ({ labels: { queue, task }, value: n }))),
+      s.errors.filter(([, , n]) => n > 0).map(([queue, task, n]) => ({ labels: { queue, task }, value: n }))),
+    family("akadze_recent_transition_hook_failures", `onTransition hook calls that threw in the last ${window}: each is a ${TRANSITION_HOOK_FAILED} entry in its job's errors; the change it saw stood.`,
+      s.errors.filter(([, , , n]) => n > 0).map(([queue, task, , n]) => ({ labels: { queue, task }, value: n }))),
     family("akadze_recent_finished_jobs", `Jobs that finished in the last ${window}, by outcome.`,
       s.finished.map(([queue, task, state, n]) => ({ labels: { queue, task, state }, value: n }))),
     family("akadze_limit_running", "Jobs holding one of the limit's maxRunning slots.",

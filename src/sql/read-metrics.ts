@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
 import { limitUsage } from "./limit-usage.js";
 import { queueCounts } from "./queue-counts.js";
 import { workerStatus } from "./worker-status.js";
@@ -9,8 +10,8 @@ export interface MetricsSnapshot {
   jobs: [string, string, string, number][];
   /** [queue, paused, oldest due seconds, running, expired leases] */
   queues: [string, boolean, number, number, number][];
-  /** [queue, task, failed attempts] recorded since the window's start */
-  attemptErrors: [string, string, number][];
+  /** [queue, task, failed attempts, transition hook failures] recorded since the window's start */
+  errors: [string, string, number, number][];
   /** [queue, task, state, jobs] finished since the window's start */
   finished: [string, string, string, number][];
   /** [key, maxRunning, running, maxStarts, starts in window] */
@@ -27,8 +28,10 @@ export function readMetricsStatement(now: SQL, since: SQL): SQL {
     'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs group by queue, task, state`)},
     'queues', ${rows(sql`
       select jsonb_build_array(c.queue, c.paused, c.oldest_due_seconds, c.running, c.expired) as v from (${queueCounts(now)}) c`)},
-    'attemptErrors', ${rows(sql`
-      select jsonb_build_array(j.queue, j.task, count(*)) as v
+    'errors', ${rows(sql`
+      -- A hook failure is recorded in the errors but is no failed attempt: the change it saw stood.
+      select jsonb_build_array(j.queue, j.task, count(*) filter (where e->>'kind' <> ${TRANSITION_HOOK_FAILED}),
+        count(*) filter (where e->>'kind' = ${TRANSITION_HOOK_FAILED})) as v
       from akadze.jobs j cross join lateral jsonb_array_elements(j.errors) e
       where j.errors <> '[]'::jsonb and (e->>'at')::timestamptz > ${since}
       group by j.queue, j.task`)},
