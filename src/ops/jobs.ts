@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { JOB_STATES, type JobState } from "../core/states.js";
-import { JobIdSchema as JobId, NameSchema, parseOrThrow } from "../core/validate.js";
+import { CountSchema, JobIdSchema as JobId, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 import type { ErrorEntry } from "../core/errors.js";
 import { getJobStatement } from "../sql/get-job.js";
@@ -54,8 +54,7 @@ const FilterSchema = v.strictObject({
   state: v.optional(v.picklist(JOB_STATES, `state must be one of ${JOB_STATES.join(", ")}`)),
   queue: v.optional(NameSchema),
   task: v.optional(NameSchema),
-  limit: v.optional(v.pipe(v.number(), v.integer("limit must be an integer"), v.minValue(1, "limit must be at least 1"),
-    v.maxValue(MAX_LIST_LIMIT, `limit must be at most ${MAX_LIST_LIMIT}`))),
+  limit: v.optional(CountSchema("limit", MAX_LIST_LIMIT)),
   beforeId: v.optional(v.pipe(v.number(), v.integer("beforeId must be an integer"), v.minValue(1, "beforeId must be at least 1"))),
 });
 

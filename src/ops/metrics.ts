@@ -1,7 +1,7 @@
 import * as v from "valibot";
-import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
+import { parseDuration, type Duration } from "../core/duration.js";
 import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
-import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
+import { DurationRangeSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { readMetricsStatement, type MetricsSnapshot } from "../sql/read-metrics.js";
 import { timestamp } from "../sql/time.js";
@@ -42,7 +42,7 @@ function misfitFamilies(m: Misfits): Family[] {
 
 const MetricsOptionsSchema = v.strictObject({
   now: v.optional(v.date("now must be a valid Date")),
-  window: v.optional(v.pipe(DurationSchema, v.minValue(1, "window must be longer than zero"), v.maxValue(MAX_SPAN_MS, `window must be at most ${MAX_SPAN_MS} ms`))),
+  window: v.optional(DurationRangeSchema("window", 1, MAX_SPAN_MS)),
 });
 
 /** The Content-Type of `renderMetrics`' text. */

@@ -1,11 +1,11 @@
 import * as v from "valibot";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
-import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
+import { CountSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 import { listWorkersStatement } from "../sql/list-workers.js";
 import type { WorkerKind } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
-import { iso } from "./jobs.js";
+import { iso, MAX_LIST_LIMIT } from "./jobs.js";
 
 /** `workers list` shows what is live plus what stopped within this window, by default. */
 export const DEFAULT_WORKERS_SINCE = "1h";
@@ -27,7 +27,7 @@ export interface WorkerRow {
 const ListSchema = v.strictObject({
   since: v.optional(v.pipe(DurationSchema, v.maxValue(MAX_SPAN_MS, `since must be at most ${MAX_SPAN_MS} ms`))),
   all: v.optional(v.boolean()),
-  limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, "limit must be at least 1"), v.maxValue(1000, "limit must be at most 1000"))),
+  limit: v.optional(CountSchema("limit", MAX_LIST_LIMIT)),
   now: v.optional(v.date("now must be a valid Date")),
 });
 

@@ -70,7 +70,7 @@ const ListQuery = v.object({
   state: v.optional(v.pipe(Blank, v.union([v.undefined(), v.picklist(JOB_STATES, `state must be one of ${JOB_STATES.join(", ")}`)]))),
   queue: v.optional(Blank),
   task: v.optional(Blank),
-  before: v.optional(v.pipe(Blank, v.union([v.undefined(), v.pipe(v.string(), v.regex(/^[1-9]\d{0,15}$/, "before must be a job id"), v.transform(Number))]))),
+  before: v.optional(v.pipe(Blank, v.union([v.undefined(), JobIdParam]))),
 });
 
 /**
