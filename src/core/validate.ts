@@ -42,19 +42,13 @@ export function parseOrThrow<S extends v.GenericSchema>(schema: S, input: unknow
   throw new InvalidInput(`Invalid ${what}: ${describeIssues(result.issues)}`, { cause: result.issues });
 }
 
-/** One problem with an input: where (a dot path, null for the input itself) and what. */
+/** One problem with an input: its dot path (null for the input itself) and message. */
 export interface InputIssue { path: string | null; message: string }
-
-/** Valibot's issues with their dot paths, as the routes' 400 bodies list them. @example issueList(v.safeParse(schema, input).issues ?? []) */
+/** Valibot's issues with their dot paths, as the routes' 400 bodies list them. @example issueList(result.issues) */
 export function issueList(issues: readonly v.BaseIssue<unknown>[]): InputIssue[] {
   return issues.map((issue) => ({ path: v.getDotPath(issue), message: issue.message }));
 }
-
-/**
- * Each issue as `path: message` (without the path when the message already starts with it: "slots must
- * be at least 1", not "slots: slots must ..."), joined by "; ". The one sentence every InvalidInput uses.
- * @example describeIssues(issues) // "queues.0: must not be empty; slots must be at least 1"
- */
+/** The one sentence of every InvalidInput: `path: message` (no path where the message starts with it), joined by "; ". @example describeIssues(issues) // "queues.0: must not be empty; slots must be at least 1" */
 export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
   return issueList(issues).map(({ path, message }) => (path && !message.startsWith(`${path} `) ? `${path}: ${message}` : message)).join("; ");
 }
