@@ -16,7 +16,8 @@ interface Family { name: string; help: string; samples: { labels: Labels; value:
 /**
  * akadze's state as Prometheus text (exposition format 0.0.4), read in one statement: jobs by queue, task
  * and state; per queue the oldest due job's wait, running jobs, expired leases and pause; failed attempts,
- * throwing transition hooks and finished jobs over the last `window`; limit usage; live workers. The CLI's `metrics` and `GET /metrics` share it.
+ * throwing transition hooks and finished jobs over the last `window`; limit usage; live workers. The CLI's
+ * `metrics` and `GET /metrics` share it.
  * @example app.get("/metrics", async (c) => c.text(await renderMetrics(db), 200, { "content-type": PROMETHEUS_CONTENT_TYPE }));
  */
 export async function renderMetrics(db: Db, options: { now?: Date; window?: Duration; knownTasks?: string[] } = {}): Promise<string> {
