@@ -4,15 +4,20 @@ import type { JobState } from "./core/states.js";
 import { JobIdSchema as JobId, LimitOptionsSchema, NameSchema, parseOrThrow } from "./core/validate.js";
 import { runWithTransitions, type Hooks, type Transition } from "./app/hooks.js";
 import { queryJson, runAtomically, type Db } from "./db/driver.js";
-import { requestCancelStatement, requeueStatement, setQueuePausedStatement, type ControlledJob } from "./sql/control.js";
-import {
-  clearLimitSlotsStatement, deleteLimitStatement, fillLimitSlotsStatement, lockLimitTablesStatement, setLimitStatement,
-} from "./sql/limits.js";
+import type { ChangedJob } from "./sql/changed-job.js";
+import { clearLimitSlotsStatement } from "./sql/clear-limit-slots.js";
+import { deleteLimitStatement } from "./sql/delete-limit.js";
+import { fillLimitSlotsStatement } from "./sql/fill-limit-slots.js";
+import { lockLimitTablesStatement } from "./sql/lock-limit-tables.js";
+import { requestCancelStatement } from "./sql/request-cancel.js";
+import { requeueStatement } from "./sql/requeue.js";
+import { setLimitStatement } from "./sql/set-limit.js";
+import { setQueuePausedStatement } from "./sql/set-queue-paused.js";
 
 /** Whose transition hooks a control operation reports to: an `App` (or anything with its `hooks`). @example await requeue(db, id, app); */
 export interface HooksOwner { hooks: Hooks }
 
-function transitionOf(job: ControlledJob, from: JobState): Transition {
+function transitionOf(job: ChangedJob, from: JobState): Transition {
   return { jobId: Number(job.id), task: job.task, queue: job.queue, from, to: job.state as JobState, attempt: job.attempt };
 }
 
@@ -24,7 +29,7 @@ function transitionOf(job: ControlledJob, from: JobState): Transition {
  */
 export async function requestCancel(db: Db, jobId: number, app?: HooksOwner): Promise<boolean> {
   const id = parseOrThrow(JobId, jobId, "job id");
-  const job = await runWithTransitions(db, app?.hooks, (d) => queryJson<ControlledJob | null>(d, requestCancelStatement(id)),
+  const job = await runWithTransitions(db, app?.hooks, (d) => queryJson<ChangedJob | null>(d, requestCancelStatement(id)),
     (marked) => (marked?.state === "cancelled" ? [transitionOf(marked, "queued")] : []));
   return job !== null;
 }
@@ -37,9 +42,9 @@ export async function requestCancel(db: Db, jobId: number, app?: HooksOwner): Pr
  */
 export async function requeue(db: Db, jobId: number, app?: HooksOwner): Promise<boolean> {
   const id = parseOrThrow(JobId, jobId, "job id");
-  let job: (ControlledJob & { clash?: string }) | null;
+  let job: (ChangedJob & { clash?: string }) | null;
   try {
-    job = await runWithTransitions(db, app?.hooks, (d) => queryJson<(ControlledJob & { clash?: string }) | null>(d, requeueStatement(id)),
+    job = await runWithTransitions(db, app?.hooks, (d) => queryJson<(ChangedJob & { clash?: string }) | null>(d, requeueStatement(id)),
       (requeued) => (requeued && requeued.clash === undefined ? [transitionOf(requeued, "failed")] : []));
   } catch (error) {
     // A job with the key was enqueued between the statement's check and its update.

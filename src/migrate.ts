@@ -1,10 +1,8 @@
-import { sql } from "drizzle-orm";
+import { causeChain } from "./core/errors.js";
 import { query, runAtomically, type Db } from "./db/driver.js";
+import { appliedMigrationsStatements } from "./sql/applied-migrations.js";
+import { applyMigrationStatements } from "./sql/apply-migration.js";
 import { MIGRATIONS } from "./sql/migrations.generated.js";
-
-/** Where applied migrations are recorded: outside the `akadze` schema and apart from drizzle's own table. */
-export const MIGRATIONS_TABLE = "public.akadze_migrations";
-const MIGRATION_LOCK = "akadze.migrate";
 
 /**
  * Applies akadze's migrations (embedded, so it works on edge runtimes without a file system).
@@ -18,12 +16,7 @@ export async function migrate(db: Db): Promise<{ applied: string[] }> {
   for (const migration of MIGRATIONS) {
     if (done.has(migration.id)) continue;
     try {
-      await runAtomically(db, (d) => [
-        d.execute(sql`select pg_advisory_xact_lock(hashtext(${MIGRATION_LOCK}))`),
-        d.execute(sql.raw(`create table if not exists ${MIGRATIONS_TABLE} (id integer primary key, name text not null, applied_at timestamptz not null default now())`)),
-        d.execute(sql`insert into ${sql.raw(MIGRATIONS_TABLE)} (id, name) values (${migration.id}, ${migration.name})`),
-        ...migration.statements.map((statement) => d.execute(sql.raw(statement))),
-      ]);
+      await runAtomically(db, (d) => applyMigrationStatements(migration).map((statement) => d.execute(statement)));
       applied.push(migration.name);
     } catch (error) {
       if (!isAlreadyApplied(error)) throw error;
@@ -33,15 +26,12 @@ export async function migrate(db: Db): Promise<{ applied: string[] }> {
 }
 
 async function appliedMigrations(db: Db): Promise<Set<number>> {
-  const [{ present }] = await query<{ present: boolean }>(db, sql`select to_regclass(${MIGRATIONS_TABLE}) is not null as present`);
+  const [{ present }] = await query<{ present: boolean }>(db, appliedMigrationsStatements.present());
   if (!present) return new Set();
-  const rows = await query<{ id: number }>(db, sql`select id from ${sql.raw(MIGRATIONS_TABLE)}`);
+  const rows = await query<{ id: number }>(db, appliedMigrationsStatements.ids());
   return new Set(rows.map((row) => Number(row.id)));
 }
 
 function isAlreadyApplied(error: unknown): boolean {
-  for (let e: any = error; e; e = e.cause) {
-    if (e.code === "23505" && String(e.constraint ?? e.message).includes("akadze_migrations")) return true;
-  }
-  return false;
+  return causeChain(error).some((e) => e.code === "23505" && String(e.constraint ?? e.message).includes("akadze_migrations"));
 }

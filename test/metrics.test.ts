@@ -4,6 +4,7 @@ import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { createApp, Fail, pauseQueue, runOnce, setLimit } from "../src/index.js";
 import { escapeLabelValue, renderMetrics } from "../src/ops/metrics.js";
 import { ManualClock } from "./support/clock.js";
+import { forEachDriver } from "./support/drivers.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 
 let t: TestDatabase;
@@ -97,5 +98,23 @@ describe("metrics", () => {
     const families = parsePrometheusTextFormat(await renderMetrics(t.db)) as Family[];
     expect(families.map((f) => f.name)).toContain("akadze_jobs");
     expect(sample(families, "akadze_workers_live", { kind: "worker" })).toBe(0);
+  });
+});
+
+forEachDriver((h) => {
+  it("a throwing transition hook is counted in the metrics by queue and task, and not as a failed attempt", async () => {
+    const app = createApp();
+    app.hooks.onTransition((t) => { if (t.to === "failed") throw new Error("alerting is down"); });
+    const doomed = app.task("report.build", { queue: "reports" }, async () => { throw new Fail("bad"); });
+    app.task("mail.send", { queue: "mail" }, async () => {});
+    await doomed.using(h().db).enqueueMany([{}, {}]);
+    await app.taskByName("mail.send").using(h().db).enqueue({});
+    expect(await runOnce(app, { db: h().db, drain: false })).toMatchObject({ succeeded: 1, failed: 2 });
+
+    // The hook's failure is stamped with the host's clock, so the metrics read at the host's time.
+    const families = parsePrometheusTextFormat(await renderMetrics(h().db)) as Family[];
+    expect(sample(families, "akadze_recent_transition_hook_failures", { queue: "reports", task: "report.build" })).toBe(2);
+    expect(sample(families, "akadze_recent_transition_hook_failures", { queue: "mail", task: "mail.send" })).toBeUndefined();
+    expect(sample(families, "akadze_recent_failed_attempts", { queue: "reports", task: "report.build" })).toBe(2);
   });
 });

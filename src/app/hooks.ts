@@ -1,8 +1,8 @@
-import { sql } from "drizzle-orm";
-import type { ErrorEntry } from "../core/errors.js";
+import { TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
 import { cleanText } from "../core/json.js";
 import type { JobState } from "../core/states.js";
 import { isNeonHttp, type Db } from "../db/driver.js";
+import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
 import type { JobContext } from "./task.js";
 
 /** A job as hooks see it: its context plus its args. @example app.hooks.beforeRun((job: HookJob) => console.log(job.args)); */
@@ -103,10 +103,7 @@ async function callHooksIsolated(hooks: Hooks, transitions: Transition[], tx: Db
 async function recordHookFailures(db: Db, failures: HookFailure[]): Promise<void> {
   if (failures.length === 0) return;
   const entries = failures.map(({ transition: t, error }) => ({ id: t.jobId, entry: hookErrorEntry(t, error) }));
-  await db.execute(sql`update akadze.jobs j set errors = j.errors || f.entries
-    from (select (e->>'id')::bigint as id, jsonb_agg(e->'entry') as entries
-          from jsonb_array_elements(${JSON.stringify(entries)}::jsonb) e group by 1) f
-    where j.id = f.id`);
+  await db.execute(recordHookFailuresStatement(entries));
 }
 
 function hookErrorEntry(t: Transition, error: unknown): ErrorEntry {
@@ -119,7 +116,7 @@ function hookErrorEntry(t: Transition, error: unknown): ErrorEntry {
     message = "a value that cannot be turned into text";
   }
   return {
-    attempt: t.attempt, at: new Date().toISOString(), kind: "TransitionHookFailed",
+    attempt: t.attempt, at: new Date().toISOString(), kind: TRANSITION_HOOK_FAILED,
     message: cleanText(`an onTransition hook threw on ${t.from} -> ${t.to}: ${message}`).slice(0, 16_384),
     stack: stack === null ? null : cleanText(stack).slice(0, 16_384),
   };

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { DEFAULT_RETENTION } from "../ops/retention.js";
+import { DEFAULT_RETENTION } from "../core/retention.js";
 import { DEFAULT_SLOTS } from "../runtime/run-once.js";
 import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/worker.js";
 import { describeError } from "./errors.js";

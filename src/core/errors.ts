@@ -7,6 +7,9 @@ export interface ErrorEntry {
   payload?: unknown;
 }
 
+/** The `kind` of the errors entry a throwing `onTransition` hook leaves on its job (the change itself stands). */
+export const TRANSITION_HOOK_FAILED = "TransitionHookFailed";
+
 /** Base class of every error akadze raises itself. @example if (error instanceof AkadzeError) console.error(error.message); */
 export class AkadzeError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -72,12 +75,21 @@ export class ResultNotJson extends AkadzeError {}
 /** A task ran past its timeout; `job.signal` aborted with it and an attempt is spent. @example app.task("t", { timeout: "5s" }, async (_a, job) => fetch(url, { signal: job.signal })); */
 export class JobTimeout extends AkadzeError {}
 
+/**
+ * The error and every error it wraps through `cause`, outermost first (drizzle wraps the driver's error,
+ * fetch wraps the socket's). At most 10 deep, so a cycle of causes cannot hang the caller.
+ * @example causeChain(error).some((e) => e?.code === "23505")
+ */
+export function causeChain(error: unknown): any[] {
+  const chain: any[] = [];
+  for (let e: any = error; e && chain.length < 10; e = e.cause) chain.push(e);
+  return chain;
+}
+
 /** Postgres unique_violation on the active-unique-key index, from any driver's error shape. */
 export function isUniqueKeyViolation(error: unknown): boolean {
-  for (let e: any = error; e; e = e.cause) {
-    if (e.code === "23505" && (e.constraint === "jobs_unique_key_active" || String(e.message).includes("jobs_unique_key_active"))) return true;
-  }
-  return false;
+  return causeChain(error).some((e) => e.code === "23505" &&
+    (e.constraint === "jobs_unique_key_active" || String(e.message).includes("jobs_unique_key_active")));
 }
 
 /**
@@ -86,15 +98,12 @@ export function isUniqueKeyViolation(error: unknown): boolean {
  * @example if (postgresErrorOf(e)?.code?.startsWith("22")) // a data exception: bad input
  */
 export function postgresErrorOf(error: unknown): { code: string; message: string } | undefined {
-  for (let e: any = error, depth = 0; e && depth < 10; e = e.cause, depth++) {
-    if (typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && e.severity !== undefined) return e;
-  }
-  return undefined;
+  return causeChain(error).find((e) => typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && e.severity !== undefined);
 }
 
 /** The key named in a unique_violation's detail ("Key (unique_key)=(k) already exists."), where the driver passes it on. */
 export function uniqueKeyOfViolation(error: unknown): string | null {
-  for (let e: any = error; e; e = e.cause) {
+  for (const e of causeChain(error)) {
     const match = /Key \(unique_key\)=\((.*)\) already exists/.exec(String(e.detail ?? ""));
     if (match) return match[1];
   }

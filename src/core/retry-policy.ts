@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { POLICY_MAX_DELAY_MS, type BackoffPolicy } from "./backoff.js";
 import { DurationSchema, type Duration } from "./duration.js";
+import { describeIssues } from "./validate.js";
 
 /** An error class a policy retries on: `retryOn: [VendorError, TypeError]`. */
 export type ErrorClass = abstract new (...args: any[]) => unknown;
@@ -62,10 +63,7 @@ export function isRetryPolicy(value: unknown): value is RetryPolicy {
 export function resolveRetryPolicy(policy: RetryPolicy, random: () => number = Math.random): ResolvedRetryPolicy {
   const parsed = v.safeParse(RetryPolicySchema, policy);
   if (!parsed.success) {
-    throw new TypeError(parsed.issues.map((i) => {
-      const path = v.getDotPath(i);
-      return path && !i.message.startsWith(path) ? `${path}: ${i.message}` : i.message;
-    }).join("; "));
+    throw new TypeError(describeIssues(parsed.issues));
   }
   if (typeof policy.retryOn === "function" && /^class\b/.test(Function.prototype.toString.call(policy.retryOn))) {
     throw new TypeError(`retryOn: give error classes as an array, [${policy.retryOn.name}], or a predicate`);

@@ -12,5 +12,7 @@
 export const JOB_STATES = ["queued", "running", "succeeded", "failed", "cancelled", "rate_limited"] as const;
 /** One of JOB_STATES. @example const s: JobState = "queued"; */
 export type JobState = (typeof JOB_STATES)[number];
-export const ACTIVE_STATES: readonly JobState[] = ["queued", "running"];
-export const FINISHED_STATES: readonly JobState[] = ["succeeded", "failed", "cancelled", "rate_limited"];
+/** The states a job ends in, each with its `finished_at`: what retention and `pruneJobs` delete. @example FINISHED_STATES.includes(s) */
+export const FINISHED_STATES = ["succeeded", "failed", "cancelled", "rate_limited"] as const satisfies readonly JobState[];
+/** One of FINISHED_STATES. */
+export type FinishedState = (typeof FINISHED_STATES)[number];

@@ -12,9 +12,9 @@ export function formatSpan(ms: number): string {
 }
 
 /** "5s ago" or "in 2m" relative to `now`; "-" for no time. @example formatAgo(job.createdAt, new Date()) */
-export function formatAgo(iso: string | null | undefined, now: Date): string {
-  if (!iso) return "-";
-  const ms = now.getTime() - new Date(iso).getTime();
+export function formatAgo(at: string | Date | null | undefined, now: Date): string {
+  if (!at) return "-";
+  const ms = now.getTime() - new Date(at).getTime();
   if (Math.abs(ms) < 1000) return "now";
   return ms >= 0 ? `${formatSpan(ms)} ago` : `in ${formatSpan(ms)}`;
 }

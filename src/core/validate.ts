@@ -42,12 +42,15 @@ export function parseOrThrow<S extends v.GenericSchema>(schema: S, input: unknow
   throw new InvalidInput(`Invalid ${what}: ${describeIssues(result.issues)}`, { cause: result.issues });
 }
 
-/** Each issue as `path: message`, joined by "; ". */
+/** One problem with an input: its dot path (null for the input itself) and message. */
+export interface InputIssue { path: string | null; message: string }
+/** Valibot's issues with their dot paths, as the routes' 400 bodies list them. @example issueList(result.issues) */
+export function issueList(issues: readonly v.BaseIssue<unknown>[]): InputIssue[] {
+  return issues.map((issue) => ({ path: v.getDotPath(issue), message: issue.message }));
+}
+/** The one sentence of every InvalidInput: `path: message` (no path where the message starts with it), joined by "; ". @example describeIssues(issues) // "queues.0: must not be empty; slots must be at least 1" */
 export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string {
-  return issues.map((issue) => {
-    const path = v.getDotPath(issue);
-    return path ? `${path}: ${issue.message}` : issue.message;
-  }).join("; ");
+  return issueList(issues).map(({ path, message }) => (path && !message.startsWith(`${path} `) ? `${path}: ${message}` : message)).join("; ");
 }
 
 /**
@@ -69,11 +72,13 @@ export const JobIdSchema = v.pipe(
   v.minValue(1, "a job id must be positive"),
 );
 
-const Count = (what: string, max: number) => v.pipe(
+/** A whole number from 1 to `max` (slots, batch sizes, limits, page sizes). @example parseOrThrow(CountSchema("slots", MAX_SLOTS), 8, "slots") */
+export const CountSchema = (what: string, max: number) => v.pipe(
   v.number(`${what} must be a number`), v.integer(`${what} must be a whole number`),
   v.minValue(1, `${what} must be at least 1`), v.maxValue(max, `${what} must be at most ${max}`),
 );
-const Duration = (what: string, minMs: number, maxMs: number) => v.pipe(
+/** A Duration in ms from `minMs` to `maxMs` (1 ms: "longer than zero"). @example parseOrThrow(DurationRangeSchema("window", 1, MAX_SPAN_MS), "15m", "window") */
+export const DurationRangeSchema = (what: string, minMs: number, maxMs: number) => v.pipe(
   DurationSchema,
   v.minValue(minMs, minMs <= 1 ? `${what} must be longer than zero` : `${what} must be at least ${minMs} ms`),
   v.maxValue(maxMs, `${what} must be at most ${maxMs} ms`),
@@ -123,13 +128,13 @@ export interface EnqueueOptions {
 
 const EnqueueOptionsSchema = v.pipe(
   v.strictObject({
-    delay: v.optional(Duration("delay", 0, MAX_SPAN_MS)),
+    delay: v.optional(DurationRangeSchema("delay", 0, MAX_SPAN_MS)),
     runAt: v.optional(Timestamp("runAt")),
     expiresAt: v.optional(Timestamp("expiresAt")),
     priority: v.optional(Priority),
     uniqueKey: v.optional(NameSchema),
     limitKey: v.optional(NameSchema),
-    limitWait: v.optional(Duration("limitWait", 0, MAX_SPAN_MS)),
+    limitWait: v.optional(DurationRangeSchema("limitWait", 0, MAX_SPAN_MS)),
     queue: v.optional(NameSchema),
   }),
   v.check((o) => o.delay === undefined || o.runAt === undefined, "give delay or runAt, not both"),
@@ -151,7 +156,7 @@ export const TaskOptionsSchema = v.object({
   queue: v.optional(NameSchema),
   maxAttempts: v.optional(v.pipe(v.number("maxAttempts must be a number"), v.integer("maxAttempts must be an integer"),
     v.minValue(1, "maxAttempts must be at least 1"), v.maxValue(MAX_ATTEMPTS_BOUND, `maxAttempts must be at most ${MAX_ATTEMPTS_BOUND}`))),
-  timeout: v.optional(Duration("timeout", 1, MAX_TIMER_MS)),
+  timeout: v.optional(DurationRangeSchema("timeout", 1, MAX_TIMER_MS)),
   backoff: v.optional(v.custom((x) => typeof x === "function" || (typeof x === "object" && x !== null),
     "backoff must be a function of the attempt or a retry policy object")),
   retryOn: v.optional(Fn("retryOn")),
@@ -195,18 +200,18 @@ export const ScheduleEntrySchema = v.strictObject({
 /** `setLimit` options: positive counts up to MAX_LIMIT_COUNT, a window up to MAX_LIMIT_WINDOW_MS; `null` removes one. */
 export const LimitOptionsSchema = v.pipe(
   v.strictObject({
-    maxStarts: v.optional(v.nullable(Count("maxStarts", MAX_LIMIT_COUNT))),
-    window: v.optional(v.nullable(Duration("window", 1, MAX_LIMIT_WINDOW_MS))),
-    maxRunning: v.optional(v.nullable(Count("maxRunning", MAX_LIMIT_COUNT))),
+    maxStarts: v.optional(v.nullable(CountSchema("maxStarts", MAX_LIMIT_COUNT))),
+    window: v.optional(v.nullable(DurationRangeSchema("window", 1, MAX_LIMIT_WINDOW_MS))),
+    maxRunning: v.optional(v.nullable(CountSchema("maxRunning", MAX_LIMIT_COUNT))),
   }),
   v.check((o) => o.maxStarts !== undefined || o.maxRunning !== undefined || o.window !== undefined, "give maxStarts with window, or maxRunning"),
   v.check((o) => (o.maxStarts == null) === (o.window == null), "maxStarts and window go together"),
 );
 
 const RetentionOptionsSchema = v.strictObject({
-  finished: v.optional(Duration("finished", 0, MAX_SPAN_MS)),
-  failed: v.optional(v.nullable(Duration("failed", 0, MAX_SPAN_MS))),
-  batch: v.optional(Count("batch", MAX_RETENTION_BATCH)),
+  finished: v.optional(DurationRangeSchema("finished", 0, MAX_SPAN_MS)),
+  failed: v.optional(v.nullable(DurationRangeSchema("failed", 0, MAX_SPAN_MS))),
+  batch: v.optional(CountSchema("batch", MAX_RETENTION_BATCH)),
 });
 /** A `retention` option: `false`, an age for succeeded and cancelled jobs, or `{ finished, failed, batch }`; parsed to `false` or the object in ms. */
 export const RetentionSchema = v.union([
@@ -215,16 +220,16 @@ export const RetentionSchema = v.union([
   RetentionOptionsSchema,
 ], "retention must be false, a Duration or { finished, failed, batch }");
 
-const Budget = v.union([v.literal(Infinity), Duration("budget", 1, MAX_TIMER_MS)], "budget must be a Duration (at most 24.8 days) or Infinity");
+const Budget = v.union([v.literal(Infinity), DurationRangeSchema("budget", 1, MAX_TIMER_MS)], "budget must be a Duration (at most 24.8 days) or Infinity");
 
 const RunEntries = {
   db: Db,
   queues: v.optional(Queues),
-  slots: v.optional(Count("slots", MAX_SLOTS)),
-  batchSize: v.optional(Count("batchSize", MAX_BATCH_SIZE)),
+  slots: v.optional(CountSchema("slots", MAX_SLOTS)),
+  batchSize: v.optional(CountSchema("batchSize", MAX_BATCH_SIZE)),
   budget: v.optional(Budget),
-  lease: v.optional(Duration("lease", MIN_LEASE_MS, MAX_LEASE_MS)),
-  heartbeat: v.optional(Duration("heartbeat", MIN_HEARTBEAT_MS, MAX_TIMER_MS)),
+  lease: v.optional(DurationRangeSchema("lease", MIN_LEASE_MS, MAX_LEASE_MS)),
+  heartbeat: v.optional(DurationRangeSchema("heartbeat", MIN_HEARTBEAT_MS, MAX_TIMER_MS)),
   now: v.optional(Fn("now")),
   signal: v.optional(Signal),
   id: v.optional(NameSchema),
@@ -246,15 +251,15 @@ export const WorkerOptionsSchema = v.pipe(
   v.object({
     db: Db,
     queues: v.optional(Queues),
-    slots: v.optional(Count("slots", MAX_SLOTS)),
-    prefetch: v.optional(Count("prefetch", MAX_BATCH_SIZE)),
+    slots: v.optional(CountSchema("slots", MAX_SLOTS)),
+    prefetch: v.optional(CountSchema("prefetch", MAX_BATCH_SIZE)),
     listen: v.optional(v.boolean("listen must be true or false")),
     signal: v.optional(Signal),
     // Room for the ".N" each of its invocations appends.
     id: v.optional(v.pipe(NameSchema, v.maxLength(MAX_NAME_LENGTH - 20, `must be at most ${MAX_NAME_LENGTH - 20} characters`))),
     lease: RunEntries.lease,
-    minPoll: v.optional(Duration("minPoll", 1, MAX_TIMER_MS)),
-    maxPoll: v.optional(Duration("maxPoll", 1, MAX_TIMER_MS)),
+    minPoll: v.optional(DurationRangeSchema("minPoll", 1, MAX_TIMER_MS)),
+    maxPoll: v.optional(DurationRangeSchema("maxPoll", 1, MAX_TIMER_MS)),
     retention: RunEntries.retention,
     now: RunEntries.now,
     onError: v.optional(Fn("onError")),
@@ -277,11 +282,11 @@ export const RoutesOptionsSchema = v.pipe(
     getDb: v.optional(Fn("getDb")),
     secret: v.optional(v.string("secret must be a string")),
     getSecret: v.optional(Fn("getSecret")),
-    budget: v.optional(Duration("budget", 1, MAX_TIMER_MS)),
-    maxBudget: v.optional(Duration("maxBudget", 1, MAX_TIMER_MS)),
+    budget: v.optional(DurationRangeSchema("budget", 1, MAX_TIMER_MS)),
+    maxBudget: v.optional(DurationRangeSchema("maxBudget", 1, MAX_TIMER_MS)),
     run: v.optional(v.object((({ db: _db, queues: _q, slots: _s, batchSize: _b, budget: _u, ...rest }) => rest)(RunEntries))),
     metrics: v.optional(Fn("metrics")),
-    maxBodyBytes: v.optional(Count("maxBodyBytes", MAX_TIMER_MS)),
+    maxBodyBytes: v.optional(CountSchema("maxBodyBytes", MAX_TIMER_MS)),
   }),
   v.check((o) => (o.db === undefined) !== (o.getDb === undefined), "give exactly one of db and getDb"),
   v.check((o) => o.secret !== undefined || o.getSecret !== undefined, "give secret or getSecret"),

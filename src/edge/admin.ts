@@ -4,15 +4,15 @@ import type { Context, Env, Hono } from "hono";
 import { DurationSchema } from "../core/duration.js";
 import { deleteLimit, pauseQueue, resumeQueue, setLimit } from "../control.js";
 import type { Db } from "../db/driver.js";
-import { getJob, listJobs } from "../ops/jobs.js";
+import { getJob, listJobs, MAX_LIST_LIMIT } from "../ops/jobs.js";
 import { listLimits } from "../ops/limits.js";
 import { listQueues } from "../ops/queues.js";
-import { readSchedules } from "../ops/schedules.js";
+import { listSchedules } from "../ops/schedules.js";
 import { listWorkers } from "../ops/workers.js";
 import { parseRequest as parse, RouteProblem } from "./problems.js";
-import { JobIdParam, jsonBody, queryObject } from "./requests.js";
+import { CountParam, JobIdParam, jsonBody, queryObject } from "./requests.js";
 
-const Limit = v.pipe(v.string(), v.regex(/^\d+$/, "limit must be a whole number"), v.transform(Number));
+const Limit = CountParam("limit", MAX_LIST_LIMIT);
 const JobsQuery = v.strictObject({
   status: v.optional(v.string()), queue: v.optional(v.string()), task: v.optional(v.string()), limit: v.optional(Limit),
 });
@@ -59,5 +59,5 @@ export function registerAdminRoutes<E extends Env>(routes: Hono<E>, getDb: (c: C
     const q = parse(WorkersQuery, queryObject(new URL(c.req.url)), "workers query");
     return c.json(await listWorkers(await getDb(c), { since: q.since, all: q.all === "true", limit: q.limit }));
   });
-  routes.get("/schedules", async (c) => c.json(await readSchedules(await getDb(c))));
+  routes.get("/schedules", async (c) => c.json(await listSchedules(await getDb(c))));
 }

@@ -1,10 +1,11 @@
 // How akadze's routes say no: one error class carrying an HTTP status, rendered as JSON.
 import * as v from "valibot";
 import { AkadzeError, DuplicateJob, InvalidInput, postgresErrorOf } from "../core/errors.js";
+import { describeIssues, issueList, type InputIssue } from "../core/validate.js";
 
 /** One problem with a request, as the JSON body of an error response. */
 export interface ProblemBody {
-  error: { code: string; message: string; issues?: { path: string | null; message: string }[]; [more: string]: unknown };
+  error: { code: string; message: string; issues?: InputIssue[]; [more: string]: unknown };
 }
 
 /**
@@ -21,9 +22,7 @@ export class RouteProblem extends AkadzeError {
 export function parseRequest<S extends v.GenericSchema>(schema: S, input: unknown, what: string): v.InferOutput<S> {
   const result = v.safeParse(schema, input);
   if (result.success) return result.output;
-  const issues = result.issues.map((issue) => ({ path: v.getDotPath(issue), message: issue.message }));
-  const summary = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
-  throw new RouteProblem(400, "invalid_request", `Invalid ${what}: ${summary}`, { issues });
+  throw new RouteProblem(400, "invalid_request", `Invalid ${what}: ${describeIssues(result.issues)}`, { issues: issueList(result.issues) });
 }
 
 /** The sentence of every unexpected 500: what went wrong stays in the server log (it may hold SQL and its parameters). */
@@ -41,9 +40,7 @@ export function problemOf(error: unknown): { status: number; body: ProblemBody }
   if (error instanceof DuplicateJob) return { status: 409, body: { error: { code: "duplicate_job", message: error.message } } };
   if (error instanceof InvalidInput) {
     // parseOrThrow keeps valibot's issues as the cause: give them as `issues`, like parseRequest does.
-    const issues = Array.isArray(error.cause)
-      ? error.cause.map((issue: v.BaseIssue<unknown>) => ({ path: v.getDotPath(issue), message: issue.message }))
-      : undefined;
+    const issues = Array.isArray(error.cause) ? issueList(error.cause) : undefined;
     return { status: 400, body: { error: { code: "invalid_request", message: error.message, ...(issues ? { issues } : {}) } } };
   }
   const pg = postgresErrorOf(error);

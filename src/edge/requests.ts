@@ -3,15 +3,14 @@
 import * as v from "valibot";
 import type { Context } from "hono";
 import { DurationSchema } from "../core/duration.js";
-import { MAX_BATCH_SIZE, MAX_SLOTS, MAX_TIMER_MS, NameSchema } from "../core/validate.js";
+import { CountSchema, JobIdSchema, MAX_BATCH_SIZE, MAX_SLOTS, MAX_TIMER_MS, NameSchema } from "../core/validate.js";
 import { RouteProblem } from "./problems.js";
 
-const Count = (what: string, max: number) => v.pipe(
+/** A whole number from 1 to `max`, given as a JSON number or as digits in a query. @example v.optional(CountParam("limit", 1000)) */
+export const CountParam = (what: string, max: number) => v.pipe(
   v.union([v.number(), v.pipe(v.string(), v.regex(/^\d+$/, `${what} must be a whole number`), v.transform(Number))],
     `${what} must be a whole number`),
-  v.integer(`${what} must be a whole number`),
-  v.minValue(1, `${what} must be at least 1`),
-  v.maxValue(max, `${what} must be at most ${max}`),
+  CountSchema(what, max),
 );
 
 const QueueList = v.pipe(
@@ -33,8 +32,8 @@ const Budget = v.pipe(
 /** `POST /work`: which queues, how many jobs at once and in all, and the wall-time budget (ms once parsed). */
 export const WorkRequest = v.strictObject({
   queues: v.optional(QueueList),
-  slots: v.optional(Count("slots", MAX_SLOTS)),
-  batchSize: v.optional(Count("batchSize", MAX_BATCH_SIZE)),
+  slots: v.optional(CountParam("slots", MAX_SLOTS)),
+  batchSize: v.optional(CountParam("batchSize", MAX_BATCH_SIZE)),
   budget: v.optional(Budget),
   /** `false` (or "false" in a query): exactly one batch instead of working the whole budget. */
   drain: v.optional(v.union([v.boolean(), v.pipe(v.picklist(["true", "false"], "drain is true or false"), v.transform((s) => s === "true"))], "drain is true or false")),
@@ -42,13 +41,8 @@ export const WorkRequest = v.strictObject({
 
 export type WorkRequest = v.InferOutput<typeof WorkRequest>;
 
-/** A job id in a path: digits only, so `abc` or `-1` are a 400, not a 404; above 2^53 - 1 too, never rounded. */
-export const JobIdParam = v.pipe(
-  v.string(),
-  v.regex(/^[1-9]\d*$/, "a job id is a positive whole number"),
-  v.transform(Number),
-  v.safeInteger(`a job id is at most ${Number.MAX_SAFE_INTEGER}`),
-);
+/** A job id as text (a path, a query): digits only, so `abc` or `-1` are a 400, not a 404; then the one job id rule (above 2^53 - 1 is refused, never rounded). */
+export const JobIdParam = v.pipe(v.string(), v.regex(/^[1-9]\d*$/, "a job id is a positive whole number"), v.transform(Number), JobIdSchema);
 
 /** The fields of a query string; a repeated key becomes an array (`?queues=a&queues=b`). */
 export function queryObject(url: URL): Record<string, string | string[]> {

@@ -1,9 +1,10 @@
 import * as v from "valibot";
-import { sql } from "drizzle-orm";
 import { JOB_STATES, type JobState } from "../core/states.js";
-import { JobIdSchema as JobId, NameSchema, parseOrThrow } from "../core/validate.js";
+import { CountSchema, JobIdSchema as JobId, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/driver.js";
 import type { ErrorEntry } from "../core/errors.js";
+import { getJobStatement } from "../sql/get-job.js";
+import { listJobsStatement } from "../sql/list-jobs.js";
 
 /** `jobs list` shows this many jobs unless told otherwise. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -53,13 +54,9 @@ const FilterSchema = v.strictObject({
   state: v.optional(v.picklist(JOB_STATES, `state must be one of ${JOB_STATES.join(", ")}`)),
   queue: v.optional(NameSchema),
   task: v.optional(NameSchema),
-  limit: v.optional(v.pipe(v.number(), v.integer("limit must be an integer"), v.minValue(1, "limit must be at least 1"),
-    v.maxValue(MAX_LIST_LIMIT, `limit must be at most ${MAX_LIST_LIMIT}`))),
+  limit: v.optional(CountSchema("limit", MAX_LIST_LIMIT)),
   beforeId: v.optional(v.pipe(v.number(), v.integer("beforeId must be an integer"), v.minValue(1, "beforeId must be at least 1"))),
 });
-
-const SUMMARY_FIELDS = sql`'id', id, 'task', task, 'queue', queue, 'state', state, 'attempt', attempt, 'maxAttempts', max_attempts,
-  'priority', priority, 'runAt', run_at, 'createdAt', created_at, 'finishedAt', finished_at`;
 
 /**
  * The newest jobs first, optionally of one state, queue and task.
@@ -68,14 +65,7 @@ const SUMMARY_FIELDS = sql`'id', id, 'task', task, 'queue', queue, 'state', stat
  */
 export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobSummary[]> {
   const f = parseOrThrow(FilterSchema, filter, "job filter");
-  const where = [sql`true`];
-  if (f.state) where.push(sql`state = ${f.state}`);
-  if (f.queue) where.push(sql`queue = ${f.queue}`);
-  if (f.task) where.push(sql`task = ${f.task}`);
-  if (f.beforeId) where.push(sql`id < ${f.beforeId}`);
-  const rows = await queryJson<JobSummary[] | null>(db, sql`
-    select jsonb_agg(jsonb_build_object(${SUMMARY_FIELDS}) order by id desc) as r
-    from (select * from akadze.jobs where ${sql.join(where, sql` and `)} order by id desc limit ${f.limit ?? DEFAULT_LIST_LIMIT}) j`);
+  const rows = await queryJson<JobSummary[] | null>(db, listJobsStatement({ ...f, limit: f.limit ?? DEFAULT_LIST_LIMIT }));
   return (rows ?? []).map(summaryOf);
 }
 
@@ -85,11 +75,7 @@ export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobSumma
  */
 export async function getJob(db: Db, jobId: number): Promise<JobDetail | null> {
   const id = parseOrThrow(JobId, jobId, "job id");
-  const row = await queryJson<JobDetail | null>(db, sql`
-    select jsonb_build_object(${SUMMARY_FIELDS}, 'args', args, 'result', result, 'errors', errors, 'expiresAt', expires_at,
-      'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'limitWaitMs', limit_wait_ms, 'leaseOwner', lease_owner,
-      'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested) as r
-    from akadze.jobs where id = ${id}`);
+  const row = await queryJson<JobDetail | null>(db, getJobStatement(id));
   if (!row) return null;
   return {
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),

@@ -1,5 +1,6 @@
-import { sql } from "drizzle-orm";
 import { queryJson, type Db } from "../db/driver.js";
+import { listLimitsStatement } from "../sql/list-limits.js";
+import { timestamp } from "../sql/time.js";
 
 /** A limit with its current use. */
 export interface LimitRow {
@@ -14,17 +15,11 @@ export interface LimitRow {
 }
 
 /**
- * Every limit with how much of it is in use.
+ * Every limit with how much of it is in use (at `now`, default the database's clock).
  * @example const [vendor] = (await listLimits(db)).filter((l) => l.key === "vendor");
  */
 export async function listLimits(db: Db, options: { now?: Date } = {}): Promise<LimitRow[]> {
-  const now = sql`${(options.now ?? new Date()).toISOString()}::timestamptz`;
-  const rows = await queryJson<LimitRow[] | null>(db, sql`
-    select jsonb_agg(jsonb_build_object('key', l.key, 'maxStarts', l.max_starts, 'windowMs', l.window_ms, 'maxRunning', l.max_running,
-      'running', (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null),
-      'startsInWindow', case when l.window_ms is null then 0 else (select count(*) from akadze.limit_tokens t
-        where t.key = l.key and t.last_start > ${now} - (l.window_ms::float8 * interval '1 millisecond')) end) order by l.key) as r
-    from akadze.limits l`);
+  const rows = await queryJson<LimitRow[] | null>(db, listLimitsStatement(timestamp(options.now)));
   return (rows ?? []).map((l) => ({
     key: l.key, maxStarts: l.maxStarts, windowMs: l.windowMs === null ? null : Number(l.windowMs), maxRunning: l.maxRunning,
     running: l.running, startsInWindow: l.startsInWindow,

@@ -1,8 +1,8 @@
 // Jobs that wait for something that is not there: a task no running app defines (a typo, or producer and
 // consumer on different versions), or a limitKey no `setLimit` ever configured (it runs unlimited).
 // One statement; the worker and `akadze dev` warn with it, the CLI lists it, the metrics count it.
-import { sql } from "drizzle-orm";
 import { queryJson, type Db } from "../db/driver.js";
+import { findMisfitsStatement } from "../sql/find-misfits.js";
 
 /** Queued jobs of one task the app does not define. */
 export interface UnknownTaskRow { task: string; queue: string; jobs: number }
@@ -16,16 +16,7 @@ export interface Misfits { unknownTasks: UnknownTaskRow[]; unlimitedKeys: Unlimi
  * @example const { unknownTasks } = await findMisfits(db, [...app.tasks.keys()]);
  */
 export async function findMisfits(db: Db, knownTasks: string[]): Promise<Misfits> {
-  const known = `{${knownTasks.map((t) => JSON.stringify(t)).join(",")}}`;
-  return queryJson<Misfits>(db, sql`select jsonb_build_object(
-    'unknownTasks', coalesce((select jsonb_agg(jsonb_build_object('task', task, 'queue', queue, 'jobs', n) order by n desc, task, queue)
-      from (select task, queue, count(*)::int as n from akadze.jobs
-            where state = 'queued' and not (task = any(${known}::text[])) group by task, queue) t), '[]'::jsonb),
-    'unlimitedKeys', coalesce((select jsonb_agg(jsonb_build_object('key', key, 'jobs', n) order by n desc, key)
-      from (select j.limit_key as key, count(*)::int as n from akadze.jobs j
-            where j.state in ('queued', 'running') and j.limit_key is not null
-              and not exists (select 1 from akadze.limits l where l.key = j.limit_key)
-            group by j.limit_key) t), '[]'::jsonb)) as r`);
+  return queryJson<Misfits>(db, findMisfitsStatement(knownTasks));
 }
 
 /**

@@ -1,22 +1,48 @@
-import { sql } from "drizzle-orm";
+import type { App } from "../app/app.js";
 import { queryJson, type Db } from "../db/driver.js";
-import { iso } from "./jobs.js";
+import { listSchedulesStatement, type StoredSchedule } from "../sql/list-schedules.js";
 
-/** A schedule as stored in `akadze.schedules`; columns added later pass through, camelCased. */
-export interface ScheduleRow { name: string; task: string; lastSlot: string | null; seenAt: string; [column: string]: unknown }
-
-const camel = (column: string) => column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+/** A schedule as `schedules list` shows it. @example const stale = (await listSchedules(db, { app })).filter((s: ScheduleInfo) => s.defined === false); */
+export interface ScheduleInfo {
+  name: string;
+  task: string;
+  /** How it fires, when the app defines it: `cron "0 * * * *" Europe/Berlin` or `every 300000 ms`. */
+  schedule: string | null;
+  /** The last slot enqueued (or recorded on first sight); null if no invocation has seen it yet. */
+  lastSlot: Date | null;
+  /** The next slot after `now`, when the app defines it. */
+  nextSlot: Date | null;
+  /** When an invocation last saw the definition (refreshed about once a minute). */
+  seenAt: Date | null;
+  /**
+   * With an app: false for a stored schedule the app no longer defines (stale: it stopped firing);
+   * true otherwise. Null without an app.
+   */
+  defined: boolean | null;
+}
 
 /**
- * The schedules invocations have recorded, read straight from the table so the CLI works with any app
- * (it does not need the app's schedule definitions).
- * @example for (const s of await readSchedules(db)) console.log(s.name, s.lastSlot);
+ * Stored schedules with their last slot; given the app, also the ones it defines that have not run
+ * yet, their next slot, and which stored ones are stale.
+ * @example for (const s of await listSchedules(db, { app })) console.log(s.name, s.lastSlot, s.nextSlot);
  */
-export async function readSchedules(db: Db): Promise<ScheduleRow[]> {
-  const rows = await queryJson<Record<string, unknown>[] | null>(db, sql`select jsonb_agg(to_jsonb(s) order by s.name) as r from akadze.schedules s`);
-  return (rows ?? []).map((row) => {
-    const { name, task, last_slot, seen_at, ...rest } = row;
-    const extra = Object.fromEntries(Object.entries(rest).map(([k, v]) => [camel(k), v]));
-    return { name: String(name), task: String(task), lastSlot: iso(last_slot as string | null), seenAt: iso(seen_at as string)!, ...extra };
+export async function listSchedules(db: Db, options: { app?: App; now?: Date } = {}): Promise<ScheduleInfo[]> {
+  const { app } = options;
+  const now = options.now ?? app?.clock() ?? new Date();
+  const stored = (await queryJson<StoredSchedule[]>(db, listSchedulesStatement())) ?? [];
+  const byName = new Map(stored.map((s) => [s.name, s]));
+  const names = new Set([...byName.keys(), ...(app?.schedules.keys() ?? [])]);
+  return [...names].sort().map((name) => {
+    const row = byName.get(name);
+    const schedule = app?.schedules.get(name);
+    return {
+      name,
+      task: schedule?.task ?? row!.task,
+      schedule: schedule?.describe() ?? null,
+      lastSlot: row?.lastSlot ? new Date(row.lastSlot) : null,
+      nextSlot: schedule?.nextSlot(now) ?? null,
+      seenAt: row ? new Date(row.seenAt) : null,
+      defined: app ? schedule !== undefined : null,
+    };
   });
 }

@@ -1,7 +1,7 @@
-import { sql } from "drizzle-orm";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
 import { queryJson, type Db } from "../db/driver.js";
+import { readThroughputStatement } from "../sql/read-throughput.js";
 
 /** The dashboard's chart shows this window... */
 export const THROUGHPUT_WINDOW = "1h";
@@ -37,15 +37,7 @@ export async function readThroughput(db: Db, options: { now?: Date; window?: Dur
   if (windowMs <= 0) throw new InvalidInput("window must be longer than zero");
   const bucketMs = windowMs / count;
   const since = new Date(now.getTime() - windowMs);
-  // (state, finished_at) is jobs_finished_idx: the count reads only the window's finished rows.
-  const rows = await queryJson<[number, number, number][] | null>(db, sql`
-    select jsonb_agg(jsonb_build_array(b.n, coalesce(x.succeeded, 0), coalesce(x.failed, 0)) order by b.n) as r
-    from generate_series(0, ${count - 1}::int) b(n) left join (
-      select least(floor(extract(epoch from finished_at - ${since.toISOString()}::timestamptz) * 1000 / ${bucketMs}::float8)::int, ${count - 1}::int) as n,
-        count(*) filter (where state = 'succeeded') as succeeded, count(*) filter (where state = 'failed') as failed
-      from akadze.jobs
-      where state in ('succeeded', 'failed') and finished_at > ${since.toISOString()}::timestamptz and finished_at <= ${now.toISOString()}::timestamptz
-      group by 1) x on x.n = b.n`);
+  const rows = await queryJson<[number, number, number][] | null>(db, readThroughputStatement(since, now, count, bucketMs));
   const buckets = (rows ?? []).map(([n, succeeded, failed]) => ({
     start: new Date(since.getTime() + n * bucketMs).toISOString(), succeeded: Number(succeeded), failed: Number(failed),
   }));

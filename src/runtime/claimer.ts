@@ -4,7 +4,7 @@ import type { Transition } from "../app/hooks.js";
 import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/driver.js";
 import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
-import type { SlotReport } from "../sql/schedules.js";
+import type { SlotReport } from "../sql/enqueue-due-slots.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
 import { sendWithTransitions, transitionOf } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";

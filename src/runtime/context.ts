@@ -5,7 +5,7 @@ import { emitTransitions, type Hooks } from "../app/hooks.js";
 import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/driver.js";
 import { isJsonValue } from "../core/json.js";
 import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.js";
-import { keepResultStatement } from "../sql/result.js";
+import { keepResultStatement } from "../sql/keep-result.js";
 import { timestamp } from "../sql/time.js";
 
 /** The job a body is running, with ways to complete it together with the body's own writes. @example const job: CurrentJob = current(); */

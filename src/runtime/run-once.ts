@@ -1,8 +1,10 @@
 import { parseDuration } from "../core/duration.js";
 import { parseRunOptions } from "../core/validate.js";
 import type { App } from "../app/app.js";
-import { resolveRetention, retentionCtes } from "../ops/retention.js";
-import { invocationDoneCte, invocationSeenCte } from "../ops/workers.js";
+import { resolveRetention } from "../core/retention.js";
+import { retentionCtes } from "../sql/retention.js";
+import { invocationDoneCte } from "../sql/mark-invocation-done.js";
+import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";

@@ -2,7 +2,7 @@
 import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/driver.js";
 import type { JobState } from "../core/states.js";
-import type { Retention } from "../ops/retention.js";
+import type { Retention } from "../core/retention.js";
 
 /** Jobs an invocation runs at once unless told. @example runOnce(app, { db, slots: DEFAULT_SLOTS * 2 }) */
 export const DEFAULT_SLOTS = 8;

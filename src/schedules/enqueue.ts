@@ -1,6 +1,6 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
-import { enqueueDueSlotsCtes, slotReport, type SlotOffer, type SlotReport } from "../sql/schedules.js";
+import { enqueueDueSlotsCtes, slotReport, type SlotOffer, type SlotReport } from "../sql/enqueue-due-slots.js";
 
 /**
  * A schedule seen for the first time (no row yet) fires its latest slot only if that slot came due

@@ -23,7 +23,7 @@ import { listLimits } from "../../ops/limits.js";
 import { listQueues } from "../../ops/queues.js";
 import { readThroughput } from "../../ops/throughput.js";
 import { listWorkers } from "../../ops/workers.js";
-import { listSchedules } from "../../schedules/list.js";
+import { listSchedules } from "../../ops/schedules.js";
 import { secretMatches } from "../auth.js";
 import { parseRequest, problemOf, RouteProblem } from "../problems.js";
 import { JobIdParam } from "../requests.js";
@@ -70,7 +70,7 @@ const ListQuery = v.object({
   state: v.optional(v.pipe(Blank, v.union([v.undefined(), v.picklist(JOB_STATES, `state must be one of ${JOB_STATES.join(", ")}`)]))),
   queue: v.optional(Blank),
   task: v.optional(Blank),
-  before: v.optional(v.pipe(Blank, v.union([v.undefined(), v.pipe(v.string(), v.regex(/^[1-9]\d{0,15}$/, "before must be a job id"), v.transform(Number))]))),
+  before: v.optional(v.pipe(Blank, v.union([v.undefined(), JobIdParam]))),
 });
 
 /**

@@ -5,7 +5,7 @@ import type { LimitRow } from "../../ops/limits.js";
 import type { QueueRow } from "../../ops/queues.js";
 import type { Throughput } from "../../ops/throughput.js";
 import type { WorkerRow } from "../../ops/workers.js";
-import type { ScheduleInfo } from "../../schedules/list.js";
+import type { ScheduleInfo } from "../../ops/schedules.js";
 import { Ago, Badge, Layout, Notice, Post, type PageContext } from "./layout.js";
 
 /** Everything the overview shows, read before rendering. */

@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { timestamp } from "./time.js";
 
 /**
  * Stores the value a body returned after completeTx/completeBatch already marked its job `succeeded`.
@@ -8,5 +9,5 @@ import { sql, type SQL } from "drizzle-orm";
 export function keepResultStatement(jobId: number, completedAt: Date, result: unknown): SQL {
   return sql`
     update akadze.jobs set result = ${JSON.stringify(result)}::jsonb
-    where id = ${jobId} and state = 'succeeded' and finished_at = ${completedAt.toISOString()}::timestamptz`;
+    where id = ${jobId} and state = 'succeeded' and finished_at = ${timestamp(completedAt)}`;
 }

@@ -4,15 +4,6 @@ import { sql, type SQL } from "drizzle-orm";
 export interface LimitChange { maxStarts?: number | null; windowMs?: number | null; maxRunning?: number | null }
 
 /**
- * Holds off claims and completions while a limit's slots and tokens are rebuilt, so the rebuild reads
- * a still picture of what is running. Plain reads (`limits list`) are not blocked. Run it first in the
- * same transaction (or neon-http batch) as the statements below.
- */
-export function lockLimitTablesStatement(): SQL {
-  return sql`lock table akadze.limit_slots, akadze.limit_tokens in exclusive mode`;
-}
-
-/**
  * Creates or changes a limit and resizes its `maxStarts` tokens (one per start inside the window).
  * Shrinking keeps the most recent starts, so the new, lower limit already counts them.
  */
@@ -54,41 +45,4 @@ export function setLimitStatement(key: string, change: LimitChange): SQL {
       returning slot
     )
     select (select jsonb_build_object('key', key, 'maxStarts', max_starts, 'windowMs', window_ms, 'maxRunning', max_running) from l) as r`;
-}
-
-/** Empties a key's `maxRunning` slots before `fillLimitSlotsStatement` (two statements: the numbers are reused). */
-export function clearLimitSlotsStatement(key: string): SQL {
-  return sql`delete from akadze.limit_slots where key = ${key}`;
-}
-
-/**
- * Gives every running job of the key a slot (a limit set while jobs run counts them) and adds free
- * slots up to `maxRunning`. After a limit is lowered below the running count the slots outnumber
- * it; the claim only grants the first `maxRunning - occupied` free slots, so the extra ones are inert.
- */
-export function fillLimitSlotsStatement(key: string): SQL {
-  return sql`
-    with l as (select key, max_running from akadze.limits where key = ${key} and max_running is not null),
-    running as (
-      select j.id, row_number() over (order by j.id) as slot
-      from akadze.jobs j where j.limit_key = ${key} and j.state = 'running'
-    ),
-    filled as (
-      insert into akadze.limit_slots (key, slot, job_id)
-      select l.key, r.slot, r.id from l, running r
-      union all
-      select l.key, (select count(*) from running) + g, null
-      from l, generate_series(1, l.max_running - (select count(*) from running)) g
-      returning job_id
-    )
-    select jsonb_build_object('slots', (select count(*) from filled), 'running', (select count(*) from filled where job_id is not null)) as r`;
-}
-
-/** Removes a limit with its slots and tokens; running jobs keep running. */
-export function deleteLimitStatement(key: string): SQL {
-  return sql`
-    with gone as (delete from akadze.limits where key = ${key} returning key),
-    slots as (delete from akadze.limit_slots where key = ${key} returning slot),
-    tokens as (delete from akadze.limit_tokens where key = ${key} returning slot)
-    select to_jsonb(exists (select 1 from gone)) as r`;
 }

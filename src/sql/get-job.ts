@@ -1,0 +1,11 @@
+import { sql, type SQL } from "drizzle-orm";
+import { JOB_SUMMARY_FIELDS } from "./job-fields.js";
+
+/** One job with everything stored about it, as one jsonb object; null for an unknown id. */
+export function getJobStatement(jobId: number): SQL {
+  return sql`
+    select jsonb_build_object(${JOB_SUMMARY_FIELDS}, 'args', args, 'result', result, 'errors', errors, 'expiresAt', expires_at,
+      'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'limitWaitMs', limit_wait_ms, 'leaseOwner', lease_owner,
+      'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested) as r
+    from akadze.jobs where id = ${jobId}`;
+}

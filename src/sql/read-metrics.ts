@@ -1,0 +1,49 @@
+import { sql, type SQL } from "drizzle-orm";
+import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
+import { limitUsage } from "./limit-usage.js";
+import { queueCounts } from "./queue-counts.js";
+import { workerStatus } from "./worker-status.js";
+
+/** What `readMetricsStatement` returns: one array of tuples per family group. */
+export interface MetricsSnapshot {
+  /** [queue, task, state, jobs] */
+  jobs: [string, string, string, number][];
+  /** [queue, paused, oldest due seconds, running, expired leases] */
+  queues: [string, boolean, number, number, number][];
+  /** [queue, task, failed attempts, transition hook failures] recorded since the window's start */
+  errors: [string, string, number, number][];
+  /** [queue, task, state, jobs] finished since the window's start */
+  finished: [string, string, string, number][];
+  /** [key, maxRunning, running, maxStarts, starts in window] */
+  limits: [string, number | null, number, number | null, number][];
+  /** [kind, live] */
+  workers: [string, number][];
+}
+
+const rows = (query: SQL) => sql`coalesce((select jsonb_agg(x.v order by x.v) from (${query}) x), '[]'::jsonb)`;
+
+/** Everything the metrics show, at `now` and over the window since `since`, in one statement (a `MetricsSnapshot`). */
+export function readMetricsStatement(now: SQL, since: SQL): SQL {
+  return sql`select jsonb_build_object(
+    'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs group by queue, task, state`)},
+    'queues', ${rows(sql`
+      select jsonb_build_array(c.queue, c.paused, c.oldest_due_seconds, c.running, c.expired) as v from (${queueCounts(now)}) c`)},
+    'errors', ${rows(sql`
+      -- A hook failure is recorded in the errors but is no failed attempt: the change it saw stood.
+      select jsonb_build_array(j.queue, j.task, count(*) filter (where e->>'kind' <> ${TRANSITION_HOOK_FAILED}),
+        count(*) filter (where e->>'kind' = ${TRANSITION_HOOK_FAILED})) as v
+      from akadze.jobs j cross join lateral jsonb_array_elements(j.errors) e
+      where j.errors <> '[]'::jsonb and (e->>'at')::timestamptz > ${since}
+      group by j.queue, j.task`)},
+    'finished', ${rows(sql`
+      select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs
+      where state in ('succeeded', 'failed', 'cancelled', 'rate_limited') and finished_at > ${since}
+      group by queue, task, state`)},
+    'limits', ${rows(sql`
+      select jsonb_build_array(u.key, u.max_running, u.running, u.max_starts, u.starts_in_window) as v from (${limitUsage(now)}) u`)},
+    'workers', ${rows(sql`
+      select jsonb_build_array(k.kind, (select count(*) from (${workerStatus(now, sql`w.kind = k.kind and w.stopped_at is null`)}) s
+        where s.status = 'live')) as v
+      from (values ('invocation'), ('worker')) k(kind)`)}
+  ) as r`;
+}
