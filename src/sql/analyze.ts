@@ -2,8 +2,8 @@ import { sql, type SQL } from "drizzle-orm";
 
 /**
  * The jobs table's planner statistics lag far behind it: never gathered though it already holds over 256 kB
- * (some 1,000 small jobs), or more than 10,000 rows plus 5 % of it changed since the last ANALYZE, which was
- * not in the last 10 s (smaller lags cost a claim little). A claim planned on such statistics believes a
+ * (some 1,000 small jobs), or (analyzed more than 10 s ago) more than 10,000 rows plus 5 % of it changed since
+ * (smaller lags cost a claim little). A claim planned on such statistics believes a
  * handful of jobs are queued, so it reads and sorts every queued job instead of walking the claim index for
  * the first batch: over a burst of 20,000 jobs that is a third of the database's work, and with many small
  * concurrent claims most of it. Autovacuum fixes it only after its nap (a minute by default) and at 10 % of
@@ -14,8 +14,8 @@ export function statisticsStale(batchSize: number): SQL {
   return sql`(select count(*) from claimed) >= ${batchSize} and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
-                 else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples end
-        and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true))`;
+                 else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end)`;
 }
 
 /** Gathers the jobs table's statistics, unless another session is at it (or vacuuming it) right now. */

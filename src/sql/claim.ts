@@ -83,6 +83,16 @@ function queueCondition(queues: string[] | null): SQL {
   return sql`j.queue in (select jsonb_array_elements_text(${JSON.stringify(queues)}::jsonb))`;
 }
 
+/**
+ * The most rows a claim's scan locks, written into the text: `batchSize` rounded up to a power of two. A
+ * literal limit lets Postgres settle on one generic plan for a prepared claim after a few runs (with a
+ * parameter it plans every claim afresh, as long as the claim runs), and rounding keeps the texts few;
+ * `candidates` then cuts the batch to `batchSize`.
+ */
+function lockLimit(batchSize: number): SQL {
+  return sql.raw(String(2 ** Math.ceil(Math.log2(Math.max(1, batchSize)))));
+}
+
 /** Claim order: higher priority first, then the earliest due, then the oldest. */
 const ORDER = sql`priority desc, run_at, id`;
 
@@ -174,7 +184,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       from akadze.jobs j
       where ${eligible} and ${unlimited}
       order by j.priority desc nulls last, j.run_at, j.id
-      limit ${p.batchSize}
+      limit ${lockLimit(p.batchSize)}
       for update of j skip locked
     ),
     ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
