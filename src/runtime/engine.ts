@@ -10,7 +10,7 @@ import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
 import { Settler } from "./settler.js";
-import { countClaim, countCompleted, emptySummary } from "./summary.js";
+import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
 import { pickStarts, type LocalJob } from "./local-queue.js";
 import { Latch, Wakeup } from "./signal.js";
 
@@ -45,7 +45,7 @@ export interface EngineOptions {
   /** CTEs for claims after the first (a worker's retention, when due). */
   laterClaimExtras?: () => SQL[];
   /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
-  settleAfter: (completedAlone: number) => SQL[];
+  settleAfter: (unreported: number, final: boolean) => SQL[];
   /**
    * Called when nothing is left to run and the last claim found no more: resolve `true` to claim again
    * (a worker waiting for a wake-up or its next poll), `false` to end.
@@ -83,7 +83,7 @@ export class Engine {
   private noTaskFits = false;
   private lookAgain = false;
   private ended = false;
-  private completedAlone = 0;
+  private readonly unreported = new Unreported();
   /** Moving averages that size how many jobs to start ahead of free slots. */
   private readonly pace: Pace;
 
@@ -97,9 +97,9 @@ export class Engine {
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now,
-      after: () => { const alone = this.completedAlone; this.completedAlone = 0; return o.settleAfter(alone); },
+      after: () => this.unreported.take((n) => o.settleAfter(n, this.running === 0 && this.queue.length === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
-      done: (jobs, sent) => { this.summary.lost += sent.length - jobs.length; countCompleted(this.summary, jobs); },
+      done: (jobs, sent) => { this.summary.lost += sent.length - jobs.length; countCompleted(this.summary, jobs); this.unreported.settled(jobs); },
       lost: (outcomes) => { this.summary.lost += outcomes.length; },
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
@@ -273,7 +273,7 @@ export class Engine {
         this.held.delete(job.id);
         if (outcome === null) {
           this.summary.succeeded++;
-          this.completedAlone++;
+          this.unreported.add(1);
         } else this.settler.push(outcome);
       })
       .finally(() => {

@@ -25,11 +25,11 @@ export class Pace {
   ranFor(ms: number): void { this.run = average(this.run, ms); }
   roundTripTook(ms: number): void { this.roundTrip = average(this.roundTrip, ms); }
 
-  /** Jobs to start ahead of free slots: those that would finish within one round trip. */
+  /** Jobs to start ahead of free slots: about as many as the slots finish within one round trip. */
   lookahead(): number {
     if (this.run === null || this.roundTrip === null) return 0;
-    const perSlot = Math.floor(this.roundTrip / Math.max(this.run, 0.01));
-    return Math.min(this.batchSize, this.slots * Math.min(perSlot, MAX_LOOKAHEAD_SLOTS));
+    const perSlot = Math.min(this.roundTrip / Math.max(this.run, 0.01), MAX_LOOKAHEAD_SLOTS);
+    return Math.min(this.batchSize, Math.round(this.slots * perSlot));
   }
 
   /** Leaves what was learned to the app's next invocation. */

@@ -12,6 +12,9 @@ import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type 
 
 export * from "./run-options.js";
 
+/** How often an invocation's settles update its registry row while it works (its last settle always does). */
+const REGISTRY_EVERY_MS = 1000;
+
 /**
  * One serverless invocation: recover expired leases and claim a batch in one statement, run it with `slots`
  * concurrency, claim the next batch before the slots run dry, and complete in bulk, until the budget is
@@ -27,6 +30,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const register = options.register !== false;
   const startedAt = now();
   const queues = options.queues ?? null;
+  let registered: number | null = null;
   const engine = new Engine({
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow: () => timestamp(sqlClock?.() ?? null), deadline: startedAt.getTime() + o.budgetMs, signal: options.signal,
@@ -37,7 +41,12 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
       // With the real clock a process prunes at most every RETENTION_EVERY_MS, so a burst of invocations does not repeat it.
       ...(retention && (sqlClock !== null || Claimer.pruneDue(app)) ? retentionCtes(retention, startedAt) : []),
     ],
-    settleAfter: (alone) => (register ? [invocationDoneCte(id, now(), alone)] : []),
+    // The registry is updated by the first settle, then at most every REGISTRY_EVERY_MS, and by any that may be the last.
+    settleAfter: (unreported, final) => {
+      if (!register || (!final && registered !== null && performance.now() - registered < REGISTRY_EVERY_MS)) return [];
+      registered = performance.now();
+      return [invocationDoneCte(id, now(), unreported)];
+    },
   });
   return engine.run();
 }

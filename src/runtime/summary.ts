@@ -1,4 +1,5 @@
 import type { ClaimResult } from "../sql/claim.js";
+import type { SQL } from "drizzle-orm";
 import type { CompletedJob } from "../sql/complete.js";
 import type { RunSummary } from "./run-options.js";
 
@@ -29,5 +30,29 @@ export function countCompleted(s: RunSummary, done: CompletedJob[]): void {
     if (d.error && (d.to === "failed" || (d.to === "queued" && d.kind !== "snooze"))) {
       s.problems.push({ jobId: d.id, task: d.task, queue: d.queue, attempt: d.attempt, to: d.to as "failed" | "queued", error: d.error });
     }
+  }
+}
+
+/**
+ * Jobs done that no registry update has counted yet (completed alone, or by settles that did not carry the
+ * registry): the next settle that carries it takes them.
+ */
+export class Unreported {
+  private count = 0;
+  private carrying = false;
+
+  add(n: number): void { this.count += n; }
+
+  /** The settle's extra CTEs, given the count; when it carries the registry, the count is its. */
+  take(carry: (count: number) => SQL[]): SQL[] {
+    const ctes = carry(this.count);
+    this.carrying = ctes.length > 0;
+    if (this.carrying) this.count = 0;
+    return ctes;
+  }
+
+  /** Told what the settle did: counted here unless its own registry update counted it. */
+  settled(jobs: CompletedJob[]): void {
+    if (!this.carrying) this.count += jobs.filter((j) => j.kind !== "release").length;
   }
 }
