@@ -2,7 +2,7 @@
 // latency when idle), a nudged invocation, and one cron invocation over a backlog of slower jobs.
 import * as v from "valibot";
 import { createApp, DEFAULT_SLOTS, parseDuration, runOnce, runWorker, type Duration, type RunSummary } from "../src/index.js";
-import { query } from "../src/db/driver.js";
+import { query } from "../src/db/query.js";
 import { sql } from "drizzle-orm";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { enqueueNoops, type Throughput } from "./akadze.js";

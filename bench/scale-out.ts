@@ -3,7 +3,7 @@
 import { sql } from "drizzle-orm";
 import pg from "pg";
 import { createApp, runOnce, type App, type Db, type Task } from "../src/index.js";
-import { query } from "../src/db/driver.js";
+import { query } from "../src/db/query.js";
 import { openAkadze, type AkadzeDriver, type AkadzeTarget } from "./akadze-db.js";
 import { PG_HOST, PG_PORT } from "./databases.js";
 import { cpuSpentMs, snapshotCpu } from "./pg-cpu.js";

@@ -1,6 +1,6 @@
 // What `akadze dev` serves (the example application) and the requests `npm start` sends it.
 import { sql } from "drizzle-orm";
-import { queryJson } from "../src/db/driver.js";
+import { queryJson } from "../src/db/query.js";
 import type { DemoScenario } from "../src/dev/demo.js";
 import { akadzeDashboard } from "../src/edge/dashboard/index.js";
 import { createWeb } from "./app.js";

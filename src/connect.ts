@@ -3,7 +3,7 @@
 import { neon, neonConfig } from "@neondatabase/serverless";
 import { drizzle as drizzleNeonHttp } from "drizzle-orm/neon-http";
 import { AkadzeError, InvalidInput } from "./core/errors.js";
-import type { Db } from "./db/driver.js";
+import type { Db } from "./db/query.js";
 
 /** The environment `connect` reads: Worker bindings, `process.env`, or what `akadze dev` gives the app. */
 export interface ConnectEnv {

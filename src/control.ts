@@ -3,7 +3,7 @@ import { DuplicateJob, InvalidInput, isUniqueKeyViolation, uniqueKeyOfViolation 
 import type { JobState } from "./core/states.js";
 import { JobIdSchema as JobId, LimitOptionsSchema, NameSchema, parseOrThrow } from "./core/validate.js";
 import { runWithTransitions, type Hooks, type Transition } from "./app/hooks.js";
-import { queryJson, runAtomically, type Db } from "./db/driver.js";
+import { queryJson, runAtomically, type Db } from "./db/query.js";
 import type { ChangedJob } from "./sql/changed-job.js";
 import { clearLimitSlotsStatement } from "./sql/clear-limit-slots.js";
 import { deleteLimitStatement } from "./sql/delete-limit.js";

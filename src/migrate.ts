@@ -1,5 +1,5 @@
 import { causeChain } from "./core/errors.js";
-import { query, runAtomically, type Db } from "./db/driver.js";
+import { query, runAtomically, type Db } from "./db/query.js";
 import { appliedMigrationsStatements } from "./sql/applied-migrations.js";
 import { applyMigrationStatements } from "./sql/apply-migration.js";
 import { MIGRATIONS } from "./sql/migrations.generated.js";

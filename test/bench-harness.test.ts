@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { createApp, runOnce } from "../src/index.js";
-import { query } from "../src/db/driver.js";
+import { query } from "../src/db/query.js";
 import { openAkadze, type AkadzeTarget } from "../bench/akadze-db.js";
 import { cpuSpentMs, snapshotCpu } from "../bench/pg-cpu.js";
 import { best, type SweepEntry } from "../bench/sweep.js";

@@ -6,7 +6,7 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import * as v from "valibot";
 import { createApp, migrate, runOnce, type Db } from "../src/index.js";
 import { ADMIN_URL, createTestDatabase, urlFor } from "./support/postgres.js";
-import { queryJson } from "../src/db/driver.js";
+import { queryJson } from "../src/db/query.js";
 import { MIGRATIONS } from "../src/sql/migrations.generated.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { configureNeonForEndpoint, neonHttpDb } from "./support/neon.js";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { Miniflare } from "miniflare";
 import pg from "pg";
-import { queryJson } from "../src/db/driver.js";
+import { queryJson } from "../src/db/query.js";
 import { runDemo } from "../src/dev/demo.js";
 import { startDevServer, type DevServer } from "../src/dev/dev-server.js";
 import { banner, findDashboard } from "../src/dev/command.js";

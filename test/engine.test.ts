@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished }
 import { sql } from "drizzle-orm";
 import { spawn } from "node:child_process";
 import { createApp, runOnce, setLimit } from "../src/index.js";
-import { runWorker } from "../src/runtime/worker.js";
+import { runWorker } from "../src/runtime/run-worker.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { busiestWindow } from "./support/busiest-window.js";

@@ -2,7 +2,7 @@
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
-import { queryJson } from "../src/db/driver.js";
+import { queryJson } from "../src/db/query.js";
 import { claimJobsStatement, type ClaimResult } from "../src/sql/claim.js";
 import { timestamp } from "../src/sql/time.js";
 import { forEachDriver } from "./support/drivers.js";

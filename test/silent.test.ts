@@ -6,7 +6,7 @@ import { drizzle } from "drizzle-orm/pglite";
 import { sql } from "drizzle-orm";
 import { AkadzeError, Snooze, connect, createApp, disconnectAll, InvalidInput, runOnce, setLimit, type Db, type Duration } from "../src/index.js";
 import { akadzeRoutes, nudge, scheduledInvocation } from "../src/edge/hono.js";
-import { isNeonHttp, MIGRATE_HINT, queryJson } from "../src/db/driver.js";
+import { isNeonHttp, MIGRATE_HINT, queryJson } from "../src/db/query.js";
 import { invocationLogLines } from "../src/ops/invocation-log.js";
 import { findMisfits, misfitWarnings } from "../src/ops/misfits.js";
 import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";

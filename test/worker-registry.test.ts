@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createApp, current, runOnce } from "../src/index.js";
 import { listWorkers } from "../src/ops/workers.js";
-import { runWorker } from "../src/runtime/worker.js";
+import { runWorker } from "../src/runtime/run-worker.js";
 import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
 import { waitFor } from "./support/wait-for.js";

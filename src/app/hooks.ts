@@ -1,7 +1,7 @@
 import { TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
 import { cleanText } from "../core/json.js";
 import type { JobState } from "../core/states.js";
-import { isNeonHttp, type Db } from "../db/driver.js";
+import { isNeonHttp, type Db } from "../db/query.js";
 import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
 import type { JobContext } from "./task.js";
 

@@ -4,7 +4,7 @@ import type { BackoffPolicy } from "../core/backoff.js";
 import { isRetryPolicy, resolveRetryPolicy, type RetryPolicy } from "../core/retry-policy.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
-import { queryJson, type BatchItem, type Db } from "../db/driver.js";
+import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
 import {
   assertStorableJson, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,

@@ -1,4 +1,4 @@
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import { CliError, UsageError } from "./errors.js";
 
 /** How the CLI reaches the database: the global options every command shares. */

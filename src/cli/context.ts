@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import { connect, type Connection } from "./connect.js";
 
 /** What every command group gets from the program. */

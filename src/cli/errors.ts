@@ -1,5 +1,5 @@
-import { InvalidInput, postgresErrorOf } from "../core/errors.js";
-import { isMissingSchema, MIGRATE_HINT } from "../db/driver.js";
+import { causeChain, InvalidInput, postgresErrorOf } from "../core/errors.js";
+import { isMissingSchema, MIGRATE_HINT } from "../db/query.js";
 
 /** A failure the CLI reports as one line and exit code 1. */
 export class CliError extends Error {
@@ -29,20 +29,10 @@ const NETWORK_CODES: Record<string, string> = {
   ECONNRESET: "connection reset",
 };
 
-/** The errors an error wraps, outermost first (drizzle wraps driver errors, fetch wraps socket errors). */
-function chain(error: unknown): any[] {
-  const out: any[] = [];
-  for (let e: any = error; e && out.length < 10; e = e.cause) {
-    out.push(e);
-    if (e instanceof AggregateError && e.errors.length > 0 && !e.cause) out.push(...e.errors.slice(0, 1));
-  }
-  return out;
-}
-
 /** The exit code for an error: 2 for bad input, 1 for anything else. */
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CliError) return error.exitCode;
-  if (chain(error).some((e) => e instanceof InvalidInput || e?.name === "InvalidInput")) return 2;
+  if (causeChain(error).some((e) => e instanceof InvalidInput || e?.name === "InvalidInput")) return 2;
   return 1;
 }
 
@@ -51,7 +41,7 @@ export function exitCodeOf(error: unknown): number {
  * missing tables and Postgres errors get their own sentences.
  */
 export function describeError(error: unknown, where?: string): string {
-  const errors = chain(error);
+  const errors = causeChain(error);
   if (isMissingSchema(error)) return MIGRATE_HINT;
   const network = errors.find((e) => typeof e?.code === "string" && e.code in NETWORK_CODES);
   if (network) return `cannot reach the database${where ? ` at ${where}` : ""}: ${NETWORK_CODES[network.code]} (${network.code})`;

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { DEFAULT_RETENTION } from "../core/retention.js";
 import { DEFAULT_SLOTS } from "../runtime/run-once.js";
-import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/worker.js";
+import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/run-worker.js";
 import { describeError } from "./errors.js";
 import { loadApp } from "./load-module.js";
 import type { CliContext } from "./context.js";

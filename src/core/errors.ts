@@ -82,7 +82,11 @@ export class JobTimeout extends AkadzeError {}
  */
 export function causeChain(error: unknown): any[] {
   const chain: any[] = [];
-  for (let e: any = error; e && chain.length < 10; e = e.cause) chain.push(e);
+  for (let e: any = error; e && chain.length < 10; e = e.cause) {
+    chain.push(e);
+    // A failed connection to several addresses is an AggregateError whose first error tells why.
+    if (e instanceof AggregateError && e.errors.length > 0 && !e.cause) chain.push(...e.errors.slice(0, 1));
+  }
   return chain;
 }
 

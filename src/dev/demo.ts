@@ -1,9 +1,10 @@
 // `akadze dev --demo` (`npm start`): send the application's sample requests, show job counts by
 // state live while the cron ticks and nudges run them, and stop with a summary once all are terminal.
-import { sql } from "drizzle-orm";
+import { countJobsByTaskStatement } from "../sql/count-jobs-by-task.js";
+import { readRunOutcomeStatement, type RunOutcome } from "../sql/read-run-outcome.js";
 import Table from "cli-table3";
 import { JOB_STATES, type JobState } from "../core/states.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 
 /** The requests a demo sends, and optional lines about the application's own rows at the end. */
 export interface DemoScenario {
@@ -67,9 +68,7 @@ export async function runDemo(server: DemoServer, scenario: DemoScenario, out: O
 }
 
 async function jobCounts(db: Db): Promise<DemoResult["counts"]> {
-  const rows = await queryJson<{ task: string; state: JobState; n: number }[]>(db, sql`
-    select coalesce(jsonb_agg(jsonb_build_object('task', task, 'state', state, 'n', n) order by task), '[]'::jsonb) as r
-    from (select task, state, count(*)::int as n from akadze.jobs group by task, state) t`);
+  const rows = await queryJson<{ task: string; state: JobState; n: number }[]>(db, countJobsByTaskStatement());
   const counts: DemoResult["counts"] = {};
   for (const { task, state, n } of rows) (counts[task] ??= {})[state] = n;
   return counts;
@@ -87,10 +86,7 @@ function renderCounts(counts: DemoResult["counts"]): string {
 
 async function summary(db: Db, counts: DemoResult["counts"], elapsedMs: number, ticks: number, scenario: DemoScenario): Promise<string> {
   const totals = Object.fromEntries(JOB_STATES.map((s) => [s, Object.values(counts).reduce((n, c) => n + (c[s] ?? 0), 0)]));
-  const failed = await queryJson<{ id: number; task: string; attempt: number; message: string }[]>(db, sql`
-    select coalesce(jsonb_agg(jsonb_build_object('id', id, 'task', task, 'attempt', attempt, 'message', errors->-1->>'message') order by id), '[]'::jsonb) as r
-    from akadze.jobs where state = 'failed'`);
-  const retried = await queryJson<number>(db, sql`select to_jsonb(count(*)) as r from akadze.jobs where jsonb_array_length(errors) > 0 and state = 'succeeded'`);
+  const { failed, retriedThenSucceeded: retried } = await queryJson<RunOutcome>(db, readRunOutcomeStatement());
   const lines = [
     `Done in ${(elapsedMs / 1000).toFixed(1)} s with ${ticks} cron ticks: ${totals.succeeded} succeeded, ${totals.failed} failed, ${totals.cancelled} cancelled.`,
     `${retried} succeeded after a retry; snoozed jobs spent no attempt.`,

@@ -6,7 +6,7 @@ import { neon, neonConfig } from "@neondatabase/serverless";
 import { drizzle } from "drizzle-orm/neon-http";
 import type { ExecutionContext } from "hono";
 import type { App } from "../app/app.js";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import { migrate } from "../migrate.js";
 import type { RunSummary } from "../runtime/run-once.js";
 import { startNeonEndpoint, type NeonEndpoint } from "./neon-endpoint.js";

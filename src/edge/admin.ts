@@ -3,7 +3,7 @@ import * as v from "valibot";
 import type { Context, Env, Hono } from "hono";
 import { DurationSchema } from "../core/duration.js";
 import { deleteLimit, pauseQueue, resumeQueue, setLimit } from "../control.js";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import { getJob, listJobs, MAX_LIST_LIMIT } from "../ops/jobs.js";
 import { listLimits } from "../ops/limits.js";
 import { listQueues } from "../ops/queues.js";

@@ -1,7 +1,7 @@
 // The Cloudflare Workers side of an invocation: a `scheduled` handler around runOnce.
 import type { App } from "../app/app.js";
 import type { Duration } from "../core/duration.js";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { runOnce, type RunOnceOptions, type RunSummary } from "../runtime/run-once.js";
 

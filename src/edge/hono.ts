@@ -15,7 +15,7 @@ import { parseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
 import { parseRoutesOptions } from "../core/validate.js";
 import { requestCancel, requeue } from "../control.js";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import { getJob } from "../ops/jobs.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
 import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";

@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { JOB_STATES, type JobState } from "../core/states.js";
 import { CountSchema, JobIdSchema as JobId, NameSchema, parseOrThrow } from "../core/validate.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import type { ErrorEntry } from "../core/errors.js";
 import { getJobStatement } from "../sql/get-job.js";
 import { listJobsStatement } from "../sql/list-jobs.js";

@@ -1,4 +1,4 @@
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { listLimitsStatement } from "../sql/list-limits.js";
 import { timestamp } from "../sql/time.js";
 

@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
 import { DurationRangeSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { readMetricsStatement, type MetricsSnapshot } from "../sql/read-metrics.js";
 import { timestamp } from "../sql/time.js";
 import { findMisfits, type Misfits } from "./misfits.js";

@@ -1,7 +1,7 @@
 // Jobs that wait for something that is not there: a task no running app defines (a typo, or producer and
 // consumer on different versions), or a limitKey no `setLimit` ever configured (it runs unlimited).
 // One statement; the worker and `akadze dev` warn with it, the CLI lists it, the metrics count it.
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { findMisfitsStatement } from "../sql/find-misfits.js";
 
 /** Queued jobs of one task the app does not define. */

@@ -1,4 +1,4 @@
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { listQueuesStatement } from "../sql/list-queues.js";
 import { timestamp } from "../sql/time.js";
 

@@ -3,7 +3,7 @@ import { DurationSchema, parseDuration, type Duration } from "../core/duration.j
 import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT, RETENTION_BATCH } from "../core/retention.js";
 import { FINISHED_STATES, type FinishedState } from "../core/states.js";
 import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { pruneJobsStatement } from "../sql/prune-jobs.js";
 import { timestamp } from "../sql/time.js";
 

@@ -1,5 +1,5 @@
 import type { App } from "../app/app.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { listSchedulesStatement, type StoredSchedule } from "../sql/list-schedules.js";
 
 /** A schedule as `schedules list` shows it. @example const stale = (await listSchedules(db, { app })).filter((s: ScheduleInfo) => s.defined === false); */

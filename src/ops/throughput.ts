@@ -1,6 +1,6 @@
 import { parseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { readThroughputStatement } from "../sql/read-throughput.js";
 
 /** The dashboard's chart shows this window... */

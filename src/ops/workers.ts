@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { DurationSchema, parseDuration, type Duration } from "../core/duration.js";
 import { CountSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { listWorkersStatement } from "../sql/list-workers.js";
 import type { WorkerKind } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";

@@ -1,7 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
-import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/driver.js";
+import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/query.js";
 import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
 import type { SlotReport } from "../sql/enqueue-due-slots.js";

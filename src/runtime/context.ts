@@ -1,8 +1,8 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { SQL } from "drizzle-orm";
-import { AkadzeError, LeaseLost } from "../core/errors.js";
+import { AkadzeError, causeChain, LeaseLost } from "../core/errors.js";
 import { emitTransitions, type Hooks } from "../app/hooks.js";
-import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/driver.js";
+import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import { isJsonValue } from "../core/json.js";
 import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.js";
 import { keepResultStatement } from "../sql/keep-result.js";
@@ -106,10 +106,8 @@ export class CurrentJob {
 }
 
 function asLeaseLost(error: unknown, jobId: number): unknown {
-  for (let e: any = error; e; e = e.cause) {
-    if (e.code === LEASE_LOST_CODE) return new LeaseLost(`this run no longer owns job ${jobId}; its writes were rolled back`, { cause: error });
-  }
-  return error;
+  return causeChain(error).some((e) => e.code === LEASE_LOST_CODE)
+    ? new LeaseLost(`this run no longer owns job ${jobId}; its writes were rolled back`, { cause: error }) : error;
 }
 
 const storage = new AsyncLocalStorage<CurrentJob>();

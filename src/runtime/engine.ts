@@ -1,7 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import { LeaseLost } from "../core/errors.js";
 import type { App } from "../app/app.js";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
 import { Claimer, type Claim } from "./claimer.js";

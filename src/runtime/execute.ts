@@ -10,7 +10,7 @@ import type { ErrorEntry } from "../core/errors.js";
 import type { Outcome } from "../sql/complete.js";
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import { CurrentJob, withCurrentJob } from "./context.js";
 
 /** Everything one run of one job needs. */

@@ -1,6 +1,6 @@
 import type { SQL } from "drizzle-orm";
 import { Cancel, LeaseLost } from "../core/errors.js";
-import { queryJsonPrepared, type Db } from "../db/driver.js";
+import { queryJsonPrepared, type Db } from "../db/query.js";
 import { heartbeatStatement, type HeldJob } from "../sql/heartbeat.js";
 
 /**

@@ -1,6 +1,6 @@
 // What an invocation is configured with and what it reports: the contract of runOnce, apart from its machinery.
 import type { Duration } from "../core/duration.js";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import type { JobState } from "../core/states.js";
 import type { Retention } from "../core/retention.js";
 

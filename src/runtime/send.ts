@@ -1,5 +1,5 @@
 import { runWithTransitions, type Hooks, type Transition } from "../app/hooks.js";
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 
 /**
  * The engine's statements (claims, settles) with the transition hooks: `runWithTransitions` with hook

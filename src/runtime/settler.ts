@@ -1,6 +1,7 @@
+import { causeChain } from "../core/errors.js";
 import type { SQL } from "drizzle-orm";
 import type { Hooks, Transition } from "../app/hooks.js";
-import { isNeonHttp, queryJsonPrepared, type Db } from "../db/driver.js";
+import { isNeonHttp, queryJsonPrepared, type Db } from "../db/query.js";
 import { settleStatement, type CompletedJob, type Outcome, type SettleResult, type StartRequest } from "../sql/complete.js";
 import type { StartResult } from "../sql/start.js";
 import { sendWithTransitions, transitionOf } from "./send.js";
@@ -159,14 +160,11 @@ export class Settler {
  * constraint (23xxx), a program limit (54xxx), or an HTTP body over Neon's caps (413, 507).
  */
 function refusedData(error: unknown): boolean {
-  for (let e: any = error; e; e = e.cause) {
-    if (typeof e.code === "string" && /^(22|23|54)/.test(e.code)) return true;
-    if (/HTTP status (413|507)/.test(String(e.message))) return true;
-  }
-  return false;
+  return causeChain(error).some((e) => (typeof e.code === "string" && /^(22|23|54)/.test(e.code)) || /HTTP status (413|507)/.test(String(e.message)));
 }
 
 function messageOf(error: unknown): string {
-  for (let e: any = error; e; e = e.cause) if (typeof e.message === "string" && e.code) return e.message;
+  const coded = causeChain(error).find((e) => typeof e.message === "string" && e.code);
+  if (coded) return coded.message;
   try { return String((error as any)?.message ?? error); } catch { return "unknown error"; }
 }

@@ -1,4 +1,4 @@
-import type { Db } from "../db/driver.js";
+import type { Db } from "../db/query.js";
 import { JOBS_CHANNEL } from "../sql/enqueue.js";
 import { Wakeup } from "./signal.js";
 

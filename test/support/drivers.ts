@@ -6,7 +6,7 @@ import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { PGlite } from "@electric-sql/pglite";
 import { migrate } from "../../src/migrate.js";
-import { queryJson, type Db } from "../../src/db/driver.js";
+import { queryJson, type Db } from "../../src/db/query.js";
 import { startNeonEndpoint, type NeonEndpoint } from "../../src/dev/neon-endpoint.js";
 import { configureNeonForEndpoint, neonHttpDb, neonServerlessDb } from "./neon.js";
 import { createTestDatabase } from "./postgres.js";

@@ -17,7 +17,7 @@ import type { App } from "../../app/app.js";
 import { parseDuration, type Duration } from "../../core/duration.js";
 import { JOB_STATES } from "../../core/states.js";
 import { pauseQueue, requestCancel, requeue, resumeQueue } from "../../control.js";
-import type { Db } from "../../db/driver.js";
+import type { Db } from "../../db/query.js";
 import { getJob, listJobs } from "../../ops/jobs.js";
 import { listLimits } from "../../ops/limits.js";
 import { listQueues } from "../../ops/queues.js";

@@ -1,7 +1,7 @@
 import { entityKind, type SQL } from "drizzle-orm";
 import type { BatchItem as DrizzleBatchItem } from "drizzle-orm/batch";
 import type { PgDatabase } from "drizzle-orm/pg-core";
-import { AkadzeError } from "../core/errors.js";
+import { AkadzeError, causeChain } from "../core/errors.js";
 
 /** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. @example const db: Db = drizzle(pool); */
 export type Db = PgDatabase<any, any, any>;
@@ -41,10 +41,7 @@ export const MIGRATE_HINT = "akadze's tables are missing in this database: run `
  * or the akadze schema does not exist (SQLSTATE 42P01 / 3F000).
  */
 export function isMissingSchema(error: unknown): boolean {
-  for (let e: any = error, depth = 0; e && depth < 10; e = e.cause, depth++) {
-    if ((e.code === "42P01" || e.code === "3F000") && /akadze/.test(String(e.message))) return true;
-  }
-  return false;
+  return causeChain(error).some((e) => (e.code === "42P01" || e.code === "3F000") && /akadze/.test(String(e.message)));
 }
 
 /** Runs one statement and returns its rows; a database that was never migrated gets MIGRATE_HINT. */

@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { parseWorkerOptions } from "../core/validate.js";
 import type { App } from "../app/app.js";
-import { queryJson, type Db } from "../db/driver.js";
+import { queryJson, type Db } from "../db/query.js";
 import { WORKER_SEEN_INTERVAL, workerStatements } from "../sql/report-worker.js";
 import { resolveRetention, type Retention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
