@@ -24,6 +24,14 @@ forEachDriver((h, driver) => {
       unique_key: "u1", limit_key: "vendor", state: "queued" });
   });
 
+  it("without a test clock, a delay counts from the database's clock, not the host's", async () => {
+    const app = createApp();
+    const task = app.task("later", async () => {});
+    const [id] = await task.using(h().db, { delay: "1h" }).enqueueMany([{}]);
+    const [row] = await h().rows(`select (extract(epoch from run_at - created_at) * 1000)::float8 as ms from akadze.jobs where id = ${id}`);
+    expect(row.ms).toBe(3_600_000); // both stamped by the same statement's now()
+  });
+
   it("enqueueMany inserts every job in one statement and returns their ids in order", async () => {
     const { task } = mail();
     const ids = await task.using(h().db).enqueueMany([{ userId: 1 }, { userId: 2 }, { userId: 3 }]);

@@ -37,7 +37,7 @@ export class App {
     if (this.tasks.has(name)) throw new InvalidInput(`task ${name} is already registered`);
     const definition = defineTask(name, options as TaskOptions<S>, handler);
     this.tasks.set(name, definition);
-    return new Task<S>(definition, this.clock);
+    return new Task<S>(definition, this.sqlClock);
   }
 
   /** Registers a plain function as a task (for factories and legacy code). @example app.register("legacy.fn", plainFunction, { queue: "legacy" }); */
@@ -67,7 +67,7 @@ export class App {
     const schedule = defineSchedule(name, definition, { cron, every, timezone });
     this.tasks.set(name, definition);
     this.schedules.set(name, schedule);
-    return new Task<S>(definition, this.clock);
+    return new Task<S>(definition, this.sqlClock);
   }
 
   /**
@@ -83,7 +83,7 @@ export class App {
   taskByName(name: string): Task {
     const definition = this.tasks.get(name);
     if (!definition) throw new InvalidInput(`unknown task ${JSON.stringify(name)}`);
-    return new Task(definition, this.clock);
+    return new Task(definition, this.sqlClock);
   }
 }
 

@@ -132,14 +132,15 @@ export interface Enqueuer<S extends ArgsSchema> {
  * @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 });
  */
 export class Task<S extends ArgsSchema = ArgsSchema> {
-  constructor(readonly definition: TaskDefinition, private readonly clock: () => Date) {}
+  /** `clock`: the app's test clock, or null: a delay then counts from the database's `now()`, not this host's. */
+  constructor(readonly definition: TaskDefinition, private readonly clock: (() => Date) | null) {}
 
   /** The task's registered name. @example sendMail.name // "mail.send" */
   get name(): string { return this.definition.name; }
 
   /** Binds enqueueing to `db` (a database or a transaction) and options. @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 }); */
   using(db: Db, options?: EnqueueOptions): Enqueuer<S> {
-    const statementFor = (list: unknown[]) => insertJobsStatement(buildJobBatch(this.definition, list, options, this.clock()), list.map((a) => a ?? {}));
+    const statementFor = (list: unknown[]) => insertJobsStatement(buildJobBatch(this.definition, list, options, this.clock?.() ?? null), list.map((a) => a ?? {}));
     return {
       enqueue: async (args) => (await insertRows(db, statementFor([args]), options?.uniqueKey))[0],
       enqueueMany: async (args) => {
@@ -152,8 +153,11 @@ export class Task<S extends ArgsSchema = ArgsSchema> {
   }
 }
 
-/** Validates the options and every args; throws InvalidInput before anything is written. */
-export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date): JobBatch {
+/**
+ * Validates the options and every args; throws InvalidInput before anything is written. `now` is a test
+ * clock, or null: the statement then adds the delay to the database's clock.
+ */
+export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date | null): JobBatch {
   const parsed = parseEnqueueOptions(options);
   if (parsed.uniqueKey !== undefined && list.length > 1) {
     // Every job of one call shares its options: the second job would clash with the first, not with an earlier one.
@@ -164,9 +168,11 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
     parseOrThrow(task.schema, args, `args for task ${task.name}`);
     assertStorableJson(args ?? {}, list.length === 1 ? "args" : `args[${i}]`, `args for task ${task.name}`);
   });
-  const runAt = parsed.runAt ?? new Date(now.getTime() + (parsed.delay ?? 0));
-  if (!inTimestampRange(runAt.getTime())) {
-    throw new InvalidInput(`Invalid enqueue options: the run time (the clock's now plus delay) must lie between 1970 and 9999; got ${runAt.getTime()} ms`);
+  const delayMs = parsed.delay ?? 0;
+  const runAt = parsed.runAt ?? (now === null ? null : new Date(now.getTime() + delayMs));
+  const runAtMs = runAt?.getTime() ?? Date.now() + delayMs;
+  if (!inTimestampRange(runAtMs)) {
+    throw new InvalidInput(`Invalid enqueue options: the run time (the clock's now plus delay) must lie between 1970 and 9999; got ${runAtMs} ms`);
   }
   return {
     task: task.name,
@@ -174,6 +180,7 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
     priority: parsed.priority ?? task.priority,
     maxAttempts: task.maxAttempts,
     runAt,
+    delayMs,
     expiresAt: parsed.expiresAt ?? null,
     uniqueKey: parsed.uniqueKey ?? null,
     limitKey: parsed.limitKey ?? null,

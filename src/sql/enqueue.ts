@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { timestamp } from "./time.js";
+import { msInterval, timestamp } from "./time.js";
 
 /** The channel enqueues notify (in their own transaction), so listening workers wake at once. */
 export const JOBS_CHANNEL = "akadze_jobs";
@@ -10,7 +10,9 @@ export interface JobBatch {
   queue: string;
   priority: number;
   maxAttempts: number;
-  runAt: Date;
+  /** When the jobs are due; null: `delayMs` after the database's `now()`. */
+  runAt: Date | null;
+  delayMs: number;
   expiresAt: Date | null;
   uniqueKey: string | null;
   limitKey: string | null;
@@ -28,7 +30,7 @@ export function insertJobsStatement(batch: JobBatch, args: unknown[]): SQL {
       insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, created_at)
       select ${batch.task}::text, ${batch.queue}::text, a.args, ${batch.priority}::smallint, ${batch.maxAttempts}::int,
         -- expires_at is not timestamp(): no expiry must stay null, where timestamp(null) means now().
-        ${timestamp(batch.runAt)}, ${batch.expiresAt?.toISOString() ?? null}::timestamptz,
+        ${batch.runAt !== null ? timestamp(batch.runAt) : batch.delayMs === 0 ? sql`now()` : sql`now() + ${msInterval(sql`${batch.delayMs}`)}`}, ${batch.expiresAt?.toISOString() ?? null}::timestamptz,
         ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, now()
       from jsonb_array_elements(${JSON.stringify(args)}::jsonb) with ordinality as a(args, ord)
       order by a.ord
