@@ -45,8 +45,12 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
  * only leaves limited jobs for the next claim, which reports the truth), and when retention last ran.
  */
 const hints = new WeakMap<App, { limits: boolean; prunedAt: number }>();
-/** Apps with an ANALYZE of the jobs table in flight from this process (one at a time is enough). */
-const analyzing = new WeakSet<App>();
+/**
+ * When this process last started an ANALYZE of the jobs table for an app: at most one a minute, so a role
+ * that may not analyze (Postgres skips it with a warning) does not add a statement to every full claim.
+ */
+const analyzedAt = new WeakMap<App, number>();
+const ANALYZE_EVERY_MS = 60_000;
 
 /** How often one process lets an invocation's first claim carry retention. */
 export const RETENTION_EVERY_MS = 10_000;
@@ -122,9 +126,10 @@ export class Claimer {
 
   /** Refreshes the jobs table's statistics beside the claims (its failure only leaves them stale). */
   private analyze(): void {
-    if (analyzing.has(this.o.app)) return;
-    analyzing.add(this.o.app);
+    const last = analyzedAt.get(this.o.app);
+    if (last !== undefined && Date.now() - last < ANALYZE_EVERY_MS) return;
+    analyzedAt.set(this.o.app, Date.now());
     this.o.count();
-    this.analysis = query(this.o.db, analyzeJobsStatement()).then(() => {}, () => {}).finally(() => { analyzing.delete(this.o.app); });
+    this.analysis = query(this.o.db, analyzeJobsStatement()).then(() => {}, () => {});
   }
 }
