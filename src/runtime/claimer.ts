@@ -4,7 +4,6 @@ import type { Transition } from "../app/hooks.js";
 import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/query.js";
 import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
-import type { SlotReport } from "../sql/enqueue-due-slots.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
 import { sendWithTransitions, transitionOf } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
@@ -35,36 +34,43 @@ export interface ClaimerOptions {
 export interface Claim extends ClaimResult { noTaskFits: boolean }
 
 /**
- * Claims batches for one invocation: picks the tasks whose timeout fits the remaining budget, carries the
- * schedules that came due (each slot once per process), extra CTEs on request, and the limit CTEs only
- * while some limit exists (each claim reports whether one does).
- */
-/**
  * What a process learned about the database from its last claims, shared by the invocations of one app:
  * whether any limit exists (a claim without the limit CTEs never takes a limited job, so a stale `false`
- * only leaves limited jobs for the next claim, which reports the truth), and when retention last ran.
+ * only leaves limited jobs for the next claim, which reports the truth), and when it last let a claim carry
+ * retention and last started an ANALYZE of the jobs table.
  */
-const hints = new WeakMap<App, { limits: boolean; prunedAt: number }>();
-/**
- * When this process last started an ANALYZE of the jobs table for an app: at most one a minute, so a role
- * that may not analyze (Postgres skips it with a warning) does not add a statement to every full claim.
- */
-const analyzedAt = new WeakMap<App, number>();
-const ANALYZE_EVERY_MS = 60_000;
+interface ProcessHints { limits: boolean; prunedAt: number; analyzedAt: number }
+const hints = new WeakMap<App, ProcessHints>();
+
+function hintsOf(app: App): ProcessHints {
+  let h = hints.get(app);
+  if (!h) hints.set(app, (h = { limits: true, prunedAt: -Infinity, analyzedAt: -Infinity }));
+  return h;
+}
+
+/** Whether `app`'s `at` hint is at least `everyMs` old (on the real clock); if so it is moved to now. */
+function dueEvery(app: App, at: "prunedAt" | "analyzedAt", everyMs: number): boolean {
+  const h = hintsOf(app);
+  if (Date.now() - h[at] < everyMs) return false;
+  h[at] = Date.now();
+  return true;
+}
 
 /** How often one process lets an invocation's first claim carry retention. */
 export const RETENTION_EVERY_MS = 10_000;
+/** How often one process may start an ANALYZE of the jobs table: a role that may not analyze (Postgres skips it with a warning) then adds no statement to every full claim. */
+const ANALYZE_EVERY_MS = 60_000;
 
+/**
+ * Claims batches for one invocation: picks the tasks whose timeout fits the remaining budget, carries the
+ * schedules that came due (each slot once per process), extra CTEs on request, the limit CTEs only while
+ * some limit exists (each claim reports whether one does), and starts an ANALYZE when a claim reports the
+ * planner's statistics stale.
+ */
 export class Claimer {
-  private get limits(): boolean { return hints.get(this.o.app)?.limits ?? true; }
-  private set limits(value: boolean) { hints.set(this.o.app, { prunedAt: hints.get(this.o.app)?.prunedAt ?? 0, ...hints.get(this.o.app), limits: value }); }
-
   /** Whether this claim should carry retention: at most once per RETENTION_EVERY_MS per app in this process. */
   static pruneDue(app: App): boolean {
-    const h = hints.get(app) ?? { limits: true, prunedAt: 0 };
-    if (Date.now() - h.prunedAt < RETENTION_EVERY_MS) return false;
-    hints.set(app, { ...h, prunedAt: Date.now() });
-    return true;
+    return dueEvery(app, "prunedAt", RETENTION_EVERY_MS);
   }
   private readonly schedules: ScheduleSlots;
   /** The ANALYZE this claimer started, if any: the invocation waits for it before it returns. */
@@ -98,12 +104,12 @@ export class Claimer {
     const { fit, tooLong } = this.fittingTasks();
     this.tooLongForBudget ??= tooLong;
     if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: this.limits, noTaskFits: true };
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: hintsOf(this.o.app).limits, noTaskFits: true };
     }
     const schedules = this.schedules.forClaim(this.o.now(), this.o.sqlNow());
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: this.limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
+      queues: this.o.queues, limits: hintsOf(this.o.app).limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
       extra: [...extra, ...schedules.extra],
       report: { ...schedules.report, stale: statisticsStale(batchSize) },
     });
@@ -112,10 +118,10 @@ export class Claimer {
       ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
       ...r.claimed.map((j): Transition => ({ jobId: Number(j.id), task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);
-    schedules.answered((result as ClaimResult & { schedules?: SlotReport }).schedules);
-    this.limits = result.limits;
+    schedules.answered(result.schedules);
+    hintsOf(this.o.app).limits = result.limits;
     result.claimed = result.claimed.map((j) => ({ ...j, id: Number(j.id) }));
-    if ((result as { stale?: boolean }).stale) this.analyze();
+    if (result.stale) this.analyze();
     return { ...result, noTaskFits: false };
   }
 
@@ -126,9 +132,7 @@ export class Claimer {
 
   /** Refreshes the jobs table's statistics beside the claims (its failure only leaves them stale). */
   private analyze(): void {
-    const last = analyzedAt.get(this.o.app);
-    if (last !== undefined && Date.now() - last < ANALYZE_EVERY_MS) return;
-    analyzedAt.set(this.o.app, Date.now());
+    if (!dueEvery(this.o.app, "analyzedAt", ANALYZE_EVERY_MS)) return;
     this.o.count();
     this.analysis = query(this.o.db, analyzeJobsStatement()).then(() => {}, () => {});
   }

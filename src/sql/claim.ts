@@ -3,6 +3,7 @@ import { recoverExpiredLeasesCtes } from "./recover.js";
 import { tokenFree } from "./start.js";
 import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
 import { msInterval, mustStop } from "./time.js";
+import type { SlotReport } from "./enqueue-due-slots.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
 
@@ -74,6 +75,10 @@ export interface ClaimResult {
   limits: boolean;
   /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
   scheduled?: number;
+  /** What the schedules' CTEs found due, on the statement's clock (`slotReport`), when they rode along. */
+  schedules?: SlotReport;
+  /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */
+  stale?: boolean;
 }
 
 /** One queue is an equality, so the planner can walk jobs_claim_idx (queue first) in claim order. */
