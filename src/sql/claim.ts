@@ -139,7 +139,7 @@ function limitedCandidatesCtes(p: ClaimParams, eligible: SQL, stop: SQL): SQL[] 
  * `oversized`: candidates this claim leaves out for their size (`alone`: too large for any claim), and
  * `too_large`, which fails the latter with a sentence naming the cap. Without `maxBytes` both are empty.
  */
-function sizedCtes(p: ClaimParams, _id: SQL): SQL {
+function sizedCtes(p: ClaimParams): SQL {
   if (p.maxBytes == null) {
     return sql`oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`;
@@ -198,7 +198,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       order by ${ORDER}
       limit ${p.batchSize}
     ),
-    ${sizedCtes(p, sql`c.id`)},
+    ${sizedCtes(p)},
     due as (
       select c.id, c.limited, row_number() over (order by c.limited, ${ORDER}) <= ${p.startCount} and not c.limited as start
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
@@ -227,7 +227,6 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       'tooLarge', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'failed')) from too_large), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
-      'freed', (select count(*) from recover_freed),
       'limits', exists (select 1 from akadze.limits)${sql.join(report, sql``)}
     ) as r`;
 }

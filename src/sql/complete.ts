@@ -77,13 +77,13 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       where j.id = o.id and j.state = 'running' and j.lease_owner = ${owner}
       returning j.id, j.task, j.queue, j.attempt, j.state, o.kind, o.error
     ),
-    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
+    -- (A data-modifying CTE runs to completion whether or not the result reads it.)
+    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id)
     ${sql.join(ctes, sql` `)}
     select json_build_object(
       'done', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state, 'kind', kind,
         'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end))
         from done), '[]'::json),
-      'freed', (select count(*) from freed),
       'start', ${starts.length > 0 ? startReport() : sql`null::json`}) as r`;
 }

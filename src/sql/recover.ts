@@ -28,7 +28,7 @@ export function recoverExpiredLeasesCtes(now: SQL): SQL[] {
       returning j.id, j.task, j.queue, j.attempt, j.state
     )`,
     sql`recover_freed as (
-      update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id returning s.key
+      update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
     )`,
   ];
 }
