@@ -80,6 +80,21 @@ forEachDriver((h) => {
     expect((await t.request("/akadze/ui/jobs?state=done")).status).toBe(400);
   });
 
+  it("a requeue or cancel from the dashboard reaches the app's transition hooks, as from the routes", async () => {
+    const t = setup(h);
+    const seen: string[] = [];
+    t.app.hooks.onTransition((tr) => { if (tr.from !== "queued" || tr.to !== "running") seen.push(`${tr.jobId} ${tr.from}->${tr.to}`); });
+    const id = await t.broken.using(h().db).enqueue({});
+    const queuedId = await t.ok.using(h().db, { delay: "1h" }).enqueue({});
+    await t.run();
+    seen.length = 0;
+    await t.signIn();
+    const token = await t.csrf();
+    expect((await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form({ _csrf: token }))).status).toBe(303);
+    expect((await t.request(`/akadze/ui/jobs/${queuedId}/cancel`, t.form({ _csrf: token }))).status).toBe(303);
+    expect(seen).toEqual([`${id} failed->queued`, `${queuedId} queued->cancelled`]);
+  });
+
   it("a job page shows args, attempts and the error history; requeue and cancel change the job", async () => {
     const t = setup(h);
     const id = await t.broken.using(h().db).enqueue({});

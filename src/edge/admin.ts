@@ -8,6 +8,7 @@ import { getJob, listJobs, MAX_LIST_LIMIT } from "../ops/jobs.js";
 import { listLimits } from "../ops/limits.js";
 import { listQueues } from "../ops/queues.js";
 import { listSchedules } from "../ops/schedules.js";
+import type { App } from "../app/app.js";
 import { listWorkers } from "../ops/workers.js";
 import { parseRequest as parse, RouteProblem } from "./problems.js";
 import { CountParam, JobIdParam, jsonBody, queryObject } from "./requests.js";
@@ -21,10 +22,11 @@ const WorkersQuery = v.strictObject({ since: v.optional(DurationSchema), all: v.
 /**
  * Adds `GET /jobs`, `GET /jobs/:id`, `GET /queues`, `POST /queues/:name/pause|resume`, `GET /limits`,
  * `PUT /limits/:key` (JSON `{ maxStarts, window, maxRunning }`), `DELETE /limits/:key`, `GET /workers` and
- * `GET /schedules` to akadze's routes. Invalid input is a 400 from the same validation the CLI uses.
- * @example registerAdminRoutes(routes, () => db);
+ * `GET /schedules` to akadze's routes. Invalid input is a 400 from the same validation the CLI uses. With the
+ * app, schedules are listed with their definitions and next slots, as the dashboard shows them.
+ * @example registerAdminRoutes(routes, () => db, app);
  */
-export function registerAdminRoutes<E extends Env>(routes: Hono<E>, getDb: (c: Context<E>) => Db | Promise<Db>): void {
+export function registerAdminRoutes<E extends Env>(routes: Hono<E>, getDb: (c: Context<E>) => Db | Promise<Db>, app?: App): void {
   routes.get("/jobs", async (c) => {
     const q = parse(JobsQuery, queryObject(new URL(c.req.url)), "jobs query");
     return c.json(await listJobs(await getDb(c), { state: q.status as never, queue: q.queue, task: q.task, limit: q.limit }));
@@ -59,5 +61,5 @@ export function registerAdminRoutes<E extends Env>(routes: Hono<E>, getDb: (c: C
     const q = parse(WorkersQuery, queryObject(new URL(c.req.url)), "workers query");
     return c.json(await listWorkers(await getDb(c), { since: q.since, all: q.all === "true", limit: q.limit }));
   });
-  routes.get("/schedules", async (c) => c.json(await listSchedules(await getDb(c))));
+  routes.get("/schedules", async (c) => c.json(await listSchedules(await getDb(c), { app })));
 }

@@ -14,9 +14,7 @@ import type { App } from "../app/app.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
 import { parseRoutesOptions } from "../core/validate.js";
-import { requestCancel, requeue } from "../control.js";
 import type { Db } from "../db/query.js";
-import { getJob } from "../ops/jobs.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
 import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { bearerToken, secretMatches } from "./auth.js";
@@ -24,6 +22,7 @@ import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
 import { parseRequest, problemOf, RouteProblem } from "./problems.js";
 import { JobIdParam, jsonBody, queryObject, WorkRequest } from "./requests.js";
 import { registerAdminRoutes } from "./admin.js";
+import { controlJob } from "./job-control.js";
 import type { Dashboard } from "./dashboard/index.js";
 
 /** Where `akadzeRoutes` gets its database, secret and limits. */
@@ -130,31 +129,22 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
 
   routes.post("/jobs/:id/cancel", async (c) => {
     const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
-    const db = await getDb(c);
-    if (!(await requestCancel(db, id, app))) await refuseInactive(db, id, "only a queued or running job can be cancelled");
+    await controlJob(await getDb(c), app, "cancel", id);
     return c.json({ id, cancelRequested: true });
   });
 
   routes.post("/jobs/:id/requeue", async (c) => {
     const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
-    const db = await getDb(c);
-    if (!(await requeue(db, id, app))) await refuseInactive(db, id, "only a failed job can be requeued");
+    await controlJob(await getDb(c), app, "requeue", id);
     return c.json({ id, state: "queued" });
   });
 
-  registerAdminRoutes(routes, getDb);
+  registerAdminRoutes(routes, getDb, app);
 
   // Mounted sub-apps fall through to the parent's notFound (plain text); keep akadze's answers JSON.
   routes.all("*", (c) => { throw new RouteProblem(404, "not_found", `no akadze route ${c.req.method} ${new URL(c.req.url).pathname}`); });
 
   return routes;
-}
-
-/** After a control operation changed nothing: 404 if the job does not exist, else 409 with its state. */
-async function refuseInactive(db: Db, id: number, rule: string): Promise<never> {
-  const job = await getJob(db, id);
-  if (!job) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
-  throw new RouteProblem(409, "conflict", `job ${id} is ${job.state}; ${rule}`, { state: job.state });
 }
 
 export { nudge, NUDGE_BUDGET, type NudgeOptions } from "./nudge.js";

@@ -16,7 +16,7 @@ import * as v from "valibot";
 import type { App } from "../../app/app.js";
 import { parseDuration, type Duration } from "../../core/duration.js";
 import { JOB_STATES } from "../../core/states.js";
-import { pauseQueue, requestCancel, requeue, resumeQueue } from "../../control.js";
+import { pauseQueue, resumeQueue } from "../../control.js";
 import type { Db } from "../../db/query.js";
 import { getJob, listJobs } from "../../ops/jobs.js";
 import { listLimits } from "../../ops/limits.js";
@@ -26,6 +26,7 @@ import { listWorkers } from "../../ops/workers.js";
 import { listSchedules } from "../../ops/schedules.js";
 import { secretMatches } from "../auth.js";
 import { parseRequest, problemOf, RouteProblem } from "../problems.js";
+import { controlJob } from "../job-control.js";
 import { JobIdParam } from "../requests.js";
 import { JobPage, JobsPage } from "./jobs.js";
 import { LoginPage, ProblemPage, type PageContext } from "./layout.js";
@@ -155,17 +156,10 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
     }));
 
     // The same control functions as `akadze jobs requeue|cancel` and `akadze queues pause|resume`.
-    for (const [name, operation, done, rule] of [
-      ["requeue", requeue, "requeued", "only a failed job can be requeued"],
-      ["cancel", requestCancel, "cancelled", "only a queued or running job can be cancelled"],
-    ] as const) {
+    for (const [name, done] of [["requeue", "requeued"], ["cancel", "cancelled"]] as const) {
       ui.post(`/jobs/:id/${name}`, signedIn(async (c, ctx, db) => {
         const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
-        if (!(await operation(db, id))) {
-          const job = await getJob(db, id);
-          if (!job) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
-          throw new RouteProblem(409, "conflict", `job ${id} is ${job.state}; ${rule}`);
-        }
+        await controlJob(db, host.app, name, id); // the app's transition hooks see the change, as from the routes
         return c.redirect(`${ctx.base}/jobs/${id}?done=${done}`, 303);
       }, true));
     }
