@@ -1,8 +1,7 @@
 import type { Duration } from "./core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation, uniqueKeyOfViolation } from "./core/errors.js";
-import type { JobState } from "./core/states.js";
 import { JobIdSchema as JobId, LimitOptionsSchema, NameSchema, parseOrThrow } from "./core/validate.js";
-import { runWithTransitions, type Hooks, type Transition } from "./app/hooks.js";
+import { runWithTransitions, transitionOf, type Hooks } from "./app/hooks.js";
 import { queryJson, runAtomically, type Db } from "./db/query.js";
 import type { ChangedJob } from "./sql/changed-job.js";
 import { clearLimitSlotsStatement } from "./sql/clear-limit-slots.js";
@@ -17,10 +16,6 @@ import { setQueuePausedStatement } from "./sql/set-queue-paused.js";
 /** Whose transition hooks a control operation reports to: an `App` (or anything with its `hooks`). @example await requeue(db, id, app); */
 export interface HooksOwner { hooks: Hooks }
 
-function transitionOf(job: ChangedJob, from: JobState): Transition {
-  return { jobId: Number(job.id), task: job.task, queue: job.queue, from, to: job.state as JobState, attempt: job.attempt };
-}
-
 /**
  * Cancels a queued job at once, or asks a running one to stop (its `job.signal` aborts at the next
  * heartbeat). True if it marked an active job; false for any other state or an unknown id. Given the
@@ -30,7 +25,7 @@ function transitionOf(job: ChangedJob, from: JobState): Transition {
 export async function requestCancel(db: Db, jobId: number, app?: HooksOwner): Promise<boolean> {
   const id = parseOrThrow(JobId, jobId, "job id");
   const job = await runWithTransitions(db, app?.hooks, (d) => queryJson<ChangedJob | null>(d, requestCancelStatement(id)),
-    (marked) => (marked?.state === "cancelled" ? [transitionOf(marked, "queued")] : []));
+    (marked) => (marked?.state === "cancelled" ? [transitionOf({ ...marked, from: "queued", to: marked.state })] : []));
   return job !== null;
 }
 
@@ -45,7 +40,7 @@ export async function requeue(db: Db, jobId: number, app?: HooksOwner): Promise<
   let job: (ChangedJob & { clash?: string }) | null;
   try {
     job = await runWithTransitions(db, app?.hooks, (d) => queryJson<(ChangedJob & { clash?: string }) | null>(d, requeueStatement(id)),
-      (requeued) => (requeued && requeued.clash === undefined ? [transitionOf(requeued, "failed")] : []));
+      (requeued) => (requeued && requeued.clash === undefined ? [transitionOf({ ...requeued, from: "failed", to: requeued.state })] : []));
   } catch (error) {
     // A job with the key was enqueued between the statement's check and its update.
     if (isUniqueKeyViolation(error)) throw new DuplicateJob(uniqueKeyOfViolation(error) ?? `(the unique key of job ${id})`, { cause: error });

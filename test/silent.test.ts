@@ -3,6 +3,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { Hono } from "hono";
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle } from "drizzle-orm/pglite";
+import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
+import pg from "pg";
 import { sql } from "drizzle-orm";
 import { AkadzeError, Snooze, connect, createApp, disconnectAll, InvalidInput, runOnce, setLimit, type Db, type Duration } from "../src/index.js";
 import { akadzeRoutes, nudge, scheduledInvocation } from "../src/edge/hono.js";
@@ -152,6 +154,20 @@ describe("the database, from code", () => {
       await expect(runOnce(app, { db: drizzle(bare) as unknown as Db })).rejects.toThrow(MIGRATE_HINT);
     } finally {
       await bare.close();
+    }
+  });
+
+  it("over node-postgres, whose claims are prepared statements, runOnce on a database never migrated gets the same sentence", async () => {
+    const database = await createTestDatabase("bare");
+    const pool = new pg.Pool({ connectionString: database.url });
+    try {
+      await pool.query("drop schema akadze cascade");
+      const app = createApp();
+      app.task("t", async () => {});
+      await expect(runOnce(app, { db: drizzlePg(pool) as unknown as Db })).rejects.toThrow(MIGRATE_HINT);
+    } finally {
+      await pool.end();
+      await database.drop();
     }
   });
 

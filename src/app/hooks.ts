@@ -1,5 +1,5 @@
 import { TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
-import { cleanText } from "../core/json.js";
+import { errorText } from "../core/json.js";
 import type { JobState } from "../core/states.js";
 import { isNeonHttp, type Db } from "../db/query.js";
 import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
@@ -117,7 +117,12 @@ function hookErrorEntry(t: Transition, error: unknown): ErrorEntry {
   }
   return {
     attempt: t.attempt, at: new Date().toISOString(), kind: TRANSITION_HOOK_FAILED,
-    message: cleanText(`an onTransition hook threw on ${t.from} -> ${t.to}: ${message}`).slice(0, 16_384),
-    stack: stack === null ? null : cleanText(stack).slice(0, 16_384),
+    message: errorText(`an onTransition hook threw on ${t.from} -> ${t.to}: ${message}`),
+    stack: stack === null ? null : errorText(stack),
   };
+}
+
+/** A state change the database reported as `{ id, task, queue, attempt, from, to }`. */
+export function transitionOf(t: { id: number | string; task: string; queue: string; attempt: number; from: string; to: string }, error?: Transition["error"]): Transition {
+  return { jobId: Number(t.id), task: t.task, queue: t.queue, from: t.from as Transition["from"], to: t.to as Transition["to"], attempt: t.attempt, ...(error ? { error } : {}) };
 }

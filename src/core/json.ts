@@ -26,6 +26,15 @@ export function cleanText(text: string): string {
   return text.replace(UNSTORABLE, "\ufffd");
 }
 
+/** An error message or stack is cut to this many characters. */
+export const MAX_ERROR_TEXT = 16 * 1024;
+
+/** An error's text as akadze stores it: cleaned (`cleanText`) and cut to MAX_ERROR_TEXT characters, saying how many were cut. */
+export function errorText(text: string): string {
+  const clean = cleanText(text);
+  return clean.length > MAX_ERROR_TEXT ? `${clean.slice(0, MAX_ERROR_TEXT)}… (${clean.length - MAX_ERROR_TEXT} more characters)` : clean;
+}
+
 /**
  * Why Postgres cannot store this text, or null: `text` and `jsonb` hold no NUL byte, and a lone UTF-16
  * surrogate is no Unicode character at all (the driver cannot encode it).

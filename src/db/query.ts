@@ -46,8 +46,13 @@ export function isMissingSchema(error: unknown): boolean {
 
 /** Runs one statement and returns its rows; a database that was never migrated gets MIGRATE_HINT. */
 export async function query<T = Record<string, unknown>>(db: Db, statement: SQL): Promise<T[]> {
+  return rowsOf<T>(await withMigrateHint(db.execute(statement)));
+}
+
+/** The statement's answer; if it failed because akadze's tables are missing, an AkadzeError saying to migrate. */
+async function withMigrateHint<T>(sent: PromiseLike<T>): Promise<T> {
   try {
-    return rowsOf<T>(await db.execute(statement));
+    return await sent;
   } catch (error) {
     if (isMissingSchema(error)) throw new AkadzeError(`${MIGRATE_HINT} (from code: \`await migrate(db)\` at deploy time)`, { cause: error });
     throw error;
@@ -73,7 +78,7 @@ export async function queryJsonPrepared<T>(db: Db, statement: SQL): Promise<T> {
   const client = preparingClient(db);
   if (!client) return queryJson<T>(db, statement);
   const { sql: text, params } = (db as any).dialect.sqlToQuery(statement) as { sql: string; params: unknown[] };
-  const result = await client.query({ name: statementName(text), text, values: params });
+  const result = await withMigrateHint(client.query({ name: statementName(text), text, values: params }));
   return result.rows[0]?.r as T;
 }
 

@@ -5,7 +5,8 @@ import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/query.js";
 import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
 import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
-import { sendWithTransitions, transitionOf } from "./send.js";
+import { transitionOf } from "../app/hooks.js";
+import { sendWithTransitions } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
 
 /** Over neon-http a claim returns at most this many bytes of args (Neon refuses responses over 10 MB). */

@@ -4,7 +4,8 @@ import type { Hooks, Transition } from "../app/hooks.js";
 import { isNeonHttp, queryJsonPrepared, type Db } from "../db/query.js";
 import { settleStatement, type CompletedJob, type Outcome, type SettleResult, type StartRequest } from "../sql/complete.js";
 import type { StartResult } from "../sql/start.js";
-import { sendWithTransitions, transitionOf } from "./send.js";
+import { transitionOf } from "../app/hooks.js";
+import { sendWithTransitions } from "./send.js";
 import { nextTurn } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
 

@@ -1,13 +1,10 @@
-import { cleanText } from "../core/json.js";
+import { cleanText, errorText } from "../core/json.js";
 import type { Outcome } from "../sql/complete.js";
 
 /** A retry or snooze delay is clamped to this, so the next run time stays a storable timestamp. */
 export const MAX_DELAY_MS = 100 * 365 * 86_400_000;
 /** A job's result above this size (as JSON) is refused and recorded as that job's error instead. */
 export const MAX_RESULT_BYTES = 1024 * 1024;
-/** An error message or stack is cut to this many characters. */
-export const MAX_ERROR_TEXT = 16 * 1024;
-
 
 /** A JSON value with every string (keys too) cleaned. */
 export function cleanJson(value: unknown): unknown {
@@ -19,10 +16,6 @@ export function cleanJson(value: unknown): unknown {
   return value;
 }
 
-function cut(s: string): string {
-  return s.length > MAX_ERROR_TEXT ? `${s.slice(0, MAX_ERROR_TEXT)}… (${s.length - MAX_ERROR_TEXT} more characters)` : s;
-}
-
 /**
  * The outcome as the completion statement can store it: strings cleaned, delays clamped to
  * [0, MAX_DELAY_MS], a result over MAX_RESULT_BYTES refused as this job's error.
@@ -31,8 +24,8 @@ export function storable(outcome: Outcome): Outcome {
   const o: Outcome = { ...outcome };
   if (o.delayMs !== undefined) o.delayMs = Number.isFinite(o.delayMs) ? Math.min(MAX_DELAY_MS, Math.max(0, o.delayMs)) : MAX_DELAY_MS;
   if (o.error) {
-    o.error = { ...o.error, kind: cut(cleanText(String(o.error.kind))), message: cut(cleanText(String(o.error.message))),
-      stack: o.error.stack === null ? null : cut(cleanText(String(o.error.stack))) };
+    o.error = { ...o.error, kind: errorText(String(o.error.kind)), message: errorText(String(o.error.message)),
+      stack: o.error.stack === null ? null : errorText(String(o.error.stack)) };
     if (o.error.payload !== undefined) o.error.payload = cleanJson(o.error.payload);
   }
   if (o.kind === "succeeded" && o.result !== undefined && o.result !== null) {
@@ -48,5 +41,5 @@ export function storable(outcome: Outcome): Outcome {
 
 /** The error recorded for a job whose outcome the database refused. */
 export function unstorableEntry(outcome: Outcome, message: string): NonNullable<Outcome["error"]> {
-  return { attempt: outcome.error?.attempt ?? outcome.attempt ?? 0, at: outcome.error?.at ?? new Date().toISOString(), kind: "OutcomeNotStorable", message: cut(cleanText(message)), stack: null };
+  return { attempt: outcome.error?.attempt ?? outcome.attempt ?? 0, at: outcome.error?.at ?? new Date().toISOString(), kind: "OutcomeNotStorable", message: errorText(message), stack: null };
 }

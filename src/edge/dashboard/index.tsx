@@ -107,7 +107,7 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
       const session = await readSession(c, secretOf(c), clock().getTime());
       const ctx = context(c, session);
       if (!session) return html(c, <LoginPage ctx={ctx} problem="Sign in to see this page." />, 401);
-      if (isAction && !csrfMatches(session, (await c.req.parseBody())[CSRF_FIELD])) {
+      if (isAction && !(await csrfMatches(session, (await c.req.parseBody())[CSRF_FIELD]))) {
         return html(c, <ProblemPage ctx={ctx} title="Refused" message="This form is missing its CSRF token or it is stale: reload the page and try again." />, 403);
       }
       return handler(c, ctx, await host.getDb(c));

@@ -1,6 +1,7 @@
 // The dashboard's browser session: a cookie signed with HMAC-SHA256 (Web Crypto, through Hono's signed
 // cookies) that carries its expiry and a random CSRF token. Every POST must echo that token in a form
 // field; a cross-site page can neither read the HttpOnly cookie nor send it (SameSite=Strict).
+import { secretMatches } from "../auth.js";
 import type { Context } from "hono";
 import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 
@@ -55,10 +56,7 @@ export function endSession(c: Context, path: string): void {
   deleteCookie(c, SESSION_COOKIE, { path, httpOnly: true, sameSite: "Strict", secure: !isLoopback(c.req.url) });
 }
 
-/** True when a submitted form carries the session's CSRF token (compared without an early exit). @example if (!csrfMatches(session, form._csrf)) return c.text("refused", 403); */
-export function csrfMatches(session: Session, submitted: unknown): boolean {
-  if (typeof submitted !== "string" || submitted.length !== session.csrf.length) return false;
-  let difference = 0;
-  for (let i = 0; i < submitted.length; i++) difference |= submitted.charCodeAt(i) ^ session.csrf.charCodeAt(i);
-  return difference === 0;
+/** True when a submitted form carries the session's CSRF token (compared as the bearer secret is, in constant time). @example if (!(await csrfMatches(session, form._csrf))) return c.text("refused", 403); */
+export async function csrfMatches(session: Session, submitted: unknown): Promise<boolean> {
+  return typeof submitted === "string" && secretMatches(submitted, session.csrf);
 }
