@@ -165,6 +165,9 @@ forEachDriver((h) => {
     expect(() => app.task("d", { timeout: "30d" }, async () => {})).toThrow(/timeout must be at most 2147483647 ms/);
     expect(() => app.task("e", { timeout: 0 }, async () => {})).toThrow(/timeout must be longer than zero/);
     expect(() => app.task("f", { args: { userId: 1 } as never }, async () => {})).toThrow(/args must be a synchronous valibot schema/);
+    // A retry policy's attempt budget has the same bound; a task's limitWait the same range as an enqueue's.
+    expect(() => app.task("g", { backoff: { maxAttempts: 3e9 } }, async () => {})).toThrow(/maxAttempts must be at most 2147483646/);
+    expect(() => app.task("h", { limitWait: "200y" }, async () => {})).toThrow(InvalidInput);
     expect(app.tasks.size).toBe(0);
   });
 

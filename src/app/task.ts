@@ -1,8 +1,8 @@
 import * as v from "valibot";
 import type { SQL } from "drizzle-orm";
 import type { BackoffPolicy } from "../core/backoff.js";
-import { isRetryPolicy, resolveRetryPolicy, type RetryPolicy } from "../core/retry-policy.js";
-import { parseDuration, type Duration } from "../core/duration.js";
+import { resolveRetryPolicy, type RetryPolicy } from "../core/retry-policy.js";
+import type { Duration } from "../core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
@@ -90,18 +90,15 @@ export function defineTask<S extends ArgsSchema>(name: string, options: TaskOpti
     backoff: retry.backoff,
     retryOn: retry.retryOn,
     priority: o.priority ?? 0,
-    limitWaitMs: options.limitWait === undefined ? undefined : parseDuration(options.limitWait, `task ${name}: limitWait`),
+    limitWaitMs: o.limitWait,
     handler,
   };
 }
 
 /** The task's backoff and error filter, from a function or a declarative policy composed with `retryOn`. */
 function resolveRetry(name: string, options: TaskOptions<any>): { backoff?: BackoffPolicy; retryOn?: (error: unknown) => boolean; maxAttempts?: number } {
+  // (TaskOptionsSchema has checked that backoff is a function or an object, and retryOn a function.)
   const { backoff, retryOn } = options;
-  if (backoff !== undefined && typeof backoff !== "function" && !isRetryPolicy(backoff)) {
-    throw new InvalidInput(`task ${name}: backoff must be a function of the attempt or a RetryPolicy object`);
-  }
-  if (retryOn !== undefined && typeof retryOn !== "function") throw new InvalidInput(`task ${name}: retryOn must be a function`);
   if (backoff === undefined || typeof backoff === "function") return { backoff, retryOn };
   let policy;
   try {

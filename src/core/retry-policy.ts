@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { POLICY_MAX_DELAY_MS, type BackoffPolicy } from "./backoff.js";
-import { DurationSchema, type Duration } from "./duration.js";
-import { describeIssues } from "./validate.js";
+import { DurationSchema, parseDuration, type Duration } from "./duration.js";
+import { describeIssues, MaxAttemptsSchema } from "./validate.js";
 
 /** An error class a policy retries on: `retryOn: [VendorError, TypeError]`. */
 export type ErrorClass = abstract new (...args: any[]) => unknown;
@@ -32,7 +32,7 @@ export interface RetryPolicy {
 export const RETRY_POLICY_DEFAULTS = { wait: "1s", backoff: 1, jitter: false } as const satisfies RetryPolicy;
 
 const RetryPolicySchema = v.strictObject({
-  maxAttempts: v.optional(v.pipe(v.number(), v.integer("maxAttempts must be an integer"), v.minValue(1, "maxAttempts must be at least 1"))),
+  maxAttempts: v.optional(MaxAttemptsSchema),
   wait: v.optional(DurationSchema),
   backoff: v.optional(v.pipe(v.number("backoff must be a number (the factor between delays)"),
     v.finite("backoff must be finite"), v.minValue(1, "backoff must be at least 1 (1 keeps the delay fixed)"))),
@@ -51,11 +51,6 @@ export interface ResolvedRetryPolicy {
   maxAttempts: number | undefined;
 }
 
-/** True for a declarative policy, false for a backoff function. */
-export function isRetryPolicy(value: unknown): value is RetryPolicy {
-  return typeof value === "object" && value !== null;
-}
-
 /**
  * Checks a policy and turns it into the pieces a task runs with; an invalid one throws a TypeError naming the field.
  * @example resolveRetryPolicy({ wait: "2s", backoff: 2 }).backoff(3) // 8000
@@ -69,7 +64,7 @@ export function resolveRetryPolicy(policy: RetryPolicy, random: () => number = M
     throw new TypeError(`retryOn: give error classes as an array, [${policy.retryOn.name}], or a predicate`);
   }
   const p = parsed.output;
-  const wait = p.wait ?? 1_000;
+  const wait = p.wait ?? parseDuration(RETRY_POLICY_DEFAULTS.wait);
   const factor = p.backoff ?? RETRY_POLICY_DEFAULTS.backoff;
   const maxWait = Math.min(p.maxWait ?? POLICY_MAX_DELAY_MS, POLICY_MAX_DELAY_MS);
   const jitter = p.jitter ?? RETRY_POLICY_DEFAULTS.jitter;

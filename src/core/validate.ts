@@ -150,13 +150,17 @@ export function parseEnqueueOptions(options: EnqueueOptions | undefined): Parsed
 
 const isSyncSchema = (s: unknown) => typeof s === "object" && s !== null && (s as v.GenericSchema).kind === "schema" && (s as v.GenericSchema).async === false;
 
+/** An attempt budget, for a task or its retry policy. */
+export const MaxAttemptsSchema = v.pipe(v.number("maxAttempts must be a number"), v.integer("maxAttempts must be an integer"),
+  v.minValue(1, "maxAttempts must be at least 1"), v.maxValue(MAX_ATTEMPTS_BOUND, `maxAttempts must be at most ${MAX_ATTEMPTS_BOUND}`));
+
 /** A task's options (`app.task`, `app.periodic`, `app.register`). */
 export const TaskOptionsSchema = v.object({
   args: v.optional(v.custom(isSyncSchema, "args must be a synchronous valibot schema, e.g. v.object({ userId: v.number() })")),
   queue: v.optional(NameSchema),
-  maxAttempts: v.optional(v.pipe(v.number("maxAttempts must be a number"), v.integer("maxAttempts must be an integer"),
-    v.minValue(1, "maxAttempts must be at least 1"), v.maxValue(MAX_ATTEMPTS_BOUND, `maxAttempts must be at most ${MAX_ATTEMPTS_BOUND}`))),
+  maxAttempts: v.optional(MaxAttemptsSchema),
   timeout: v.optional(DurationRangeSchema("timeout", 1, MAX_TIMER_MS)),
+  limitWait: v.optional(DurationRangeSchema("limitWait", 0, MAX_SPAN_MS)),
   backoff: v.optional(v.custom((x) => typeof x === "function" || (typeof x === "object" && x !== null),
     "backoff must be a function of the attempt or a retry policy object")),
   retryOn: v.optional(Fn("retryOn")),
@@ -240,11 +244,6 @@ const RunEntries = {
 /** `runOnce` options; unknown keys are ignored, as TypeScript already flags them. */
 export const RunOptionsSchema = v.object(RunEntries);
 
-/** Validates `runOnce` options (throws InvalidInput naming each bad field) and returns them unchanged. @example parseRunOptions({ db, slots: Number(process.env.SLOTS ?? 8) }) */
-export function parseRunOptions<T extends object>(options: T): T {
-  parseOrThrow(RunOptionsSchema, options, "runOnce options");
-  return options;
-}
 
 /** `runWorker` options. */
 export const WorkerOptionsSchema = v.pipe(
@@ -269,11 +268,6 @@ export const WorkerOptionsSchema = v.pipe(
   v.check((o) => o.minPoll === undefined || o.maxPoll === undefined || o.minPoll <= o.maxPoll, "minPoll must not exceed maxPoll"),
 );
 
-/** Validates `runWorker` options (throws InvalidInput) and returns them unchanged. @example parseWorkerOptions({ db, queues: ["mail"], slots: 4 }) */
-export function parseWorkerOptions<T extends object>(options: T): T {
-  parseOrThrow(WorkerOptionsSchema, options, "worker options");
-  return options;
-}
 
 /** `akadzeRoutes` options. */
 export const RoutesOptionsSchema = v.pipe(
@@ -291,9 +285,3 @@ export const RoutesOptionsSchema = v.pipe(
   v.check((o) => (o.db === undefined) !== (o.getDb === undefined), "give exactly one of db and getDb"),
   v.check((o) => o.secret !== undefined || o.getSecret !== undefined, "give secret or getSecret"),
 );
-
-/** Validates `akadzeRoutes` options (throws InvalidInput) and returns them unchanged. @example parseRoutesOptions({ db, secret: process.env.CRON_SECRET }) */
-export function parseRoutesOptions<T extends object>(options: T): T {
-  parseOrThrow(RoutesOptionsSchema, options, "akadzeRoutes options");
-  return options;
-}

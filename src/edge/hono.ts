@@ -13,7 +13,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { App } from "../app/app.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
-import { parseRoutesOptions } from "../core/validate.js";
+import { parseOrThrow, RoutesOptionsSchema } from "../core/validate.js";
 import type { Db } from "../db/query.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
 import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
@@ -69,7 +69,7 @@ export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
  * @example web.route("/akadze", akadzeRoutes(app, { db, secret: process.env.CRON_SECRET }));
  */
 export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoutesOptions<E>): Hono<E> {
-  parseRoutesOptions(options);
+  parseOrThrow(RoutesOptionsSchema, options, "akadzeRoutes options");
   const budgetMs = parseDuration(options.budget ?? DEFAULT_BUDGET, "budget");
   const maxBudgetMs = options.maxBudget === undefined ? budgetMs : parseDuration(options.maxBudget, "maxBudget");
   if (budgetMs > maxBudgetMs) throw new InvalidInput("Invalid akadzeRoutes options: budget must not exceed maxBudget");

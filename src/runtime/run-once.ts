@@ -1,5 +1,5 @@
 import { parseDuration } from "../core/duration.js";
-import { parseRunOptions } from "../core/validate.js";
+import { parseOrThrow, RunOptionsSchema } from "../core/validate.js";
 import type { App } from "../app/app.js";
 import { resolveRetention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
@@ -52,11 +52,11 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
 }
 
 /**
- * The numbers of an invocation with defaults applied, after `parseRunOptions` validated them (InvalidInput
+ * The numbers of an invocation with defaults applied, after RunOptionsSchema validated them (InvalidInput
  * naming the field: `slots: NaN`, `lease: "0ms"` never reach the database).
  */
 export function resolveRunOptions(options: RunOnceOptions): { slots: number; batchSize: number; budgetMs: number; leaseMs: number; heartbeatMs: number } {
-  parseRunOptions(options);
+  parseOrThrow(RunOptionsSchema, options, "runOnce options");
   const budgetMs = options.budget === Infinity ? Infinity : parseDuration(options.budget ?? DEFAULT_BUDGET, "budget");
   const leaseMs = parseDuration(options.lease ?? DEFAULT_LEASE, "lease");
   const heartbeatMs = options.heartbeat === undefined ? leaseMs / 3 : parseDuration(options.heartbeat, "heartbeat");

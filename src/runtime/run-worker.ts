@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { parseDuration, type Duration } from "../core/duration.js";
-import { parseWorkerOptions } from "../core/validate.js";
+import { parseOrThrow, WorkerOptionsSchema } from "../core/validate.js";
 import type { App } from "../app/app.js";
 import { queryJson, type Db } from "../db/query.js";
 import { WORKER_SEEN_INTERVAL, workerStatements } from "../sql/report-worker.js";
@@ -85,7 +85,8 @@ const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancel
  * await runWorker(app, { db, queues: ["mail", "default"], slots: 8, signal: stop.signal });
  */
 export async function runWorker(app: App, options: WorkerOptions): Promise<WorkerSummary> {
-  const o = parseWorkerOptions(options);
+  parseOrThrow(WorkerOptionsSchema, options, "worker options");
+  const o = options;
   const { db } = options;
   const slots = o.slots ?? DEFAULT_SLOTS;
   const prefetch = o.prefetch ?? slots * DEFAULT_PREFETCH_PER_SLOT;
