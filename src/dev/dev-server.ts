@@ -2,8 +2,7 @@
 // the application's routes on localhost, and a timer that calls the work route as a cron would.
 import { mkdirSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
-import { neon, neonConfig } from "@neondatabase/serverless";
-import { drizzle } from "drizzle-orm/neon-http";
+import { neonHttpDb } from "../connect.js";
 import type { ExecutionContext } from "hono";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
@@ -109,8 +108,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       NEON_FETCH_ENDPOINT: endpoint.fetchEndpoint,
       CRON_SECRET: options.secret ?? DEV_SECRET,
     };
-    neonConfig.fetchEndpoint = env.NEON_FETCH_ENDPOINT;
-    const db = drizzle({ client: neon(env.DATABASE_URL) }) as unknown as Db;
+    // As the app would connect: this host routed to the local endpoint, any other host left to Neon.
+    const db = neonHttpDb(env.DATABASE_URL, env.NEON_FETCH_ENDPOINT);
     await migrate(db);
     await module.setup?.(db);
 

@@ -2,7 +2,7 @@
 import type { App } from "../app/app.js";
 import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/query.js";
-import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
+import { didAnything, invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { runOnce, type RunOnceOptions, type RunSummary } from "../runtime/run-once.js";
 
 /** What workerd passes to `scheduled` (a subset, so akadze needs no Workers type package). */
@@ -36,6 +36,6 @@ export function scheduledInvocation<E>(app: App, options: ScheduledOptions<E>) {
 }
 
 function logSummary(summary: RunSummary, log: LogLevel): void {
-  if (log === "info" && summary.claimed + summary.recovered + summary.cancelled + summary.rateLimited > 0) console.log("akadze invocation", JSON.stringify(summary));
+  if (log === "info" && didAnything(summary)) console.log("akadze invocation", JSON.stringify(summary));
   writeLogLines(invocationLogLines(summary, "cron invocation").filter((line) => line.level === "warn"), log);
 }

@@ -13,7 +13,12 @@ export const LOG_LEVELS: readonly LogLevel[] = ["silent", "warn", "info"];
 /** One log line and its level. */
 export interface LogLine { level: "warn" | "info"; text: string }
 
-const COUNTS = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered"] as const;
+const COUNTS = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited"] as const;
+
+/** An invocation did something worth a log line: it claimed, recovered, cancelled or rate-limited a job. */
+export function didAnything(summary: RunSummary): boolean {
+  return summary.claimed + summary.recovered + summary.cancelled + summary.rateLimited > 0;
+}
 
 /**
  * The lines for one invocation: an info line when it did anything (naming the tasks whose timeout did not
@@ -23,7 +28,7 @@ const COUNTS = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancell
  */
 export function invocationLogLines(summary: RunSummary, what = "invocation"): LogLine[] {
   const lines: LogLine[] = [];
-  if (summary.claimed + summary.recovered + summary.cancelled > 0) {
+  if (didAnything(summary)) {
     const parts = COUNTS.filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
     const misfits = summary.tooLongForBudget.length > 0 ? `; timeout over budget, not claimed: ${summary.tooLongForBudget.join(", ")}` : "";
     lines.push({ level: "info", text: `${what}: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms${misfits})` });
