@@ -56,7 +56,7 @@ export function cpuSpentMs(before: CpuSnapshot | null, after: CpuSnapshot | null
 
 export interface StatementCounter {
   statements: number;
-  /** Statements that take row locks with `skip locked`: in akadze that is the claim (and only the claim). */
+  /** Claims: statements with the claim's own CTE (`unlimited_candidates`); settles and prunes also lock with `skip locked`. */
   claims: number;
   /** The first claim sent since the last reset, text and parameters, to EXPLAIN it later. */
   firstClaim: { text: string; values: unknown[] } | null;
@@ -73,7 +73,7 @@ function newCounter(): StatementCounter {
 
 function see(counter: StatementCounter, text: string, values: unknown[]): void {
   counter.statements++;
-  if (/skip\s+locked/i.test(text)) {
+  if (text.includes("unlimited_candidates as (")) {
     counter.claims++;
     counter.firstClaim ??= { text, values };
   }

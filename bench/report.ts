@@ -76,7 +76,7 @@ function scaleSections(r: Results): Section[] {
         fmt(x.claims), fmt(x.pgCpuMs), fmt(x.pgCpuPerClaimMs, 2), fmt(x.pgCpuPerJobMs, 3)]),
       notes: [
         "Postgres CPU: utime+stime from /proc of the backends connected to the run's database, before and after (pg_stat_statements is not preloaded on this server).",
-        "claims: statements with `skip locked` sent by the node-postgres pool or in neon-http request bodies; the local endpoint serves neon-http with a pool of 10 connections.",
+        "claims: claim statements (the ones with the `unlimited_candidates` CTE) sent by the node-postgres pool or in neon-http request bodies; the local endpoint serves neon-http with a pool of 10 connections.",
       ],
     },
     {

@@ -1,7 +1,7 @@
 // The CLI says what used to pass silently: a paused queue that has no jobs, queued jobs of tasks the app
 // does not define, and each failed job of a running worker with its error.
 import { spawn } from "node:child_process";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { createApp } from "../src/index.js";
 import { doomed } from "./fixtures/worker-app.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
@@ -13,6 +13,8 @@ const APP = "test/fixtures/worker-app.ts";
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("cli_newcomer"); });
 afterAll(async () => { await t?.close(); });
+// Before each test, not after: a test that failed half way must not leave a paused queue to the next.
+beforeEach(async () => { await t.reset(); });
 
 const akadze = (args: string[]) => runAkadze(args, { DATABASE_URL: t.url });
 
@@ -21,7 +23,6 @@ it("pausing a queue that has no jobs works but says so; a queue with jobs pauses
   const [typo, real] = await Promise.all([akadze(["queues", "pause", "reprots"]), akadze(["queues", "pause", "reports"])]);
   expect(typo).toEqual({ code: 0, stdout: "queue reprots: paused\n", stderr: "akadze: queue reprots has no jobs yet: paused anyway; check the name with `akadze queues list`\n" });
   expect(real).toEqual({ code: 0, stdout: "queue reports: paused\n", stderr: "" });
-  await t.reset();
 });
 
 it("jobs unknown lists queued jobs of tasks the app does not define", async () => {

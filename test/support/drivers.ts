@@ -9,7 +9,7 @@ import { migrate } from "../../src/migrate.js";
 import { queryJson, type Db } from "../../src/db/query.js";
 import { startNeonEndpoint, type NeonEndpoint } from "../../src/dev/neon-endpoint.js";
 import { configureNeonForEndpoint, neonHttpDb, neonServerlessDb } from "./neon.js";
-import { createTestDatabase } from "./postgres.js";
+import { createTestDatabase, TRUNCATE_AKADZE } from "./postgres.js";
 
 export const DRIVERS = ["node-postgres", "neon-http", "neon-serverless", "pglite"] as const;
 export type DriverName = (typeof DRIVERS)[number];
@@ -38,7 +38,6 @@ export async function openDriver(name: DriverName): Promise<Harness> {
     closers.push(database.drop);
     if (name === "node-postgres") {
       const pool = new pg.Pool({ connectionString: database.url, max: 10 });
-      pool.on("error", () => {}); // an idle client cut off when the database is dropped at the end
       closers.unshift(() => pool.end());
       db = drizzlePg(pool) as unknown as Db;
     } else {
@@ -59,7 +58,7 @@ export async function openDriver(name: DriverName): Promise<Harness> {
     db,
     rows: async (query) => (await queryJson<any[]>(db, sql.raw(`select coalesce(jsonb_agg(t), '[]'::jsonb) as r from (${query}) t`))) ?? [],
     reset: async () => {
-      await db.execute(sql.raw("truncate akadze.jobs, akadze.queues, akadze.limits, akadze.limit_slots, akadze.limit_tokens, akadze.schedules, akadze.workers restart identity"));
+      await db.execute(sql.raw(TRUNCATE_AKADZE));
     },
     close: async () => { for (const close of closers) await close(); },
   };
