@@ -5,7 +5,7 @@ import { DurationRangeSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate
 import { queryJson, type Db } from "../db/query.js";
 import { readMetricsStatement, type MetricsSnapshot } from "../sql/read-metrics.js";
 import { timestamp } from "../sql/time.js";
-import { findMisfits, type Misfits } from "./misfits.js";
+import type { Misfits } from "./misfits.js";
 
 /** "Recent" in the metrics: retries, failures and finished jobs are counted over this window. */
 export const METRICS_WINDOW = "15m";
@@ -24,11 +24,8 @@ export async function renderMetrics(db: Db, options: { now?: Date; window?: Dura
   const o = parseOrThrow(MetricsOptionsSchema, { now: options.now, window: options.window }, "metrics options");
   const now = o.now ?? new Date();
   const windowMs = o.window ?? parseDuration(METRICS_WINDOW);
-  const [s, misfits] = await Promise.all([
-    queryJson<MetricsSnapshot>(db, readMetricsStatement(timestamp(now), timestamp(new Date(now.getTime() - windowMs)))),
-    options.knownTasks ? findMisfits(db, options.knownTasks) : null,
-  ]);
-  return formatFamilies([...familiesOf(s, windowMs), ...(misfits ? misfitFamilies(misfits) : [])]);
+  const s = await queryJson<MetricsSnapshot>(db, readMetricsStatement(timestamp(now), timestamp(new Date(now.getTime() - windowMs)), options.knownTasks));
+  return formatFamilies([...familiesOf(s, windowMs), ...(s.misfits ? misfitFamilies(s.misfits) : [])]);
 }
 
 /** Only an app knows its tasks: the routes pass them (`knownTasks`), the app-less CLI does not. */

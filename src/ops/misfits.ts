@@ -2,14 +2,10 @@
 // consumer on different versions), or a limitKey no `setLimit` ever configured (it runs unlimited).
 // One statement; the worker and `akadze dev` warn with it, the CLI lists it, the metrics count it.
 import { queryJson, type Db } from "../db/query.js";
-import { findMisfitsStatement } from "../sql/find-misfits.js";
+import { findMisfitsStatement, type Misfits } from "../sql/find-misfits.js";
 
-/** Queued jobs of one task the app does not define. */
-export interface UnknownTaskRow { task: string; queue: string; jobs: number }
-/** Queued or running jobs whose limitKey has no limit. */
-export interface UnlimitedKeyRow { key: string; jobs: number }
-/** What `findMisfits` found. */
-export interface Misfits { unknownTasks: UnknownTaskRow[]; unlimitedKeys: UnlimitedKeyRow[] }
+export type { Misfits, UnknownTaskRow, UnlimitedKeyRow } from "../sql/find-misfits.js";
+
 
 /**
  * Queued jobs whose task is not in `knownTasks`, and active jobs whose limitKey has no limit, in one statement.

@@ -1,5 +1,12 @@
 import { sql, type SQL } from "drizzle-orm";
 
+/** Queued jobs of one task the app does not define. */
+export interface UnknownTaskRow { task: string; queue: string; jobs: number }
+/** Queued or running jobs whose limitKey has no limit. */
+export interface UnlimitedKeyRow { key: string; jobs: number }
+/** What `findMisfits` found. */
+export interface Misfits { unknownTasks: UnknownTaskRow[]; unlimitedKeys: UnlimitedKeyRow[] }
+
 /**
  * Queued jobs whose task is not in `knownTasks` (per task and queue), and queued or running jobs whose
  * limitKey has no limit (per key), most jobs first, as one jsonb object `{ unknownTasks, unlimitedKeys }`.

@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { findMisfitsStatement, type Misfits } from "./find-misfits.js";
 import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
 import { limitUsage } from "./limit-usage.js";
 import { queueCounts } from "./queue-counts.js";
@@ -18,12 +19,14 @@ export interface MetricsSnapshot {
   limits: [string, number | null, number, number | null, number][];
   /** [kind, live] */
   workers: [string, number][];
+  /** With `knownTasks`: what `findMisfitsStatement` finds, `{ unknownTasks, unlimitedKeys }`. */
+  misfits?: Misfits;
 }
 
 const rows = (query: SQL) => sql`coalesce((select jsonb_agg(x.v order by x.v) from (${query}) x), '[]'::jsonb)`;
 
 /** Everything the metrics show, at `now` and over the window since `since`, in one statement (a `MetricsSnapshot`). */
-export function readMetricsStatement(now: SQL, since: SQL): SQL {
+export function readMetricsStatement(now: SQL, since: SQL, knownTasks?: string[]): SQL {
   return sql`select jsonb_build_object(
     'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs group by queue, task, state`)},
     'queues', ${rows(sql`
@@ -44,6 +47,7 @@ export function readMetricsStatement(now: SQL, since: SQL): SQL {
     'workers', ${rows(sql`
       select jsonb_build_array(k.kind, (select count(*) from (${workerStatus(now, sql`w.kind = k.kind and w.stopped_at is null`)}) s
         where s.status = 'live')) as v
-      from (values ('invocation'), ('worker')) k(kind)`)}
+      from (values ('invocation'), ('worker')) k(kind)`)}${knownTasks ? sql`,
+    'misfits', (${findMisfitsStatement(knownTasks)})` : sql``}
   ) as r`;
 }
