@@ -23,7 +23,8 @@ export interface ConnectOptions {
   max?: number;
 }
 
-const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+/** A postgres:// (or postgresql://) URL. */
+export const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 const cache = new Map<string, { db: Promise<Db>; close: () => Promise<void> }>();
 const endpoints = new Map<string, string>();
 
@@ -71,8 +72,7 @@ export function neonHttpDb(databaseUrl: string, endpoint?: string): Db {
   const url = new URL(checkUrl(databaseUrl));
   const hostPort = `${url.hostname}:${url.port || "5432"}`;
   if (endpoint !== undefined) endpoints.set(hostPort, checkEndpoint(endpoint));
-  else if (!endpoints.has(hostPort) && (!url.hostname.includes(".") || /^[\d.]+$|^\[/.test(url.hostname))) {
-    // Neon derives its endpoint from a domain name (api.<rest of the host>); a local host has none.
+  else if (!endpoints.has(hostPort) && !hasNeonEndpoint(url.hostname)) {
     throw new InvalidInput(`DATABASE_URL's host ${url.hostname} has no Neon SQL-over-HTTP endpoint of its own: set NEON_FETCH_ENDPOINT ` +
       `(\`akadze dev\` prints it, e.g. http://127.0.0.1:4001/sql), or use node-postgres`);
   }
@@ -108,7 +108,13 @@ function routeEndpoints(): void {
   };
 }
 
-function nodePostgres(url: string, max: number): { db: Promise<Db>; close: () => Promise<void> } {
+/** Neon derives its SQL-over-HTTP endpoint from a domain name (api.<rest of the host>); a bare or IP host has none. */
+export function hasNeonEndpoint(hostname: string): boolean {
+  return hostname.includes(".") && !/^[\d.]+$|^\[/.test(hostname);
+}
+
+/** A node-postgres pool of `max` connections (10 s connect timeout, idle-client errors left to the next query), and its close. */
+export function nodePostgres(url: string, max: number): { db: Promise<Db>; close: () => Promise<void> } {
   let pool: { end(): Promise<void> } | undefined;
   const db = (async () => {
     const pg = requireInNode("pg");
@@ -156,7 +162,7 @@ function checkEndpoint(value: string): string {
 }
 
 /** The URL without its password, for messages. */
-function redact(url: string): string {
+export function redact(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
 }
 

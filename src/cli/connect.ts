@@ -1,3 +1,4 @@
+import { hasNeonEndpoint, neonHttpDb, nodePostgres, POSTGRES_URL, redact } from "../connect.js";
 import type { Db } from "../db/query.js";
 import { CliError, UsageError } from "./errors.js";
 
@@ -18,13 +19,7 @@ export interface Connection {
   close(): Promise<void>;
 }
 
-const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 const ANY_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
-
-/** The database argument without its password, for messages. */
-export function redact(database: string): string {
-  return database.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
-}
 
 /**
  * Opens the database the options point at: node-postgres for a postgres:// URL, neon-http for one with
@@ -36,11 +31,9 @@ export async function connect(options: ConnectionOptions): Promise<Connection> {
   const where = redact(database);
   if (POSTGRES_URL.test(database)) {
     if (options.http) return connectNeonHttp(database, options.neonEndpoint ?? process.env.NEON_FETCH_ENDPOINT, where);
-    const [{ default: pg }, { drizzle }] = await Promise.all([import("pg"), import("drizzle-orm/node-postgres")]);
     // A bounded connect timeout, so an unreachable host is a clear error rather than a hang.
-    const pool = new pg.Pool({ connectionString: database, max: 4, connectionTimeoutMillis: 10_000 });
-    pool.on("error", () => {}); // an idle client dropped by the server; the next query reports it
-    return { db: drizzle(pool) as unknown as Db, where, close: () => pool.end() };
+    const pool = nodePostgres(database, 4);
+    return { db: await pool.db, where, close: pool.close };
   }
   if (options.http) throw new UsageError("--http needs a postgres:// URL");
   if (/^[\w.-]+:\d+(\/|$)/.test(database)) {
@@ -61,10 +54,8 @@ export async function connect(options: ConnectionOptions): Promise<Connection> {
 
 async function connectNeonHttp(url: string, endpoint: string | undefined, where: string): Promise<Connection> {
   const host = new URL(url).hostname;
-  if (!endpoint && (!host.includes(".") || /^[\d.]+$|^\[/.test(host))) {
-    // Neon's default endpoint is derived from a domain name (api.<rest of the host>); a local host has none.
+  if (!endpoint && !hasNeonEndpoint(host)) {
     throw new UsageError(`--http to ${host} needs the SQL-over-HTTP endpoint: pass --neon-endpoint http://${host}:PORT/sql or set NEON_FETCH_ENDPOINT`);
   }
-  const { neonHttpDb } = await import("../connect.js");
   return { db: neonHttpDb(url, endpoint), where: `${where} (over HTTP)`, close: async () => {} };
 }
