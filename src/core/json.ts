@@ -1,17 +1,6 @@
 /** True when `value` survives JSON.stringify/parse unchanged: plain objects, arrays, strings, finite numbers, booleans, null. */
-export function isJsonValue(value: unknown, seen = new Set<object>()): boolean {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
-  if (typeof value === "number") return Number.isFinite(value);
-  if (typeof value !== "object") return false; // undefined inside a value, bigint, function, symbol
-  if (seen.has(value)) return false; // a cycle
-  const proto = Object.getPrototypeOf(value);
-  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return false; // Date, Map, class instance
-  seen.add(value);
-  const ok = Array.isArray(value)
-    ? value.every((item) => isJsonValue(item, seen))
-    : Object.values(value).every((item) => item === undefined || isJsonValue(item, seen));
-  seen.delete(value);
-  return ok;
+export function isJsonValue(value: unknown): boolean {
+  return firstNonJson(value, new Set()) === null;
 }
 
 /** Args nested deeper than this are refused: Postgres parses jsonb recursively and runs out of stack long before JS does. */
@@ -88,26 +77,40 @@ export function jsonProblem(value: unknown, path: string, depth = 0, seen = new 
  * Why `value` is not JSON, naming the first offending part and where it sits, or `null` when it is JSON.
  * @example describeNonJson({ at: new Date() }) // "a Date at .at"
  */
-export function describeNonJson(value: unknown, path = "", seen = new Set<object>()): string | null {
-  const where = path === "" ? "" : ` at ${path}`;
+export function describeNonJson(value: unknown): string | null {
+  const found = firstNonJson(value, new Set());
+  return found && found.text(found.path === "" ? "" : ` at ${found.path}`);
+}
+
+/** The first part of `value` that is not JSON: its path, filled in on the way out (nothing is built for JSON), and its description. */
+interface NonJson { path: string; text: (where: string) => string }
+
+function firstNonJson(value: unknown, seen: Set<object>): NonJson | null {
+  const found = (text: NonJson["text"]): NonJson => ({ path: "", text });
   if (value === null || typeof value === "string" || typeof value === "boolean") return null;
-  if (typeof value === "number") return Number.isFinite(value) ? null : `the number ${value}${where}`;
-  if (typeof value === "bigint") return `a BigInt${where}`;
-  if (typeof value !== "object") return `${typeof value === "undefined" ? "undefined" : `a ${typeof value}`}${where}`;
-  if (seen.has(value)) return `a cycle${where} (an object that contains itself)`;
+  if (typeof value === "number") return Number.isFinite(value) ? null : found((w) => `the number ${value}${w}`);
+  if (typeof value === "bigint") return found((w) => `a BigInt${w}`);
+  if (typeof value !== "object") return found((w) => `${typeof value === "undefined" ? "undefined" : `a ${typeof value}`}${w}`);
+  if (seen.has(value)) return found((w) => `a cycle${w} (an object that contains itself)`);
   const proto = Object.getPrototypeOf(value);
   if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
     const name = (value as { constructor?: { name?: string } }).constructor?.name;
-    return `${name ? `a ${name}` : "an object with a custom prototype"}${where}`;
+    return found((w) => `${name ? `a ${name}` : "an object with a custom prototype"}${w}`);
   }
   seen.add(value);
   try {
-    const entries: [string, unknown][] = Array.isArray(value)
-      ? value.map((item, i) => [`[${i}]`, item])
-      : Object.entries(value).filter(([, item]) => item !== undefined).map(([key, item]) => [`.${key}`, item]);
-    for (const [step, item] of entries) {
-      const reason = describeNonJson(item, path + step, seen);
-      if (reason !== null) return reason;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const inner = i in value ? firstNonJson(value[i], seen) : null; // a hole is null to JSON
+        if (inner) { inner.path = `[${i}]${inner.path}`; return inner; }
+      }
+      return null;
+    }
+    for (const key of Object.keys(value)) {
+      const item = (value as Record<string, unknown>)[key];
+      if (item === undefined) continue; // JSON.stringify leaves it out
+      const inner = firstNonJson(item, seen);
+      if (inner) { inner.path = `.${key}${inner.path}`; return inner; }
     }
     return null;
   } finally {

@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { backoffMs } from "../core/backoff.js";
 import { Cancel, Fail, JobTimeout, ResultNotJson, Retry, Snooze } from "../core/errors.js";
-import { describeNonJson, isJsonValue } from "../core/json.js";
+import { describeNonJson } from "../core/json.js";
 import { describeIssues } from "../core/validate.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
 import type { TaskDefinition } from "../app/task.js";
@@ -133,9 +133,8 @@ async function runBody(run: JobRun, args: unknown, hookJob: HookJob, overran: ()
   if (run.current.completed) return result;
   // afterRun hooks run only inside the timeout: a late body is a timeout before its result is looked at.
   if (overran()) throw timeoutError(run);
-  if (result !== undefined && !isJsonValue(result)) {
-    throw new ResultNotJson(`task ${run.task.name} returned a value that is not JSON: ${describeNonJson(result)}`);
-  }
+  const notJson = result === undefined ? null : describeNonJson(result);
+  if (notJson !== null) throw new ResultNotJson(`task ${run.task.name} returned a value that is not JSON: ${notJson}`);
   for (const hook of run.hooks.after) await hook(hookJob, result);
   return result;
 }
