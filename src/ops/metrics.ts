@@ -4,7 +4,7 @@ import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
 import { DurationRangeSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
 import { readMetricsStatement, type MetricsSnapshot } from "../sql/read-metrics.js";
-import { timestamp } from "../sql/time.js";
+import { msBefore, timestamp } from "../sql/time.js";
 import type { Misfits } from "./misfits.js";
 
 /** "Recent" in the metrics: retries, failures and finished jobs are counted over this window. */
@@ -22,9 +22,8 @@ interface Family { name: string; help: string; samples: { labels: Labels; value:
  */
 export async function renderMetrics(db: Db, options: { now?: Date; window?: Duration; knownTasks?: string[] } = {}): Promise<string> {
   const o = parseOrThrow(MetricsOptionsSchema, { now: options.now, window: options.window }, "metrics options");
-  const now = o.now ?? new Date();
   const windowMs = o.window ?? parseDuration(METRICS_WINDOW);
-  const s = await queryJson<MetricsSnapshot>(db, readMetricsStatement(timestamp(now), timestamp(new Date(now.getTime() - windowMs)), options.knownTasks));
+  const s = await queryJson<MetricsSnapshot>(db, readMetricsStatement(timestamp(o.now), msBefore(o.now, windowMs), options.knownTasks));
   return formatFamilies([...familiesOf(s, windowMs), ...(s.misfits ? misfitFamilies(s.misfits) : [])]);
 }
 

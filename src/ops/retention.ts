@@ -5,7 +5,7 @@ import { FINISHED_STATES, type FinishedState } from "../core/states.js";
 import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
 import { pruneJobsStatement } from "../sql/prune-jobs.js";
-import { timestamp } from "../sql/time.js";
+import { msBefore } from "../sql/time.js";
 
 /** Which finished jobs `pruneJobs` deletes. */
 export interface PruneOptions {
@@ -30,8 +30,7 @@ const PruneSchema = v.strictObject({
  */
 export async function pruneJobs(db: Db, options: PruneOptions = {}): Promise<{ deleted: number }> {
   const o = parseOrThrow(PruneSchema, options, "prune options");
-  const now = o.now ?? new Date();
-  const cutoff = timestamp(new Date(now.getTime() - (o.olderThan ?? parseDuration(DEFAULT_RETENTION))));
+  const cutoff = msBefore(o.now, o.olderThan ?? parseDuration(DEFAULT_RETENTION));
   let deleted = 0;
   for (;;) {
     const n = Number(await queryJson<number>(db, pruneJobsStatement(o.states ?? PRUNED_BY_DEFAULT, cutoff, RETENTION_BATCH)));

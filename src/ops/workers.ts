@@ -4,7 +4,7 @@ import { CountSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
 import { listWorkersStatement } from "../sql/list-workers.js";
 import type { WorkerKind } from "../sql/register-worker.js";
-import { timestamp } from "../sql/time.js";
+import { msBefore, timestamp } from "../sql/time.js";
 import { iso, MAX_LIST_LIMIT } from "./jobs.js";
 
 /** `workers list` shows what is live plus what stopped within this window, by default. */
@@ -38,9 +38,8 @@ const ListSchema = v.strictObject({
  */
 export async function listWorkers(db: Db, options: { since?: Duration; all?: boolean; limit?: number; now?: Date } = {}): Promise<WorkerRow[]> {
   const o = parseOrThrow(ListSchema, options, "workers list options");
-  const now = o.now ?? new Date();
-  const since = o.all ? null : timestamp(new Date(now.getTime() - (o.since ?? parseDuration(DEFAULT_WORKERS_SINCE))));
-  const rows = await queryJson<WorkerRow[] | null>(db, listWorkersStatement(timestamp(now), since, o.limit ?? 100));
+  const since = o.all ? null : msBefore(o.now, o.since ?? parseDuration(DEFAULT_WORKERS_SINCE));
+  const rows = await queryJson<WorkerRow[] | null>(db, listWorkersStatement(timestamp(o.now), since, o.limit ?? 100));
   return (rows ?? []).map((w) => ({
     id: w.id, kind: w.kind, status: w.status, queues: w.queues, running: Number(w.running), jobsDone: w.jobsDone,
     startedAt: iso(w.startedAt)!, lastSeenAt: iso(w.lastSeenAt)!, stoppedAt: iso(w.stoppedAt),

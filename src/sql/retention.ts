@@ -1,9 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { PRUNED_BY_DEFAULT, type RetentionPlan } from "../core/retention.js";
 import { deleteFinishedJobsCte } from "./delete-finished-jobs.js";
-import { timestamp } from "./time.js";
-
-const before = (now: Date, ms: number) => timestamp(new Date(now.getTime() - ms));
+import { msBefore } from "./time.js";
 
 /**
  * The retention work of one invocation as CTEs for the claim's round trip (`ClaimParams.extra`): old
@@ -11,11 +9,11 @@ const before = (now: Date, ms: number) => timestamp(new Date(now.getTime() - ms)
  * jobs, which is what the claim moves.
  */
 export function retentionCtes(plan: RetentionPlan, now: Date): SQL[] {
-  const ctes = [deleteFinishedJobsCte("akadze_pruned_jobs", PRUNED_BY_DEFAULT, before(now, plan.finishedMs), plan.batch)];
-  if (plan.failedMs !== null) ctes.push(deleteFinishedJobsCte("akadze_pruned_failed", ["failed"], before(now, plan.failedMs), plan.batch));
+  const ctes = [deleteFinishedJobsCte("akadze_pruned_jobs", PRUNED_BY_DEFAULT, msBefore(now, plan.finishedMs), plan.batch)];
+  if (plan.failedMs !== null) ctes.push(deleteFinishedJobsCte("akadze_pruned_failed", ["failed"], msBefore(now, plan.failedMs), plan.batch));
   ctes.push(sql`akadze_pruned_workers as (
     delete from akadze.workers where id in (
-      select id from akadze.workers where last_seen_at < ${before(now, plan.workersMs)}
+      select id from akadze.workers where last_seen_at < ${msBefore(now, plan.workersMs)}
       limit ${plan.batch} for update skip locked)
     returning id)`);
   return ctes;

@@ -15,6 +15,11 @@ export function msInterval(ms: SQL): SQL {
   return sql`(${ms})::float8 * interval '1 millisecond'`;
 }
 
+/** `ms` milliseconds before `at`, or before the database's `now()` when `at` is null (no clock was given). */
+export function msBefore(at: Date | null | undefined, ms: number): SQL {
+  return at ? timestamp(new Date(at.getTime() - ms)) : sql`now() - ${msInterval(sql`${ms}`)}`;
+}
+
 /**
  * The default backoff curve in SQL (the same as `defaultBackoffMs`), for jobs recovered from a dead
  * invocation: 2^(attempt-1) s, at most DEFAULT_BACKOFF_MAX_MS, jitter uniform in [50 %, 100 %].
