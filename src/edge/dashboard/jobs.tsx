@@ -3,7 +3,7 @@
 import { JOB_STATES } from "../../core/states.js";
 import { formatSpan, formatTime } from "../../core/time-text.js";
 import type { JobDetail, JobSummary } from "../../ops/jobs.js";
-import { Ago, Badge, Layout, Notice, Post, type PageContext } from "./layout.js";
+import { Ago, Badge, Layout, Notice, Post, TableCard, type PageContext } from "./layout.js";
 
 /** The list's filters as the query string carries them. */
 export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }
@@ -29,27 +29,21 @@ export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobS
         <label>Task<input name="task" value={query.task ?? ""} placeholder="any" /></label>
         <button type="submit">Filter</button>
       </form>
-      <div class="card">
-        {jobs.length === 0 ? <p class="empty">No jobs match.</p> : (
-          <table id="jobs">
-            <thead><tr><th class="n">Id</th><th>Task</th><th>Queue</th><th>State</th><th class="n">Attempt</th><th>Created</th><th>Finished</th></tr></thead>
-            <tbody>
-              {jobs.map((j) => (
-                <tr data-job={j.id}>
-                  <td class="n"><a href={`${ctx.base}/jobs/${j.id}`}>{j.id}</a></td>
-                  <td>{j.task}</td><td>{j.queue}</td><td><Badge value={j.state} /></td>
-                  <td class="n">{j.attempt} / {j.maxAttempts}</td>
-                  <td><Ago at={j.createdAt} now={ctx.now} /></td><td><Ago at={j.finishedAt} now={ctx.now} /></td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+      <TableCard empty="No jobs match." tableId="jobs"
+        head={<><th class="n">Id</th><th>Task</th><th>Queue</th><th>State</th><th class="n">Attempt</th><th>Created</th><th>Finished</th></>}
+        rows={jobs.map((j) => (
+          <tr data-job={j.id}>
+            <td class="n"><a href={`${ctx.base}/jobs/${j.id}`}>{j.id}</a></td>
+            <td>{j.task}</td><td>{j.queue}</td><td><Badge value={j.state} /></td>
+            <td class="n">{j.attempt} / {j.maxAttempts}</td>
+            <td><Ago at={j.createdAt} now={ctx.now} /></td><td><Ago at={j.finishedAt} now={ctx.now} /></td>
+          </tr>
+        ))}>
         <div class="pager">
           {query.before !== undefined && <a href={`${ctx.base}/jobs?${filters}`}>Newest</a>}
           {older.has("before") && <a href={`${ctx.base}/jobs?${older}`} rel="next">Older</a>}
         </div>
-      </div>
+      </TableCard>
     </Layout>
   );
 }

@@ -90,6 +90,19 @@ export function Post(props: { ctx: PageContext; action: string; label: string; k
 }
 
 /** A state (or worker status) as a coloured label. @example <Badge value="failed" /> */
+/** A card holding a table (`head`'s cells, then `rows`), or `empty` when there are no rows; `children` follow it. */
+export function TableCard(props: { title?: string; empty: string; tableId?: string; head: Child; rows: Child[]; children?: Child }) {
+  return (
+    <div class="card">
+      {props.title !== undefined && <h2>{props.title}</h2>}
+      {props.rows.length === 0 ? <p class="empty">{props.empty}</p> : (
+        <table id={props.tableId}><thead><tr>{props.head}</tr></thead><tbody>{props.rows}</tbody></table>
+      )}
+      {props.children}
+    </div>
+  );
+}
+
 export function Badge(props: { value: string }) {
   return <span class={`badge ${props.value}`}>{props.value}</span>;
 }

@@ -4,9 +4,9 @@ import { formatMs, formatSpan, formatTime } from "../../core/time-text.js";
 import type { LimitRow } from "../../ops/limits.js";
 import type { QueueRow } from "../../ops/queues.js";
 import type { Throughput } from "../../ops/throughput.js";
-import type { WorkerRow } from "../../ops/workers.js";
+import { DEFAULT_WORKERS_SINCE, type WorkerRow } from "../../ops/workers.js";
 import type { ScheduleInfo } from "../../ops/schedules.js";
-import { Ago, Badge, Layout, Notice, Post, type PageContext } from "./layout.js";
+import { Ago, Badge, Layout, Notice, Post, TableCard, type PageContext } from "./layout.js";
 
 /** Everything the overview shows, read before rendering. */
 export interface OverviewData {
@@ -31,30 +31,22 @@ export function OverviewPage(props: { ctx: PageContext; data: OverviewData; noti
       <h1>Overview</h1>
       <Notice text={props.notice} />
       <ThroughputCard throughput={data.throughput} />
-      <div class="card">
-        <h2>Queues</h2>
-        {data.queues.length === 0 ? <p class="empty">No queue has jobs yet.</p> : (
-          <table id="queues">
-            <thead><tr><th>Queue</th>{COUNTS.map((k) => <th class="n">{k}</th>)}<th class="n">Oldest due</th><th></th></tr></thead>
-            <tbody>
-              {data.queues.map((q) => (
-                <tr data-queue={q.queue}>
-                  <td><a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}`}>{q.queue}</a> {q.paused && <Badge value="paused" />}</td>
-                  {COUNTS.map((k) => (
-                    <td class="n">{q[k] === 0 ? <span class="muted">0</span>
-                      : <a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}&state=${STATE_OF[k]}`}>{q[k]}</a>}</td>
-                  ))}
-                  <td class="n">{q.oldestDueSeconds > 0 ? formatSpan(q.oldestDueSeconds * 1000) : <span class="muted">-</span>}</td>
-                  <td class="n">
-                    <Post ctx={ctx} action={`${ctx.base}/queues/${encodeURIComponent(q.queue)}/${q.paused ? "resume" : "pause"}`}
-                      label={q.paused ? "Resume" : "Pause"} kind={q.paused ? "primary" : undefined} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </div>
+      <TableCard title="Queues" empty="No queue has jobs yet." tableId="queues"
+        head={<><th>Queue</th>{COUNTS.map((k) => <th class="n">{k}</th>)}<th class="n">Oldest due</th><th></th></>}
+        rows={data.queues.map((q) => (
+          <tr data-queue={q.queue}>
+            <td><a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}`}>{q.queue}</a> {q.paused && <Badge value="paused" />}</td>
+            {COUNTS.map((k) => (
+              <td class="n">{q[k] === 0 ? <span class="muted">0</span>
+                : <a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}&state=${STATE_OF[k]}`}>{q[k]}</a>}</td>
+            ))}
+            <td class="n">{q.oldestDueSeconds > 0 ? formatSpan(q.oldestDueSeconds * 1000) : <span class="muted">-</span>}</td>
+            <td class="n">
+              <Post ctx={ctx} action={`${ctx.base}/queues/${encodeURIComponent(q.queue)}/${q.paused ? "resume" : "pause"}`}
+                label={q.paused ? "Resume" : "Pause"} kind={q.paused ? "primary" : undefined} />
+            </td>
+          </tr>
+        ))} />
       <div class="grid">
         <LimitsCard limits={data.limits} />
         <SchedulesCard schedules={data.schedules} ctx={ctx} />
@@ -102,70 +94,47 @@ function ThroughputCard(props: { throughput: Throughput }) {
 
 function LimitsCard(props: { limits: LimitRow[] }) {
   return (
-    <div class="card">
-      <h2>Limits</h2>
-      {props.limits.length === 0 ? <p class="empty">No limits set.</p> : (
-        <table>
-          <thead><tr><th>Key</th><th class="n">Running</th><th class="n">Starts in window</th></tr></thead>
-          <tbody>
-            {props.limits.map((l) => (
-              <tr>
-                <td>{l.key}</td>
-                <td class="n">{l.maxRunning === null ? <span class="muted">-</span> : `${l.running} / ${l.maxRunning}`}</td>
-                <td class="n">{l.maxStarts === null ? <span class="muted">-</span> : `${l.startsInWindow} / ${l.maxStarts} per ${formatMs(l.windowMs)}`}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-    </div>
+    <TableCard title="Limits" empty="No limits set."
+      head={<><th>Key</th><th class="n">Running</th><th class="n">Starts in window</th></>}
+      rows={props.limits.map((l) => (
+        <tr>
+          <td>{l.key}</td>
+          <td class="n">{l.maxRunning === null ? <span class="muted">-</span> : `${l.running} / ${l.maxRunning}`}</td>
+          <td class="n">{l.maxStarts === null ? <span class="muted">-</span> : `${l.startsInWindow} / ${l.maxStarts} per ${formatMs(l.windowMs)}`}</td>
+        </tr>
+      ))} />
   );
 }
 
 function SchedulesCard(props: { schedules: ScheduleInfo[]; ctx: PageContext }) {
   const { now } = props.ctx;
   return (
-    <div class="card">
-      <h2>Schedules</h2>
-      {props.schedules.length === 0 ? <p class="empty">No schedules.</p> : (
-        <table>
-          <thead><tr><th>Name</th><th>Schedule</th><th>Last slot</th><th>Next slot</th></tr></thead>
-          <tbody>
-            {props.schedules.map((s) => (
-              <tr>
-                <td>{s.name} <div class="muted">{s.task}</div></td>
-                <td>{s.schedule ?? <span class="muted">not defined by this app</span>}</td>
-                <td><Ago at={s.lastSlot} now={now} /></td>
-                <td><Ago at={s.nextSlot} now={now} /></td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-    </div>
+    <TableCard title="Schedules" empty="No schedules."
+      head={<><th>Name</th><th>Schedule</th><th>Last slot</th><th>Next slot</th></>}
+      rows={props.schedules.map((s) => (
+        <tr>
+          <td>{s.name} <div class="muted">{s.task}</div></td>
+          <td>{s.schedule ?? <span class="muted">not defined by this app</span>}</td>
+          <td><Ago at={s.lastSlot} now={now} /></td>
+          <td><Ago at={s.nextSlot} now={now} /></td>
+        </tr>
+      ))} />
   );
 }
 
 function WorkersCard(props: { workers: WorkerRow[]; ctx: PageContext }) {
   const { now } = props.ctx;
+  const since = DEFAULT_WORKERS_SINCE === "1h" ? "the last hour" : `the last ${DEFAULT_WORKERS_SINCE}`;
   return (
-    <div class="card">
-      <h2>Invocations and workers (live, or seen in the last hour)</h2>
-      {props.workers.length === 0 ? <p class="empty">None in the last hour.</p> : (
-        <table>
-          <thead><tr><th>Id</th><th>Kind</th><th>Status</th><th>Queues</th><th class="n">Running</th><th class="n">Jobs done</th><th>Started</th><th>Last seen</th></tr></thead>
-          <tbody>
-            {props.workers.map((w) => (
-              <tr>
-                <td>{w.id}</td><td>{w.kind}</td><td><Badge value={w.status} /></td>
-                <td>{w.queues.length === 0 ? <span class="muted">all</span> : w.queues.join(", ")}</td>
-                <td class="n">{w.running}</td><td class="n">{w.jobsDone}</td>
-                <td><Ago at={w.startedAt} now={now} /></td><td><Ago at={w.lastSeenAt} now={now} /></td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-    </div>
+    <TableCard title={`Invocations and workers (live, or seen in ${since})`} empty={`None in ${since}.`}
+      head={<><th>Id</th><th>Kind</th><th>Status</th><th>Queues</th><th class="n">Running</th><th class="n">Jobs done</th><th>Started</th><th>Last seen</th></>}
+      rows={props.workers.map((w) => (
+        <tr>
+          <td>{w.id}</td><td>{w.kind}</td><td><Badge value={w.status} /></td>
+          <td>{w.queues.length === 0 ? <span class="muted">all</span> : w.queues.join(", ")}</td>
+          <td class="n">{w.running}</td><td class="n">{w.jobsDone}</td>
+          <td><Ago at={w.startedAt} now={now} /></td><td><Ago at={w.lastSeenAt} now={now} /></td>
+        </tr>
+      ))} />
   );
 }
