@@ -25,7 +25,7 @@ export function registerQueues(program: Command, ctx: CliContext): void {
       .action((queue: string, _opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
         await (paused ? pauseQueue : resumeQueue)(db, queue);
         // A typo pauses nothing real: say so (it still takes effect, in case the jobs come later).
-        const known = paused && (await listQueues(db)).some((q) => q.queue === queue && q.due + q.scheduled + q.running + q.succeeded + q.failed + q.cancelled > 0);
+        const known = paused && (await listQueues(db)).some((q) => q.queue === queue && q.due + q.scheduled + q.running + q.succeeded + q.failed + q.cancelled + q.rateLimited > 0);
         if (paused && !known) process.stderr.write(`akadze: queue ${queue} has no jobs yet: paused anyway; check the name with \`akadze queues list\`\n`);
         if (ctx.json(cmd)) return printJson({ queue, paused });
         print(`queue ${queue}: ${paused ? "paused" : "resumed"}`);
