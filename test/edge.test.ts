@@ -1,10 +1,11 @@
 // akadze's Hono routes, driven by real Request objects against real Postgres.
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Hono } from "hono";
 import { createApp, Fail, runOnce, type App, type Duration } from "akadze";
 import { akadzeRoutes, INTERNAL_ERROR_MESSAGE } from "akadze/hono";
 import { secretMatches, bearerToken } from "../src/edge/auth.js";
 import { forEachDriver } from "./support/drivers.js";
+import { captureConsole } from "./support/console.js";
 
 const SECRET = "s3cret-for-tests";
 const auth = { authorization: `Bearer ${SECRET}` };
@@ -169,15 +170,10 @@ forEachDriver((h) => {
   it("an error inside a route is a JSON 500, not an HTML page; its detail goes to the server log only", async () => {
     const app: App = createApp();
     const web = new Hono().route("/akadze", akadzeRoutes(app, { getDb: () => { throw new Error("database is down"); }, secret: SECRET }));
-    const logged: unknown[][] = [];
-    const log = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => { logged.push(args); });
-    try {
-      const res = await web.fetch(new Request("http://test/akadze/work", { method: "POST", headers: auth }));
-      expect(res.status).toBe(500);
-      expect(await res.json()).toEqual({ error: { code: "internal_error", message: INTERNAL_ERROR_MESSAGE } });
-    } finally {
-      log.mockRestore();
-    }
+    const { result: res, calls } = await captureConsole(["error"], () => web.fetch(new Request("http://test/akadze/work", { method: "POST", headers: auth })));
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({ error: { code: "internal_error", message: INTERNAL_ERROR_MESSAGE } });
+    const logged = calls.error;
     expect(logged.flat().some((a) => a instanceof Error && a.message === "database is down")).toBe(true);
   });
 

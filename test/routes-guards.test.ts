@@ -1,23 +1,18 @@
 // Issue 11, item 9: what akadze's routes answer to bad input, oversized bodies and failures, on every driver.
-import { expect, it, vi } from "vitest";
+import { expect, it } from "vitest";
 import { Hono } from "hono";
 import { sql } from "drizzle-orm";
 import { createApp, InvalidInput, type Transition } from "akadze";
 import { akadzeRoutes, DEFAULT_MAX_BODY_BYTES, INTERNAL_ERROR_MESSAGE, type AkadzeRoutesOptions } from "akadze/hono";
 import { forEachDriver } from "./support/drivers.js";
+import { captureConsole } from "./support/console.js";
 
 const SECRET = "s3cret-for-tests";
 
 /** Runs `fn` with console.error captured, so a test can check what reached the server log. */
 async function withServerLog<T>(fn: () => Promise<T>): Promise<{ result: T; logged: string }> {
-  const lines: unknown[][] = [];
-  const spy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => { lines.push(args); });
-  try {
-    const result = await fn();
-    return { result, logged: lines.flat().map((a) => (a instanceof Error ? `${a.message} ${String((a as any).cause?.message ?? "")}` : String(a))).join("\n") };
-  } finally {
-    spy.mockRestore();
-  }
+  const { result, calls } = await captureConsole(["error"], fn);
+  return { result, logged: calls.error.flat().map((a) => (a instanceof Error ? `${a.message} ${String((a as any).cause?.message ?? "")}` : String(a))).join("\n") };
 }
 
 forEachDriver((h) => {

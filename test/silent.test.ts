@@ -15,20 +15,14 @@ import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.j
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { createTestDatabase } from "./support/postgres.js";
+import { captureConsole } from "./support/console.js";
 
 const ctxFor = (waits: Promise<unknown>[]) => ({ waitUntil: (p: Promise<unknown>) => { waits.push(p); }, passThroughOnException() {}, props: {} });
 
 /** What console.warn and console.log printed while `fn` ran (the handlers' log is the console). */
 async function consoleLines(fn: () => Promise<unknown> | unknown): Promise<{ warn: string[]; log: string[] }> {
-  const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
-  const log = vi.spyOn(console, "log").mockImplementation(() => {});
-  try {
-    await fn();
-    return { warn: warn.mock.calls.map((c) => c.join(" ")), log: log.mock.calls.map((c) => c.join(" ")) };
-  } finally {
-    warn.mockRestore();
-    log.mockRestore();
-  }
+  const { calls } = await captureConsole(["warn", "log"], fn);
+  return { warn: calls.warn.map((c) => c.join(" ")), log: calls.log.map((c) => c.join(" ")) };
 }
 
 afterEach(() => { vi.restoreAllMocks(); });
