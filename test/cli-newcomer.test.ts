@@ -1,11 +1,10 @@
 // The CLI says what used to pass silently: a paused queue that has no jobs, queued jobs of tasks the app
 // does not define, and each failed job of a running worker with its error.
-import { spawn } from "node:child_process";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { createApp } from "../src/index.js";
 import { doomed } from "./fixtures/worker-app.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
-import { AKADZE_BIN, runAkadze } from "./support/cli.js";
+import { runAkadze, startAkadze } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 
 const APP = "test/fixtures/worker-app.ts";
@@ -37,16 +36,14 @@ it("jobs unknown lists queued jobs of tasks the app does not define", async () =
 it("akadze worker warns about unknown tasks at start and logs each failed job with its error", async () => {
   await createApp().task("fixture.ecko", async () => {}).using(t.db).enqueue({});
   const id = await doomed.using(t.db).enqueue({});
-  const child = spawn(process.execPath, [AKADZE_BIN, "worker", APP, "--queue", "reports"], { env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"] });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  let stderr = "";
-  child.stderr.on("data", (d) => { stderr += d; });
+  const { child, stderr: output, exited } = startAkadze(["worker", APP, "--queue", "reports"], { env: { DATABASE_URL: t.url } });
   try {
-    await waitFor(async () => stderr.includes(`job ${id} `), "the failed job's log line", { timeoutMs: 60_000 });
+    await waitFor(async () => output().includes(`job ${id} `), "the failed job's log line", { timeoutMs: 60_000 });
   } finally {
     child.kill("SIGTERM");
     await exited;
   }
+  const stderr = output();
   expect(stderr).toContain('akadze: 1 queued job of task "fixture.ecko" (queue default) wait for an app that defines it');
   expect(stderr).toContain(`akadze: job ${id} (fixture.doomed, queue reports, attempt 1) failed: Fail: the vendor rejected the export\n`);
 }, 90_000);

@@ -3,13 +3,12 @@
 // and a heartbeat never judges jobs it did not cover.
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { sql } from "drizzle-orm";
-import { spawn } from "node:child_process";
 import { createApp, runOnce, setLimit } from "../src/index.js";
 import { runWorker } from "../src/runtime/run-worker.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { busiestWindow } from "./support/busiest-window.js";
-import { AKADZE_BIN } from "./support/cli.js";
+import { startAkadze } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { app as fixtureApp, FIXTURE_TABLES, once } from "./fixtures/worker-app.js";
@@ -116,16 +115,11 @@ describe("a worker killed with SIGKILL", () => {
     await t.pool.query(FIXTURE_TABLES);
     await t.pool.query("truncate fixture_events, fixture_gates");
     const ids = await once.using(t.db).enqueueMany(Array.from({ length: 6 }, () => ({ gate: "open" })));
-    const child = spawn(process.execPath, [AKADZE_BIN, "worker", "test/fixtures/worker-app.ts", "--queue", "once", "--slots", "2"], {
-      env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (d) => { stderr += d; });
-    const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+    const { child, stderr, exited } = startAkadze(["worker", "test/fixtures/worker-app.ts", "--queue", "once", "--slots", "2"], { env: { DATABASE_URL: t.url } });
     try {
       // Two bodies run (waiting for their gate); more jobs are prefetched by the same worker.
       await waitFor(async () => {
-        if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr}`);
+        if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr()}`);
         const [{ started, held }] = await t.rows(`select (select count(*)::int from fixture_events where event = 'started') as started,
           (select count(*)::int from akadze.jobs where state = 'running') as held`);
         return started === 2 && held >= 4;

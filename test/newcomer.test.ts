@@ -2,7 +2,7 @@
 // repository, `akadze init`, type-check the scaffolded app against the installed types, `akadze migrate`, and
 // run jobs through the scaffolded route, its Cloudflare cron entry and its Vercel cron route on Postgres;
 // then `akadze worker` from that install and from a linked checkout, each with a task that needs `current()`.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { createApp, type Db } from "../src/index.js";
 import { ADMIN_URL, urlFor } from "./support/postgres.js";
+import { startAkadze } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 
 const run = promisify(execFile);
@@ -139,17 +140,13 @@ describe("a newcomer adds akadze to an existing project", () => {
   async function probeWorker(cwd: string, bin: string): Promise<{ state: string; result: unknown; errors: unknown[] }> {
     writeFileSync(join(cwd, "probe.ts"), PROBE);
     const id = await sqlOnce((client) => createApp().task("probe", async () => {}).using(drizzle(client) as unknown as Db).enqueue({}));
-    const child = spawn(process.execPath, [bin, "worker", "probe.ts"], { cwd, env: { ...process.env, DATABASE_URL: urlFor(DATABASE) }, stdio: ["ignore", "pipe", "pipe"] });
+    const { child, stdout, stderr, exited } = startAkadze(["worker", "probe.ts"], { bin, cwd, env: { DATABASE_URL: urlFor(DATABASE) } });
     children.push(child);
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    let output = "";
-    child.stdout!.on("data", (d) => { output += d; });
-    child.stderr!.on("data", (d) => { output += d; });
     const job = () => sqlOnce(async (client) => (await client.query("select state, result, errors from akadze.jobs where id = $1", [id])).rows[0]);
     try {
       await waitFor(async () => { const j = await job(); return j.state !== "queued" && j.state !== "running" || j.errors.length > 0; }, "the probe job", { timeoutMs: 60_000 });
     } catch (error) {
-      throw new Error(`${(error as Error).message}; worker output:\n${output}`);
+      throw new Error(`${(error as Error).message}; worker output:\n${stdout()}${stderr()}`);
     } finally {
       child.kill("SIGTERM");
       await exited;

@@ -1,7 +1,6 @@
 // The long-lived worker: slots per queue, refilled as jobs end, and a graceful stop (in process and
 // as the real `akadze worker` process receiving SIGTERM).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { spawn } from "node:child_process";
 import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { nextPollDelay, runWorker } from "../src/runtime/run-worker.js";
@@ -11,7 +10,7 @@ import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb } from "./support/neon.js";
 import type { Db } from "../src/db/query.js";
 import { deferred, type Deferred } from "./support/deferred.js";
-import { AKADZE_BIN } from "./support/cli.js";
+import { startAkadze } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
@@ -162,29 +161,22 @@ describe("akadze worker (the process)", () => {
     await t.pool.query(FIXTURE_TABLES);
     await t.pool.query("truncate fixture_events, fixture_gates");
     const ids = await gated.using(t.db).enqueueMany(["g", "g", "g", "g", "g"].map((gate) => ({ gate })));
-    const child = spawn(process.execPath, [AKADZE_BIN, "worker", "test/fixtures/worker-app.ts", "--queue", "gated", "--slots", "2"], {
-      env: { ...process.env, DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => { stdout += d; });
-    child.stderr.on("data", (d) => { stderr += d; });
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    const { child, stdout, stderr, exited } = startAkadze(["worker", "test/fixtures/worker-app.ts", "--queue", "gated", "--slots", "2"], { env: { DATABASE_URL: t.url } });
     try {
       // Both slots take a job, which waits for the gate.
       await waitFor(async () => {
-        if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr}`);
+        if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr()}`);
         return (await t.rows("select count(*)::int as n from fixture_events where event = 'started'"))[0].n >= 2;
       }, "both slots to start a job", { timeoutMs: 30_000 }); // inside the test's 60 s: the process loads tsx first
       child.kill("SIGTERM");
-      await waitFor(() => stderr.includes("SIGTERM: taking no new jobs"), "the worker to acknowledge SIGTERM");
+      await waitFor(() => stderr().includes("SIGTERM: taking no new jobs"), "the worker to acknowledge SIGTERM");
       await t.pool.query("insert into fixture_gates values ('g')");
       expect(await exited).toBe(0);
     } finally {
       child.kill("SIGKILL");
     }
-    expect(stdout).toMatch(/worker wrk-\S+ started on .*: gated \(2 slots\), 5 tasks/);
-    expect(stdout).toMatch(/stopped: 2 runs \(2 succeeded, 0 retried, 0 failed\), 3 released/); // prefetched, never started
+    expect(stdout()).toMatch(/worker wrk-\S+ started on .*: gated \(2 slots\), 5 tasks/);
+    expect(stdout()).toMatch(/stopped: 2 runs \(2 succeeded, 0 retried, 0 failed\), 3 released/); // prefetched, never started
     const jobs = await t.rows<{ id: string; state: string; attempt: number }>("select id, state, attempt from akadze.jobs order by id");
     const started = (await t.rows("select job_id from fixture_events where event = 'started' order by job_id")).map((r) => r.job_id);
     const finished = (await t.rows("select job_id from fixture_events where event = 'finished' order by job_id")).map((r) => r.job_id);

@@ -1,5 +1,5 @@
 // The real `akadze` binary (node bin/akadze.js), run as a user runs it.
-import { execFile } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 /** bin/akadze.js: spawn it with process.execPath for a long-running command (`akadze worker`). */
@@ -21,4 +21,30 @@ export function runAkadze(args: string[], env: Record<string, string | undefined
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
+}
+
+/** A long-running `akadze` process (`akadze worker`), with what it printed so far. */
+export interface AkadzeProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Starts `akadze ...args` (`bin`: another copy of the binary, e.g. from an installed tarball) with `env` over
+ * process.env, collecting its output. The caller ends it (`child.kill`) and awaits `exited`.
+ * @example const worker = startAkadze(["worker", APP], { env: { DATABASE_URL: t.url } });
+ */
+export function startAkadze(args: string[], options: { env?: Record<string, string>; cwd?: string; bin?: string } = {}): AkadzeProcess {
+  const child = spawn(process.execPath, [options.bin ?? AKADZE_BIN, ...args], {
+    cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (d) => { stdout += d; });
+  child.stderr!.on("data", (d) => { stderr += d; });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
