@@ -3,7 +3,7 @@ import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { queryJson } from "../src/db/query.js";
-import { claimJobsStatement, type ClaimResult } from "../src/sql/claim.js";
+import { claimJobsStatement, type ClaimAnswer } from "../src/sql/claim.js";
 import { timestamp } from "../src/sql/time.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
@@ -14,7 +14,7 @@ forEachDriver((h) => {
   const job = async (id: number) => (await h().rows(`select state, attempt, errors, run_at, lease_owner from akadze.jobs where id = ${id}`))[0];
 
   /** An invocation that claims, hands every job to a slot (bodies may have started) and then vanishes, never completing. */
-  const vanish = (clock: ManualClock, tasks: string[]) => queryJson<ClaimResult>(h().db, claimJobsStatement({
+  const vanish = (clock: ManualClock, tasks: string[]) => queryJson<ClaimAnswer>(h().db, claimJobsStatement({
     owner: "vanished-invocation", now: timestamp(clock.now()), leaseMs: LEASE_MS, batchSize: 10, startCount: 10, tasks, queues: null, limits: true,
   }));
 

@@ -3,7 +3,7 @@ import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
 import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/query.js";
 import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
-import { claimJobsStatement, type ClaimResult } from "../sql/claim.js";
+import { claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimResult } from "../sql/claim.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
@@ -115,13 +115,12 @@ export class Claimer {
       report: { ...schedules.report, stale: statisticsStale(batchSize) },
     });
     this.o.count();
-    const result = await sendWithTransitions(this.o.db, this.o.app.hooks, (db) => queryJsonPrepared<ClaimResult>(db, statement), (r) => [
+    const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonPrepared<ClaimAnswer>(db, statement)), (r) => [
       ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
-      ...r.claimed.map((j): Transition => ({ jobId: Number(j.id), task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
+      ...r.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);
     schedules.answered(result.schedules);
     hintsOf(this.o.app).limits = result.limits;
-    result.claimed = result.claimed.map((j) => ({ ...j, id: Number(j.id) }));
     if (result.stale) this.analyze();
     return { ...result, noTaskFits: false };
   }

@@ -274,7 +274,7 @@ export class Engine {
         if (outcome === null) {
           this.summary.succeeded++;
           this.unreported.add(1);
-        } else this.settler.push(outcome);
+        } else this.settler.push({ ...outcome, task: job.task, queue: job.queue, attempt: job.attempt });
       })
       .finally(() => {
         this.running--;

@@ -2,7 +2,7 @@ import { causeChain } from "../core/errors.js";
 import type { SQL } from "drizzle-orm";
 import type { Hooks, Transition } from "../app/hooks.js";
 import { isNeonHttp, queryJsonPrepared, type Db } from "../db/query.js";
-import { settleStatement, type CompletedJob, type Outcome, type SettleResult, type StartRequest } from "../sql/complete.js";
+import { settleResultOf, settleStatement, type CompletedJob, type Outcome, type SettleAnswer, type SettleResult, type StartRequest } from "../sql/complete.js";
 import type { StartResult } from "../sql/start.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
@@ -104,7 +104,7 @@ export class Settler {
       try {
         const sent = { clock: this.o.now().getTime(), mono: performance.now() };
         const result = await this.send(outcomes, start);
-        this.o.done(result.done.map((d) => ({ ...d, id: Number(d.id) })), outcomes);
+        this.o.done(result.done, outcomes);
         if (start) this.answer(start, result.start, sent);
         return;
       } catch (e) {
@@ -145,7 +145,7 @@ export class Settler {
     const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : []);
     const began = performance.now();
     try {
-      return await sendWithTransitions(this.o.db, this.o.hooks, (db) => queryJsonPrepared<SettleResult>(db, statement), (r) => [
+      return await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await queryJsonPrepared<SettleAnswer>(db, statement), outcomes), (r) => [
         ...r.done.map((d) => transitionOf(d, d.error ?? undefined)),
         ...(r.start?.stopped ?? []).map((t) => transitionOf({ ...t, from: "running", to: "cancelled" })),
         ...(r.start?.denied ?? []).map((t) => transitionOf({ ...t, from: "running", to: "queued" })),

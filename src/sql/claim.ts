@@ -58,6 +58,19 @@ export interface ClaimedJob {
   limited: boolean;
 }
 
+/** A claimed job as the statement sends it: `[id, task, queue, args, attempt, max_attempts, priority, started, limited]`. */
+export type ClaimedRow = [number | string, string, string, unknown, number, number, number, boolean, boolean];
+
+/** The claim statement's answer: `claimed` as rows (see `claimResultOf`). */
+export type ClaimAnswer = Omit<ClaimResult, "claimed"> & { claimed: ClaimedRow[] };
+
+/** The claim's answer with its rows as jobs. */
+export function claimResultOf(answer: ClaimAnswer): ClaimResult {
+  const claimed = answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited]): ClaimedJob =>
+    ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited }));
+  return { ...answer, claimed };
+}
+
 /** A job whose state changed as a side effect of a statement. */
 export interface SideTransition { id: number; task: string; queue: string; attempt: number; from: string; to: string }
 
@@ -216,8 +229,8 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       returning j.id, j.task, j.queue, j.attempt
     )
     select json_build_object(
-      'claimed', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'args', args,
-        'attempt', attempt, 'max_attempts', max_attempts, 'priority', priority, 'started', start, 'limited', limited)
+      -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
+      'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
         order by ${ORDER}) from claimed), '[]'::json),
       'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state)) from recovered), '[]'::json),

@@ -22,8 +22,11 @@ export interface Outcome {
   result?: unknown;
   error?: ErrorEntry;
   delayMs?: number;
-  /** The attempt that ended (for errors the client adds; not sent). */
+  /** The attempt that ended (not sent). */
   attempt?: number;
+  /** The job's task and queue (not sent): a succeeded job is answered by its id alone. */
+  task?: string;
+  queue?: string;
 }
 
 /** A job the completion statement moved, for summaries and transition hooks. */
@@ -35,7 +38,24 @@ export interface CompletedJob {
 /** Prefetched jobs to start in the same round trip (see start.ts). */
 export interface StartRequest { ids: number[]; limited: boolean }
 
+/**
+ * The settle statement's answer: the ids of the jobs that succeeded (the sender knows the rest of them) and
+ * every other job it moved in full.
+ */
+export interface SettleAnswer { succeeded: (number | string)[]; done: CompletedJob[]; start: StartResult | null }
+
 export interface SettleResult { done: CompletedJob[]; start: StartResult | null }
+
+/** The answer with every job it moved in full, the succeeded ones built from the outcomes sent. */
+export function settleResultOf(answer: SettleAnswer, sent: Outcome[]): SettleResult {
+  const byId = new Map(sent.map((o) => [o.id, o]));
+  const succeeded = answer.succeeded.map((raw): CompletedJob => {
+    const id = Number(raw);
+    const o = byId.get(id);
+    return { id, task: o?.task ?? "", queue: o?.queue ?? "", attempt: o?.attempt ?? 0, from: "running", to: "succeeded", kind: "succeeded", error: null };
+  });
+  return { done: [...succeeded, ...answer.done.map((d) => ({ ...d, id: Number(d.id) }))], start: answer.start };
+}
 
 const STOP = mustStop(sql`o_now.now`);
 const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and ${STOP}))`;
@@ -81,9 +101,10 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
     freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id)
     ${sql.join(ctes, sql` `)}
     select json_build_object(
+      'succeeded', coalesce((select json_agg(id) from done where state = 'succeeded'), '[]'::json),
       'done', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state, 'kind', kind,
         'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end))
-        from done), '[]'::json),
+        from done where state <> 'succeeded'), '[]'::json),
       'start', ${starts.length > 0 ? startReport() : sql`null::json`}) as r`;
 }
