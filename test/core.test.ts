@@ -1,9 +1,10 @@
-// The pure core: durations, backoff curves, the JSON check. No database.
+// The pure core: durations, backoff curves, the JSON check, the abort switch. No database.
 import { describe, expect, it } from "vitest";
 import { parseDuration } from "../src/core/duration.js";
 import { backoffMs, defaultBackoffMs, POLICY_MAX_DELAY_MS } from "../src/core/backoff.js";
 import { describeNonJson, isJsonValue } from "../src/core/json.js";
 import { resolveRetryPolicy } from "../src/core/retry-policy.js";
+import { JobAbort } from "../src/runtime/signal.js";
 
 describe("durations", () => {
   it("accept milliseconds and unit strings", () => {
@@ -85,5 +86,24 @@ describe("declarative retry policies", () => {
     expect(() => resolveRetryPolicy({ maxAttempts: 0 })).toThrow("maxAttempts must be at least 1");
     expect(() => resolveRetryPolicy({ retryOn: VendorError as any })).toThrow("retryOn: give error classes as an array, [VendorError]");
     expect(() => resolveRetryPolicy({ tries: 3 } as any)).toThrow(/tries/);
+  });
+});
+
+describe("a job's abort switch (its signal is made when first asked for)", () => {
+  it("a signal asked for after the abort comes aborted, with the reason", () => {
+    const abort = new JobAbort();
+    const reason = new Error("ran past its timeout");
+    abort.abort(reason);
+    expect(abort.signal.aborted).toBe(true);
+    expect(abort.signal.reason).toBe(reason);
+  });
+  it("a signal asked for before the abort fires its listeners once, with the first reason", () => {
+    const abort = new JobAbort();
+    const seen: unknown[] = [];
+    abort.signal.addEventListener("abort", () => seen.push(abort.signal.reason));
+    abort.abort("lease lost");
+    abort.abort("cancelled");
+    expect(seen).toEqual(["lease lost"]);
+    expect([abort.aborted, abort.reason]).toEqual([true, "lease lost"]);
   });
 });

@@ -12,7 +12,7 @@ import { Pace } from "./pace.js";
 import { Settler } from "./settler.js";
 import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
 import { pickStarts, type LocalJob } from "./local-queue.js";
-import { Latch, Wakeup } from "./signal.js";
+import { JobAbort, Latch, Wakeup } from "./signal.js";
 
 /** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
 export interface EngineOptions {
@@ -72,7 +72,7 @@ export class Engine {
   private readonly stopped = new Latch();
   private readonly queue: LocalJob[] = [];
   /** Every job this engine holds a lease on (queued locally or running), with the controller its body gets. */
-  private readonly held = new Map<number, AbortController>();
+  private readonly held = new Map<number, JobAbort>();
   private readonly mustStop = new Set<number>();
   private running = 0;
   private claiming: Promise<void> | null = null;
@@ -217,7 +217,7 @@ export class Engine {
   private accept(claim: Claim, asked: number): void {
     countClaim(this.summary, claim);
     for (const job of claim.claimed) {
-      this.held.set(job.id, new AbortController());
+      this.held.set(job.id, new JobAbort());
       this.queue.push({ job, state: job.started ? "ready" : "waiting" });
     }
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
@@ -256,8 +256,8 @@ export class Engine {
 
   private start(job: ClaimedJob, timeoutMs: number): void {
     const controller = this.held.get(job.id)!;
-    if (this.mustStop.has(job.id) || controller.signal.aborted) {
-      this.settler.push({ id: job.id, kind: controller.signal.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
+    if (this.mustStop.has(job.id) || controller.aborted) {
+      this.settler.push({ id: job.id, kind: controller.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
       this.held.delete(job.id);
       return;
     }
@@ -274,7 +274,7 @@ export class Engine {
         if (outcome === null) {
           this.summary.succeeded++;
           this.unreported.add(1);
-        } else this.settler.push({ ...outcome, task: job.task, queue: job.queue, attempt: job.attempt });
+        } else this.settler.push(outcome);
       })
       .finally(() => {
         this.running--;

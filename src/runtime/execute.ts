@@ -12,13 +12,14 @@ import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
 import { CurrentJob, withCurrentJob } from "./context.js";
+import type { JobAbort } from "./signal.js";
 
 /** Everything one run of one job needs. */
 export interface JobRun {
   job: ClaimedJob;
   task: TaskDefinition;
   hooks: Hooks;
-  controller: AbortController;
+  controller: JobAbort;
   current: CurrentJob;
   timeoutMs: number;
   now: () => Date;
@@ -29,7 +30,7 @@ export interface JobRun {
 
 /** What the engine hands over to run one claimed job. */
 export interface JobStart {
-  app: App; db: Db; owner: string; job: ClaimedJob; controller: AbortController; timeoutMs: number;
+  app: App; db: Db; owner: string; job: ClaimedJob; controller: JobAbort; timeoutMs: number;
   now: () => Date; sqlNow: () => SQL;
   /** Where `timeoutMs` came from, for the timeout's message. */
   timeoutFrom?: "task" | "budget";
@@ -68,15 +69,15 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
   }
   const hookJob: HookJob = {
     id: job.id, task: job.task, queue: job.queue, attempt: job.attempt, maxAttempts: job.max_attempts,
-    signal: controller.signal, args: job.args,
+    get signal() { return controller.signal; }, args: job.args,
   };
   const overran = overrunCheck(run);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let bodyEnded = false;
   const body = withCurrentJob(run.current, () => runBody(run, parsed.output, hookJob, overran));
-  body.then(() => { bodyEnded = true; }, () => { bodyEnded = true; });
-  const timedOut = new Promise<never>((_, reject) => {
-    if (!Number.isFinite(run.timeoutMs)) return; // a long-lived worker without a declared timeout
+  // A long-lived worker's job without a declared timeout has none: its body alone decides.
+  const timedOut = !Number.isFinite(run.timeoutMs) ? null : new Promise<never>((_, reject) => {
+    body.then(() => { bodyEnded = true; }, () => { bodyEnded = true; });
     timer = setTimeout(() => {
       const error = timeoutError(run);
       controller.abort(error);
@@ -86,14 +87,14 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
     }, run.timeoutMs);
   });
   try {
-    const result = await Promise.race([body, timedOut]);
+    const result = await (timedOut ? Promise.race([body, timedOut]) : body);
     if (run.current.completed) {
       await run.current.keepResult(result);
       return null;
     }
     // A body that held the event loop past its timeout kept the timer from firing: the clocks decide.
     if (overran()) return outcomeOfError(run, timeoutError(run));
-    return { id: job.id, kind: "succeeded", result: result === undefined ? null : result };
+    return { id: job.id, kind: "succeeded", result: result === undefined ? null : result, attempt: job.attempt, task: job.task, queue: job.queue };
   } catch (error) {
     if (run.current.completed) return null;
     return outcomeOfError(run, overran() ? timeoutError(run) : error);
@@ -113,13 +114,13 @@ function overrunCheck(run: JobRun): () => boolean {
     if (!Number.isFinite(run.timeoutMs)) return false;
     const elapsed = Math.max(run.now().getTime() - startedAt, performance.now() - startedMono);
     if (elapsed <= run.timeoutMs) return false;
-    if (!run.controller.signal.aborted) run.controller.abort(timeoutError(run));
+    if (!run.controller.aborted) run.controller.abort(timeoutError(run));
     return true;
   };
 }
 
 function timeoutError(run: JobRun): JobTimeout {
-  const reason = run.controller.signal.reason;
+  const reason = run.controller.reason;
   if (reason instanceof JobTimeout) return reason;
   return new JobTimeout(run.timeoutFrom === "budget"
     ? `task ${run.task.name} ran past the ${run.timeoutMs} ms left of its invocation's budget (it declares no timeout of its own)`
@@ -128,8 +129,9 @@ function timeoutError(run: JobRun): JobTimeout {
 
 async function runBody(run: JobRun, args: unknown, hookJob: HookJob, overran: () => boolean): Promise<unknown> {
   for (const hook of run.hooks.before) await hook(hookJob);
-  const { signal: _signal, args: _args, ...context } = hookJob;
-  const result = await run.task.handler(args, { ...context, signal: run.controller.signal });
+  const { controller } = run;
+  const { id, task, queue, attempt, maxAttempts } = hookJob;
+  const result = await run.task.handler(args, { id, task, queue, attempt, maxAttempts, get signal() { return controller.signal; } });
   if (run.current.completed) return result;
   // afterRun hooks run only inside the timeout: a late body is a timeout before its result is looked at.
   if (overran()) throw timeoutError(run);

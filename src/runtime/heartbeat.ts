@@ -2,6 +2,7 @@ import type { SQL } from "drizzle-orm";
 import { Cancel, LeaseLost } from "../core/errors.js";
 import { queryJsonPrepared, type Db } from "../db/query.js";
 import { heartbeatStatement, type HeldJob } from "../sql/heartbeat.js";
+import type { JobAbort } from "./signal.js";
 
 /**
  * Extends the leases of every job an invocation holds (running or prefetched) in one statement every
@@ -55,7 +56,7 @@ export class Heartbeat {
  * What a heartbeat answer means for the bodies it covered (and only those): a job no longer held is aborted
  * with LeaseLost; one whose cancel was requested (or that expired) is aborted with Cancel and must stop.
  */
-export function judgeBeat(covered: number[], held: { id: number; stop: boolean }[], controllers: Map<number, AbortController>, mustStop: Set<number>): void {
+export function judgeBeat(covered: number[], held: { id: number; stop: boolean }[], controllers: Map<number, JobAbort>, mustStop: Set<number>): void {
   const seen = new Map(held.map((h) => [h.id, h.stop]));
   for (const id of covered) {
     const controller = controllers.get(id);

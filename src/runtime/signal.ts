@@ -48,3 +48,29 @@ export class Latch {
   readonly opened = new Promise<void>((resolve) => { this.open_ = resolve; });
   open(): void { this.open_(); }
 }
+
+/**
+ * A job's abort switch. Its AbortSignal is made only when a body or hook asks for it (most never do, and
+ * making one per job cost the engine about a tenth of its time on quick jobs); a signal asked for after the
+ * abort comes already aborted, with the same reason.
+ */
+export class JobAbort {
+  private controller: AbortController | null = null;
+  aborted = false;
+  reason: unknown = undefined;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+}

@@ -67,7 +67,11 @@ const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fai
  * state, kind), e.g. the workers registry count.
  */
 export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], start: StartRequest | null = null, after: SQL[] = []): SQL {
-  const payload = JSON.stringify(outcomes.map((o) => ({
+  // A job that succeeded without a result is sent as its id alone: most are, and the full record cost more
+  // to send and to read than the rest of the statement.
+  const plain = (o: Outcome) => o.kind === "succeeded" && (o.result === undefined || o.result === null) && !o.error;
+  const succeededIds = JSON.stringify(outcomes.filter(plain).map((o) => o.id));
+  const payload = JSON.stringify(outcomes.filter((o) => !plain(o)).map((o) => ({
     id: o.id, kind: o.kind, result: o.result === undefined ? null : o.result, error: o.error ?? null, delay_ms: o.delayMs ?? 0,
   })));
   const newState = sql`case
@@ -81,8 +85,10 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
   const ctes = [...starts, ...after].map((cte) => sql`, ${cte}`);
   return sql`
     with o_now as (select ${now} as now),
-    o as (select * from jsonb_to_recordset(${payload}::jsonb)
-          as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8)),
+    o as (select value::bigint as id, 'succeeded'::text as kind, null::jsonb as result, null::jsonb as error, 0::float8 as delay_ms
+          from jsonb_array_elements_text(${succeededIds}::jsonb)
+          union all
+          select * from jsonb_to_recordset(${payload}::jsonb) as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8)),
     done as (
       update akadze.jobs j set
         state = ${newState},
