@@ -206,7 +206,9 @@ export class Engine {
     this.endedSinceClaim = 0;
     // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
     const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.pace.lookahead() - this.queue.length);
-    const size = Math.max(1, Math.min(this.o.batchSize, this.o.adaptiveBatch ? this.o.slots + 2 * this.pace.lookahead() : Infinity) - this.queue.length);
+    // An invocation asks for a whole batch each time (small top-up claims cost nearly as much as whole ones);
+    // a worker lane holds at most its prefetch.
+    const size = this.o.adaptiveBatch ? Math.max(1, Math.min(this.o.batchSize, this.o.slots + 2 * this.pace.lookahead()) - this.queue.length) : this.o.batchSize;
     const sent = performance.now();
     this.claiming = this.claimer.claim(size, starts, this.o.laterClaimExtras?.() ?? [])
       .then((claim) => { this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },

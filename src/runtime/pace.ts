@@ -1,7 +1,8 @@
 import type { App } from "../app/app.js";
 
-/** Jobs started ahead of free slots are capped at this many batches of slots. */
+/** Jobs started ahead of free slots are capped at this many batches of slots, and at this many claims' worth. */
 const MAX_LOOKAHEAD_SLOTS = 64;
+const MAX_LOOKAHEAD_BATCHES = 4;
 
 /** What the last invocations of an app learned of its jobs' run time and the round trip, so the next starts warm. */
 const warmth = new WeakMap<App, { run: number; roundTrip: number }>();
@@ -29,7 +30,7 @@ export class Pace {
   lookahead(): number {
     if (this.run === null || this.roundTrip === null) return 0;
     const perSlot = Math.min(this.roundTrip / Math.max(this.run, 0.01), MAX_LOOKAHEAD_SLOTS);
-    return Math.min(this.batchSize, Math.round(this.slots * perSlot));
+    return Math.min(MAX_LOOKAHEAD_BATCHES * this.batchSize, Math.round(this.slots * perSlot));
   }
 
   /** Leaves what was learned to the app's next invocation. */
