@@ -137,3 +137,10 @@ export class Claimer {
     this.analysis = query(this.o.db, analyzeJobsStatement()).then(() => {}, () => {});
   }
 }
+
+/** The longest timeout any of the app's tasks declares (-Infinity if none does). */
+export function longestTimeoutMs(app: App): number {
+  let longest = -Infinity;
+  for (const task of app.tasks.values()) if (task.timeoutMs !== undefined && task.timeoutMs > longest) longest = task.timeoutMs;
+  return longest;
+}

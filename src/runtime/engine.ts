@@ -4,14 +4,14 @@ import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
-import { Claimer, type Claim } from "./claimer.js";
+import { Claimer, longestTimeoutMs, type Claim } from "./claimer.js";
 import { Heartbeat, judgeBeat } from "./heartbeat.js";
 import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
 import { Settler } from "./settler.js";
 import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
-import { pickStarts, type LocalJob } from "./local-queue.js";
+import { LocalQueue } from "./local-queue.js";
 import { JobAbort, Latch, Wakeup } from "./signal.js";
 
 /** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
@@ -70,7 +70,7 @@ export class Engine {
   private readonly change = new Wakeup();
   /** Resolved once the budget is spent or the signal aborted: bodies past their timeout are not waited for after. */
   private readonly stopped = new Latch();
-  private readonly queue: LocalJob[] = [];
+  private readonly queue = new LocalQueue();
   /** Every job this engine holds a lease on (queued locally or running), with the controller its body gets. */
   private readonly held = new Map<number, JobAbort>();
   private readonly mustStop = new Set<number>();
@@ -121,7 +121,7 @@ export class Engine {
     this.o.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       const sent = performance.now();
-      const firstSize = this.o.adaptiveBatch ? Math.min(this.o.batchSize, this.o.slots + 2 * this.pace.lookahead()) : this.o.batchSize;
+      const firstSize = this.o.adaptiveBatch ? this.adaptiveSize() : this.o.batchSize;
       const first = await this.claimer.claim(firstSize, this.o.slots + this.pace.lookahead(), this.o.firstClaimExtras);
       this.pace.roundTripTook(performance.now() - sent);
       this.accept(first, firstSize);
@@ -137,6 +137,11 @@ export class Engine {
       this.summary.durationMs = this.o.now().getTime() - began;
     }
     return this.summary;
+  }
+
+  /** A worker lane's claims are sized to the work: the slots plus what would start within two round trips, at most its prefetch. */
+  private adaptiveSize(): number {
+    return Math.min(this.o.batchSize, this.o.slots + 2 * this.pace.lookahead());
   }
 
   private remainingMs(): number {
@@ -168,37 +173,37 @@ export class Engine {
   private dispatch(): void {
     if (this.stopping()) {
       this.stopped.open();
-      for (const local of this.queue.splice(0)) this.release(local.job);
+      for (const local of this.queue.takeAll()) this.release(local.job);
       return;
     }
     const remaining = this.remainingMs();
-    for (let i = 0; i < this.queue.length;) {
-      const { job, state, startBy } = this.queue[i];
-      const timeoutMs = this.o.app.tasks.get(job.task)?.timeoutMs;
-      if (timeoutMs !== undefined && timeoutMs > remaining) {
-        // It can never fit any more: the remaining budget only shrinks.
-        this.queue.splice(i, 1);
+    const timeoutOf = (job: ClaimedJob) => this.o.app.tasks.get(job.task)?.timeoutMs;
+    if (remaining < longestTimeoutMs(this.o.app)) {
+      // Jobs that can never fit any more (the remaining budget only shrinks) are released.
+      for (const { job } of this.queue.removeWhere((l) => (timeoutOf(l.job) ?? -Infinity) > remaining)) this.release(job);
+    }
+    while (this.running < this.o.slots) {
+      const local = this.queue.takeReady();
+      if (!local) break;
+      const { job, startBy } = local;
+      if (startBy && (this.o.now().getTime() > startBy.clock || performance.now() > startBy.mono)) {
+        // Its token was stamped too long ago for this start to count inside the window: release it.
         this.release(job);
-      } else if (state === "ready" && this.running < this.o.slots) {
-        this.queue.splice(i, 1);
-        if (startBy && (this.o.now().getTime() > startBy.clock || performance.now() > startBy.mono)) {
-          // Its token was stamped too long ago for this start to count inside the window: release it.
-          this.release(job);
-        } else this.start(job, timeoutMs ?? remaining);
-      } else i++;
+      } else this.start(job, timeoutOf(job) ?? remaining);
     }
     if (!this.settler.startPending) {
-      const next = pickStarts(this.queue, this.o.slots - this.running, this.pace.lookahead());
-      if (next.length > 0) {
-        for (const l of next) l.state = "requested";
-        this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
-      }
+      const next = this.queue.pickStarts(this.o.slots - this.running, this.pace.lookahead());
+      if (next.length > 0) this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
     }
     // A claim that came back short while bodies still ran gets one more look once everything is done:
     // those bodies (or their completions) may have enqueued more.
     if (this.exhausted && !this.o.idle && this.o.drain && !this.claiming && this.queue.length === 0 && this.running === 0
       && this.lookAgain && this.endedSinceClaim > 0 && !this.noTaskFits) this.exhausted = false;
-    if (!this.claiming && !this.exhausted && this.o.drain && this.queue.length <= this.o.slots + this.pace.lookahead()) this.claimNext();
+    // A worker lane with quick jobs (claims larger than twice its slots) claims once it has room for half a
+    // claim: a claim for the few jobs short of its prefetch costs nearly as much as a whole one.
+    const full = this.adaptiveSize();
+    const room = !this.o.adaptiveBatch || full <= 2 * this.o.slots || this.queue.length <= full / 2;
+    if (room && !this.claiming && !this.exhausted && this.o.drain && this.queue.length <= this.o.slots + this.pace.lookahead()) this.claimNext();
     if (this.exhausted && !this.claiming) this.waitForWork();
   }
 
@@ -208,7 +213,7 @@ export class Engine {
     const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.pace.lookahead() - this.queue.length);
     // An invocation asks for a whole batch each time (small top-up claims cost nearly as much as whole ones);
     // a worker lane holds at most its prefetch.
-    const size = this.o.adaptiveBatch ? Math.max(1, Math.min(this.o.batchSize, this.o.slots + 2 * this.pace.lookahead()) - this.queue.length) : this.o.batchSize;
+    const size = this.o.adaptiveBatch ? Math.max(1, this.adaptiveSize() - this.queue.length) : this.o.batchSize;
     const sent = performance.now();
     this.claiming = this.claimer.claim(size, starts, this.o.laterClaimExtras?.() ?? [])
       .then((claim) => { this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },
@@ -220,7 +225,7 @@ export class Engine {
     countClaim(this.summary, claim);
     for (const job of claim.claimed) {
       this.held.set(job.id, new JobAbort());
-      this.queue.push({ job, state: job.started ? "ready" : "waiting" });
+      this.queue.push(job, job.started ? "ready" : "waiting");
     }
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
     // the same statement were invisible to it, so those call for one more claim.
@@ -234,21 +239,12 @@ export class Engine {
   }
 
   private onStarted(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {
-    const started = new Set(result?.started ?? []);
-    for (let i = 0; i < this.queue.length;) {
-      const local = this.queue[i];
-      if (local.state !== "requested" || !ids.includes(local.job.id)) { i++; continue; }
-      if (started.has(local.job.id)) {
-        local.state = "ready";
-        const slack = result?.slack?.[String(local.job.id)];
-        if (slack !== undefined) local.startBy = { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
-        i++;
-        continue;
-      }
-      // Stopped, denied a limit, or not ours any more; a failed request leaves it to lease expiry (never started: no attempt spent).
-      this.queue.splice(i, 1);
-      this.held.delete(local.job.id);
-    }
+    const startBy = (id: number) => {
+      const slack = result?.slack?.[String(id)];
+      return slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
+    };
+    // Stopped, denied a limit, or not ours any more; a failed request leaves it to lease expiry (never started: no attempt spent).
+    for (const local of this.queue.answerStarts(ids, new Set(result?.started ?? []), startBy)) this.held.delete(local.job.id);
     if (result) {
       this.summary.cancelled += result.stopped.length;
       this.summary.released += result.denied.length;
