@@ -121,7 +121,9 @@ export class Engine {
     this.o.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       const sent = performance.now();
-      const firstSize = this.o.adaptiveBatch ? this.adaptiveSize() : this.o.batchSize;
+      // A worker lane that knows nothing of its jobs' pace yet takes a few slots' worth: quick jobs then start
+      // ahead from the first statement on, and slow ones are held, not started.
+      const firstSize = this.o.adaptiveBatch ? Math.max(this.adaptiveSize(), Math.min(this.o.batchSize, 4 * this.o.slots)) : this.o.batchSize;
       const first = await this.claimer.claim(firstSize, this.o.slots + this.pace.lookahead(), this.o.firstClaimExtras);
       this.pace.roundTripTook(performance.now() - sent);
       this.accept(first, firstSize);
