@@ -108,10 +108,10 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
  * monotonic clock (which a wall-clock jump cannot fool). Aborts `job.signal` when it has.
  */
 function overrunCheck(run: JobRun): () => boolean {
+  if (!Number.isFinite(run.timeoutMs)) return () => false;
   const startedAt = run.now().getTime();
   const startedMono = performance.now();
   return () => {
-    if (!Number.isFinite(run.timeoutMs)) return false;
     const elapsed = Math.max(run.now().getTime() - startedAt, performance.now() - startedMono);
     if (elapsed <= run.timeoutMs) return false;
     if (!run.controller.aborted) run.controller.abort(timeoutError(run));
