@@ -103,8 +103,10 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       where j.id = o.id and j.state = 'running' and j.lease_owner = ${owner}
       returning j.id, j.task, j.queue, j.attempt, j.state, o.kind, o.error
     ),
-    -- (A data-modifying CTE runs to completion whether or not the result reads it.)
-    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id)
+    -- (A data-modifying CTE runs to completion whether or not the result reads it. The exists is checked
+    -- once: while no limit slot is taken, the done jobs are not looked up one by one.)
+    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id
+      and exists (select 1 from akadze.limit_slots t where t.job_id is not null))
     ${sql.join(ctes, sql` `)}
     select json_build_object(
       'succeeded', coalesce((select json_agg(id) from done where state = 'succeeded'), '[]'::json),
