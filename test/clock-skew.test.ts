@@ -137,8 +137,12 @@ function skewSuite(driver: keyof typeof SIZES): void {
       const exportRuns = await rows<{ began: number; ended: number }>(`select extract(epoch from began) * 1000 as began,
         extract(epoch from ended) * 1000 as ended from skew_runs where task = 'skew.export'`);
       const deepest = deepestOverlap(exportRuns.map((r) => ({ began: Number(r.began), ended: Number(r.ended) })));
-      const callStarts = (await rows<{ began: number }>("select extract(epoch from began) * 1000 as began from skew_runs where task = 'skew.call'")).map((r) => Number(r.began));
+      // Handler start times: when each handler was called, on the database's clock (see skew-app.ts).
+      const callRows = await rows<{ called: number; lag: number }>(`select extract(epoch from called) * 1000 as called,
+        extract(epoch from began - called) * 1000 as lag from skew_runs where task = 'skew.call'`);
+      const callStarts = callRows.map((r) => Number(r.called));
       const busiest = busiestWindow(callStarts, WINDOW_MS);
+      const lag = Math.round(Math.max(0, ...callRows.map((r) => Number(r.lag))));
 
       const slots = (await rows<{ slot: number; n: number; early: number }>(`select extract(epoch from run_at) * 1000 as slot, count(*)::int as n,
           max(extract(epoch from run_at - e.at) * 1000) as early
@@ -152,7 +156,7 @@ function skewSuite(driver: keyof typeof SIZES): void {
         `${jobs.length} jobs, ${jobs.reduce((n, j) => n + j.runs, 0)} runs, ${extraRuns} extra runs, ${expired} leases expired, ` +
         `recovered ${sum("recovered")}, lost ${sum("lost")}, released ${sum("released")}, ${sum("invocations")} invocations; ` +
         `maxRunning ${MAX_RUNNING}: at most ${deepest} at once over ${exportRuns.length} runs; maxStarts ${MAX_STARTS} per ${WINDOW_MS} ms: ` +
-        `at most ${busiest} in a window over ${callStarts.length} starts; ${slots.length} schedule slots, most jobs per slot ${Math.max(...slots.map((s) => s.n))}, ` +
+        `at most ${busiest} in a window over ${callStarts.length} starts (a row came up to ${lag} ms after its handler was called); ${slots.length} schedule slots, most jobs per slot ${Math.max(...slots.map((s) => s.n))}, ` +
         `gaps ${JSON.stringify([...new Set(gaps)])}, enqueued before due (ms, on the database's clock) ${JSON.stringify(slots.filter((s) => s.early > 0).map((s) => Math.round(s.early)))}; runs by loop ${byRunner.map((r) => `${r.runner}: ${r.n}`).join(", ")}; ` +
         `errors ${JSON.stringify(totals.flatMap((t) => t.errors).slice(0, 3))}`);
 
