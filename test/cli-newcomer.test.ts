@@ -47,3 +47,17 @@ it("akadze worker warns about unknown tasks at start and logs each failed job wi
   expect(stderr).toContain('akadze: 1 queued job of task "fixture.ecko" (queue default) wait for an app that defines it');
   expect(stderr).toContain(`akadze: job ${id} (fixture.doomed, queue reports, attempt 1) failed: Fail: the vendor rejected the export\n`);
 }, 90_000);
+
+it("akadze worker --log-level silent says nothing about unknown tasks or failed jobs", async () => {
+  await createApp().task("fixture.ecko", async () => {}).using(t.db).enqueue({});
+  const id = await doomed.using(t.db).enqueue({});
+  const { child, stderr: output, exited } = startAkadze(["worker", APP, "--queue", "reports", "--log-level", "silent"], { env: { DATABASE_URL: t.url } });
+  try {
+    await waitFor(async () => (await t.rows(`select state from akadze.jobs where id = ${id}`))[0]?.state === "failed", "the doomed job to fail", { timeoutMs: 60_000 });
+  } finally {
+    child.kill("SIGTERM");
+    await exited;
+  }
+  expect(output()).not.toContain("fixture.ecko");
+  expect(output()).not.toContain(`job ${id} `);
+}, 90_000);

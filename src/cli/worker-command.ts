@@ -7,7 +7,7 @@ import { loadApp } from "./load-module.js";
 import type { CliContext } from "./context.js";
 import { print, printJson } from "./output.js";
 import { collect, duration, logLevel, positiveInt } from "./parse.js";
-import { invocationLogLines, writeLogLines } from "../ops/invocation-log.js";
+import { invocationLogLines, writeLogLines, type LogLine } from "../ops/invocation-log.js";
 import { findMisfits, misfitWarnings } from "../ops/misfits.js";
 
 /** How often a running worker repeats the unknown-task and unlimited-key warnings. */
@@ -42,6 +42,10 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
         let misfitTimer: NodeJS.Timeout | undefined;
         let lastError = "";
         let lastErrorAt = 0;
+        // Every line the worker logs goes through --log-level: warnings to stderr, the rest to stdout, nothing when silent.
+        const log = (lines: LogLine[]) => writeLogLines(lines, opts.logLevel ?? "warn", {
+          warn: (text) => process.stderr.write(`akadze: ${text}\n`), info: (text) => print(text),
+        });
         const queues: string[] | undefined = opts.queue;
         const slots = opts.slots ?? DEFAULT_SLOTS;
         try {
@@ -55,15 +59,11 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
               lastError = line;
               lastErrorAt = Date.now();
             },
-            onInvocation: (summary) => {
-              writeLogLines(invocationLogLines(summary, "worker"), opts.logLevel ?? "warn", {
-                warn: (text) => process.stderr.write(`akadze: ${text}\n`), info: (text) => print(text),
-              });
-            },
+            onInvocation: (summary) => log(invocationLogLines(summary, "worker")),
             onStart: (id) => {
               // Jobs this app can never run, or runs unlimited, are said at start and every minute while they last.
               const check = () => findMisfits(db, [...app.tasks.keys()]).then((m) => {
-                for (const line of misfitWarnings(m)) process.stderr.write(`akadze: ${line}\n`);
+                log(misfitWarnings(m).map((text) => ({ level: "warn", text })));
               }, () => {});
               void check();
               misfitTimer = setInterval(check, MISFIT_CHECK_MS);
