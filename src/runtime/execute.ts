@@ -4,7 +4,7 @@ import { Cancel, Fail, JobTimeout, ResultNotJson, Retry, Snooze } from "../core/
 import { describeNonJson } from "../core/json.js";
 import { describeIssues } from "../core/validate.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
-import type { TaskDefinition } from "../app/task.js";
+import type { JobContext, TaskDefinition } from "../app/task.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { ErrorEntry } from "../core/errors.js";
 import type { Outcome } from "../sql/complete.js";
@@ -67,10 +67,7 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
   if (!parsed.success) {
     return { id: job.id, kind: "fail", error: errorEntry(run, new Fail(`args no longer match the task's schema: ${describeIssues(parsed.issues)}`)) };
   }
-  const hookJob: HookJob = {
-    id: job.id, task: job.task, queue: job.queue, attempt: job.attempt, maxAttempts: job.max_attempts,
-    get signal() { return controller.signal; }, args: job.args,
-  };
+  const hookJob: HookJob = Object.assign(jobContext(job, controller), { args: job.args });
   const overran = overrunCheck(run);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let bodyEnded = false;
@@ -127,11 +124,14 @@ function timeoutError(run: JobRun): JobTimeout {
     : `task ${run.task.name} ran past its timeout of ${run.timeoutMs} ms`);
 }
 
+/** What a body (and, with its args, a hook) sees of its job; the signal is made only if it is read. */
+function jobContext(job: ClaimedJob, controller: JobAbort): JobContext {
+  return { id: job.id, task: job.task, queue: job.queue, attempt: job.attempt, maxAttempts: job.max_attempts, get signal() { return controller.signal; } };
+}
+
 async function runBody(run: JobRun, args: unknown, hookJob: HookJob, overran: () => boolean): Promise<unknown> {
   for (const hook of run.hooks.before) await hook(hookJob);
-  const { controller } = run;
-  const { id, task, queue, attempt, maxAttempts } = hookJob;
-  const result = await run.task.handler(args, { id, task, queue, attempt, maxAttempts, get signal() { return controller.signal; } });
+  const result = await run.task.handler(args, jobContext(run.job, run.controller));
   if (run.current.completed) return result;
   // afterRun hooks run only inside the timeout: a late body is a timeout before its result is looked at.
   if (overran()) throw timeoutError(run);
