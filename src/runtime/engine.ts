@@ -4,6 +4,7 @@ import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
+import type { Outcome } from "../sql/complete.js";
 import { Claimer, longestTimeoutMs, type Claim } from "./claimer.js";
 import { Heartbeat, judgeBeat } from "./heartbeat.js";
 import { runJob } from "./execute.js";
@@ -74,6 +75,9 @@ export class Engine {
   /** Every job this engine holds a lease on (queued locally or running), with the controller its body gets. */
   private readonly held = new Map<number, JobAbort>();
   private readonly mustStop = new Set<number>();
+  /** Jobs whose body runs now, and jobs whose outcome was handed to the settler and not yet answered (by id: count). */
+  private readonly bodies = new Set<number>();
+  private readonly settling = new Map<number, number>();
   private running = 0;
   private claiming: Promise<void> | null = null;
   private exhausted = false;
@@ -99,13 +103,13 @@ export class Engine {
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now,
       after: () => this.unreported.take((n) => o.settleAfter(n, this.running === 0 && this.queue.length === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
-      done: (jobs, sent) => { this.summary.lost += sent.length - jobs.length; countCompleted(this.summary, jobs); this.unreported.settled(jobs); },
-      lost: (outcomes) => { this.summary.lost += outcomes.length; },
+      done: (jobs, sent) => { this.settled(sent); this.summary.lost += sent.length - jobs.length; countCompleted(this.summary, jobs); this.unreported.settled(jobs); },
+      lost: (outcomes) => { this.settled(outcomes); this.summary.lost += outcomes.length; },
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
     this.heartbeat = new Heartbeat({
       db: o.db, owner: o.owner, leaseMs: o.leaseMs, now: o.sqlNow, intervalMs: o.heartbeatMs,
-      held: () => [...this.held.keys()],
+      held: () => this.held,
       count: () => { this.summary.roundTrips++; },
       onBeat: (covered, held) => this.onBeat(covered, held),
     });
@@ -226,6 +230,7 @@ export class Engine {
   private accept(claim: Claim, asked: number): void {
     countClaim(this.summary, claim);
     for (const job of claim.claimed) {
+      if (this.held.has(job.id) && !this.reclaimed(job)) continue;
       this.held.set(job.id, new JobAbort());
       this.queue.push(job, job.started ? "ready" : "waiting");
     }
@@ -238,6 +243,33 @@ export class Engine {
       // Sent while bodies ran: they may enqueue more before they end, worth one more look then.
       this.lookAgain = this.running > 0 || this.queue.length > claim.claimed.length;
     }
+  }
+
+  /**
+   * A claim handed back a job this engine still holds: its lease had lapsed (a body held the event loop, a
+   * heartbeat stalled) and a claim recovered it. The engine never holds one job twice: a job waiting in the
+   * local queue is replaced by the new claim (true: queue it); a job whose body runs, or whose outcome is on
+   * its way, keeps that body and outcome, which now settle under the renewed lease (false).
+   */
+  private reclaimed(job: ClaimedJob): boolean {
+    if (this.bodies.has(job.id) || this.settling.has(job.id)) return false;
+    this.queue.removeWhere((l) => l.job.id === job.id);
+    this.mustStop.delete(job.id);
+    return true;
+  }
+
+  /** Outcomes answered (recorded or not): their jobs are no longer on their way. */
+  private settled(outcomes: { id: number }[]): void {
+    for (const { id } of outcomes) {
+      const n = (this.settling.get(id) ?? 1) - 1;
+      if (n > 0) this.settling.set(id, n);
+      else this.settling.delete(id);
+    }
+  }
+
+  private push(outcome: Outcome): void {
+    this.settling.set(outcome.id, (this.settling.get(outcome.id) ?? 0) + 1);
+    this.settler.push(outcome);
   }
 
   private onStarted(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {
@@ -257,11 +289,12 @@ export class Engine {
   private start(job: ClaimedJob, timeoutMs: number): void {
     const controller = this.held.get(job.id)!;
     if (this.mustStop.has(job.id) || controller.aborted) {
-      this.settler.push({ id: job.id, kind: controller.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
+      this.push({ id: job.id, kind: controller.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
       this.held.delete(job.id);
       return;
     }
     this.running++;
+    this.bodies.add(job.id);
     const began = performance.now();
     let lingering: Promise<unknown> | null = null;
     void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow,
@@ -271,12 +304,14 @@ export class Engine {
         // beside it) until it ends or the invocation does.
         if (lingering) await Promise.race([lingering.catch(() => {}), this.stopped.opened]);
         this.held.delete(job.id);
+        this.bodies.delete(job.id);
         if (outcome === null) {
           this.summary.succeeded++;
           this.unreported.add(1);
-        } else this.settler.push(outcome);
+        } else this.push(outcome);
       })
       .finally(() => {
+        this.bodies.delete(job.id);
         this.running--;
         this.endedSinceClaim++;
         this.pace.ranFor(performance.now() - began);
@@ -286,10 +321,10 @@ export class Engine {
 
   private release(job: ClaimedJob): void {
     this.held.delete(job.id);
-    this.settler.push({ id: job.id, kind: "release", attempt: job.attempt });
+    this.push({ id: job.id, kind: "release", attempt: job.attempt });
   }
 
-  private onBeat(covered: number[], held: { id: number; stop: boolean }[]): void {
+  private onBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[]): void {
     judgeBeat(covered, held, this.held, this.mustStop);
     this.change.notify();
   }

@@ -17,11 +17,11 @@ export class Heartbeat {
   constructor(
     private readonly options: {
       db: Db; owner: string; leaseMs: number; intervalMs: number; now: () => SQL;
-      /** The jobs held now. */
-      held: () => number[];
+      /** The jobs held now, with the controller of each. */
+      held: () => ReadonlyMap<number, JobAbort>;
       count: () => void;
-      /** `covered`: the ids the beat was sent for; `held`: those the database still leases to this owner. */
-      onBeat: (covered: number[], held: HeldJob[]) => void;
+      /** `covered`: the jobs the beat was sent for, as held then; `held`: those the database still leases to this owner. */
+      onBeat: (covered: ReadonlyMap<number, JobAbort>, held: HeldJob[]) => void;
     },
   ) {}
 
@@ -36,13 +36,13 @@ export class Heartbeat {
 
   /** One beat; a failed beat is skipped, the lease outlives several intervals. */
   async beat(): Promise<void> {
-    const covered = this.options.held();
-    if (this.inFlight || covered.length === 0) return;
+    if (this.inFlight || this.options.held().size === 0) return;
+    const covered = new Map(this.options.held());
     this.inFlight = true;
     try {
       const { db, owner, now, leaseMs } = this.options;
       this.options.count();
-      const held = await queryJsonPrepared<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, covered));
+      const held = await queryJsonPrepared<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, [...covered.keys()]));
       if (this.timer !== undefined) this.options.onBeat(covered, held.map((h) => ({ id: Number(h.id), stop: h.stop })));
     } catch {
       // The next beat tries again; leases last three intervals.
@@ -53,14 +53,15 @@ export class Heartbeat {
 }
 
 /**
- * What a heartbeat answer means for the bodies it covered (and only those): a job no longer held is aborted
- * with LeaseLost; one whose cancel was requested (or that expired) is aborted with Cancel and must stop.
+ * What a heartbeat answer means for the bodies it covered (and only those, as they were held when it was
+ * sent: a job claimed again meanwhile is a new lease the answer knows nothing of): a job no longer held is
+ * aborted with LeaseLost; one whose cancel was requested (or that expired) is aborted with Cancel and must stop.
  */
-export function judgeBeat(covered: number[], held: { id: number; stop: boolean }[], controllers: Map<number, JobAbort>, mustStop: Set<number>): void {
+export function judgeBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[], controllers: Map<number, JobAbort>, mustStop: Set<number>): void {
   const seen = new Map(held.map((h) => [h.id, h.stop]));
-  for (const id of covered) {
+  for (const [id, sent] of covered) {
     const controller = controllers.get(id);
-    if (!controller) continue;
+    if (!controller || controller !== sent) continue;
     if (!seen.has(id)) controller.abort(new LeaseLost(`the lease of job ${id} was lost to another invocation`));
     else if (seen.get(id)) {
       mustStop.add(id);
