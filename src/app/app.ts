@@ -1,12 +1,19 @@
 import { InvalidInput } from "../core/errors.js";
 import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type ScheduleTiming } from "../schedules/definition.js";
-import { Hooks } from "./hooks.js";
+import { DEFAULT_TRANSITION_HOOK_TIMEOUT, Hooks } from "./hooks.js";
+import { tryParseDuration, type Duration } from "../core/duration.js";
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
 
 /** Options of `createApp`. @example const app = createApp({ clock: () => new Date() }); */
 export interface AppOptions {
   /** The clock every enqueue and invocation of this app reads (tests pass their own). Default: `new Date()`. */
   clock?: () => Date;
+  /**
+   * How long the `onTransition` hooks of one statement may take together (default "5s"): a hook still
+   * running then is no longer waited for, its call is recorded as a `TransitionHookFailed` on its job,
+   * and the statement commits without it, so no hook keeps jobs' row locks past this.
+   */
+  transitionHookTimeout?: Duration;
 }
 
 /**
@@ -17,7 +24,7 @@ export interface AppOptions {
  */
 export class App {
   readonly tasks = new Map<string, TaskDefinition>();
-  readonly hooks = new Hooks();
+  readonly hooks: Hooks;
   /** Schedules every invocation of this app checks, by name. */
   readonly schedules = new Map<string, Schedule>();
   readonly clock: () => Date;
@@ -25,6 +32,11 @@ export class App {
   readonly sqlClock: (() => Date) | null;
 
   constructor(options: AppOptions = {}) {
+    const hookTimeoutMs = tryParseDuration(options.transitionHookTimeout ?? DEFAULT_TRANSITION_HOOK_TIMEOUT);
+    if (hookTimeoutMs === undefined || hookTimeoutMs === 0) {
+      throw new InvalidInput(`createApp: transitionHookTimeout must be a positive duration such as "5s", got ${JSON.stringify(options.transitionHookTimeout)}`);
+    }
+    this.hooks = new Hooks(hookTimeoutMs);
     this.clock = options.clock ?? (() => new Date());
     this.sqlClock = options.clock ?? null;
   }

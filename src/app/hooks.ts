@@ -1,4 +1,4 @@
-import { TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
+import { AkadzeError, TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
 import { errorText } from "../core/json.js";
 import type { JobState } from "../core/states.js";
 import { isNeonHttp, type Db } from "../db/query.js";
@@ -30,6 +30,9 @@ export type AfterRunHook = (job: HookJob, result: unknown) => unknown;
  */
 export type TransitionHook = (transition: Transition, tx: Db) => unknown;
 
+/** How long the transition hooks of one statement may take together, unless the app says otherwise. @example createApp({ transitionHookTimeout: DEFAULT_TRANSITION_HOOK_TIMEOUT }) */
+export const DEFAULT_TRANSITION_HOOK_TIMEOUT = "5s";
+
 /**
  * Hook registration.
  * @example app.hooks.onTransition((t) => { if (t.to === "failed") alert(t); });
@@ -39,6 +42,12 @@ export class Hooks {
   readonly after: AfterRunHook[] = [];
   readonly transition: TransitionHook[] = [];
 
+  /**
+   * @param timeoutMs how long the transition hooks of one statement may take together: past it the statement
+   *   goes on without them (its transaction, and the row locks it holds, are not kept waiting for a hook).
+   */
+  constructor(readonly timeoutMs = 5_000) {}
+
   /** Runs before each body, inside its timeout; a throw counts as the body throwing. */
   beforeRun(hook: BeforeRunHook): void { this.before.push(hook); }
   /** Runs only when the body returned, inside its timeout; a throw spends an attempt and a retry reruns the body. */
@@ -47,9 +56,36 @@ export class Hooks {
   onTransition(hook: TransitionHook): void { this.transition.push(hook); }
 }
 
-/** Calls the transition hooks in order for each change. */
+/** A hook call that did not settle before its statement's hook deadline, or was not made because the deadline had passed. */
+export class HookTimeout extends AkadzeError {}
+
+/** The moment (monotonic ms) by which one statement's transition hooks must be done. */
+function hookDeadline(hooks: Hooks): number {
+  return performance.now() + hooks.timeoutMs;
+}
+
+/** The hook's promise, or a HookTimeout once `deadline` passes (the hook itself is not stopped: it is no longer waited for). */
+async function withinDeadline(call: () => unknown, deadline: number, t: Transition, timeoutMs: number): Promise<void> {
+  const what = `an onTransition hook on ${t.from} -> ${t.to} of job ${t.jobId}`;
+  const left = deadline - performance.now();
+  if (left <= 0) throw new HookTimeout(`${what} was not called: the statement's hooks had used their ${timeoutMs} ms`);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new HookTimeout(`${what} did not settle within the ${timeoutMs} ms the statement's hooks may take`)), left);
+  });
+  try {
+    await Promise.race([Promise.resolve().then(call), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Calls the transition hooks in order for each change, all within the hooks' deadline (a HookTimeout past it). */
 export async function emitTransitions(hooks: Hooks, transitions: Transition[], tx: Db): Promise<void> {
-  for (const transition of transitions) for (const hook of hooks.transition) await hook(transition, tx);
+  const deadline = hookDeadline(hooks);
+  for (const transition of transitions) {
+    for (const hook of hooks.transition) await withinDeadline(() => hook(transition, tx), deadline, transition, hooks.timeoutMs);
+  }
 }
 
 /**
@@ -86,11 +122,16 @@ interface HookFailure { transition: Transition; error: unknown }
 
 async function callHooksIsolated(hooks: Hooks, transitions: Transition[], tx: Db, savepoints: boolean): Promise<HookFailure[]> {
   const failures: HookFailure[] = [];
+  // One deadline for the statement's every call: a hook that never settles costs the statement (and the row
+  // locks its transaction holds) at most the hooks' timeout, and the calls after it are recorded as not made.
+  const deadline = hookDeadline(hooks);
   for (const transition of transitions) {
     for (const hook of hooks.transition) {
+      const call = (db: Db) => withinDeadline(() => hook(transition, db), deadline, transition, hooks.timeoutMs);
       try {
-        if (savepoints) await tx.transaction(async (sp) => { await hook(transition, sp as unknown as Db); });
-        else await hook(transition, tx);
+        if (performance.now() >= deadline) await call(tx);
+        else if (savepoints) await tx.transaction(async (sp) => { await call(sp as unknown as Db); });
+        else await call(tx);
       } catch (error) {
         failures.push({ transition, error });
       }

@@ -1,0 +1,55 @@
+// Transition hooks get a deadline (issue 21, item 2): an onTransition hook that never settles (an alert call
+// with no timeout) costs its statement at most the app's transitionHookTimeout. The statement then commits
+// without it, so its transaction does not sit "idle in transaction" holding the jobs' row locks, the jobs it
+// moved are recorded, and the invocation returns.
+import { expect, it } from "vitest";
+import * as v from "valibot";
+import { createApp, requestCancel, runOnce } from "../src/index.js";
+import { forEachDriver } from "./support/drivers.js";
+import { ManualClock } from "./support/clock.js";
+
+/** The promise, or a rejection after `ms` (what the test could wait at most). */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([promise, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} had not returned after ${ms} ms`)), ms); })])
+    .finally(() => clearTimeout(timer));
+}
+
+forEachDriver((h) => {
+  it("records the 40 jobs of a settle whose hook never settles, and the invocation returns", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now, transitionHookTimeout: "300ms" });
+    const task = app.task("t", { args: v.object({}) }, async () => "done");
+    const calls: string[] = [];
+    app.hooks.onTransition(async (t) => {
+      calls.push(t.to);
+      if (t.to === "succeeded") await new Promise(() => {}); // an alert call that never answers
+    });
+    await task.using(h().db).enqueueMany(Array.from({ length: 40 }, () => ({})));
+    const summary = await within(runOnce(app, { db: h().db, now: clock.now, slots: 40, batchSize: 40, budget: "2s" }), 10_000, "runOnce");
+    expect(summary.succeeded).toBe(40);
+    const jobs = await h().rows<{ state: string; errors: { kind: string; message: string }[] }>("select state, errors from akadze.jobs order by id");
+    expect(jobs.map((j) => j.state)).toEqual(Array(40).fill("succeeded"));
+    // The first call timed out; the calls after it were not made once the statement's deadline had passed.
+    const kinds = jobs.flatMap((j) => j.errors.map((e) => e.kind));
+    expect(kinds).toEqual(Array(40).fill("TransitionHookFailed"));
+    expect(jobs[0]!.errors[0]!.message).toMatch(/did not settle within the 300 ms|was not called/);
+    expect(calls.filter((c) => c === "succeeded").length).toBe(1);
+    // Nothing is left holding the jobs' rows.
+    if (h().name === "node-postgres") {
+      const idle = await h().rows("select pid from pg_stat_activity where datname = current_database() and state = 'idle in transaction'");
+      expect(idle).toEqual([]);
+    }
+  });
+
+  it("a control operation's hook past the deadline rolls its change back with a HookTimeout", async () => {
+    const app = createApp({ transitionHookTimeout: "200ms" });
+    const task = app.task("t", { args: v.object({}) }, async () => "done");
+    const [id] = await task.using(h().db).enqueueMany([{}]);
+    app.hooks.onTransition(() => new Promise(() => {}));
+    const outcome = await within(requestCancel(h().db, id!, app).then(() => "returned", (e: Error) => e.name), 10_000, "requestCancel");
+    if (h().name === "neon-http") return; // committed before the hooks run: the caller still hears of the timeout
+    expect(outcome).toBe("HookTimeout");
+    expect((await h().rows("select state from akadze.jobs"))[0].state).toBe("queued");
+  });
+}, ["node-postgres", "neon-http"]);
