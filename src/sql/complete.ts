@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { ErrorEntry } from "../core/errors.js";
 import { startJobsCtes, startReport, type StartResult } from "./start.js";
 import { msInterval, mustStop } from "./time.js";
+import { lockOwnedInIdOrder } from "./heartbeat.js";
 
 /**
  * What a run ended with, as the completion statement records it:
@@ -81,10 +82,14 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       when o.kind = 'snooze' then 'queued'
       when o.kind = 'fail' or j.attempt >= j.max_attempts then 'failed'
       else 'queued' end`;
-  const starts = start && start.ids.length > 0 ? startJobsCtes(owner, now, start.ids, start.limited) : [];
+  // Every row the statement changes (outcomes and starts) is locked first, in id order, as the heartbeat does.
+  const lockIds = JSON.stringify([...outcomes.map((o) => o.id), ...(start?.ids ?? [])]);
+  const locked = sql`j.id = any((select ids from settle_locked)::bigint[])`;
+  const starts = start && start.ids.length > 0 ? startJobsCtes(owner, now, start.ids, start.limited, locked) : [];
   const ctes = [...starts, ...after].map((cte) => sql`, ${cte}`);
   return sql`
-    with o_now as (select ${now} as now),
+    with ${lockOwnedInIdOrder("settle_locked", owner, sql`${lockIds}::jsonb`)},
+    o_now as (select ${now} as now),
     o as (select value::bigint as id, 'succeeded'::text as kind, null::jsonb as result, null::jsonb as error, 0::float8 as delay_ms
           from jsonb_array_elements_text(${succeededIds}::jsonb)
           union all
@@ -100,7 +105,7 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
         errors = case when o.error is not null and not ${REFUND} then j.errors || jsonb_build_array(o.error) else j.errors end,
         lease_owner = null, lease_expires_at = null
       from o, o_now
-      where j.id = o.id and j.state = 'running' and j.lease_owner = ${owner}
+      where j.id = o.id and ${locked} and j.state = 'running' and j.lease_owner = ${owner}
       returning j.id, j.task, j.queue, j.attempt, j.state, o.kind, o.error
     ),
     -- (A data-modifying CTE runs to completion whether or not the result reads it. The exists is checked

@@ -35,13 +35,14 @@ export interface StartResult {
  * so concurrent invocations never over-grant. Idempotent: a job already marked by this owner counts as
  * started again (a retried request whose first answer was lost). Report with `startReport()`.
  */
-export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: boolean): SQL[] {
+export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: boolean, locked: SQL = sql`true`): SQL[] {
   const stop = mustStop(now);
+  // (`locked`: the statement's condition naming the rows it locked first, in id order; see lockOwnedInIdOrder.)
   const requested = sql`start_req as (
       select j.id, j.limit_key, j.priority, j.run_at, j.started_at is not null as already, ${stop} as stop
       from akadze.jobs j
       where j.id in (select value::bigint from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
-        and j.state = 'running' and j.lease_owner = ${owner}
+        and ${locked} and j.state = 'running' and j.lease_owner = ${owner}
     )`;
   const stopped = sql`start_stopped as (
       update akadze.jobs j set state = 'cancelled', attempt = j.attempt - 1, finished_at = ${now}, lease_owner = null, lease_expires_at = null
