@@ -17,7 +17,16 @@ export interface FaultInjector {
   delayMs?: [number, number];
   /** Source of randomness, for reproducible runs. Defaults to Math.random. */
   random?: () => number;
+  /**
+   * A fault picked for one request by the statements it runs (after the random ones were not drawn):
+   * `"fail"` answers 503 before running it (the statements' texts are read first), `"drop"` runs (and
+   * commits) it and destroys the socket unanswered, `{ delayMs }` waits before answering.
+   */
+  plan?: (queries: string[]) => PlannedFault | undefined;
 }
+
+/** See FaultInjector.plan. */
+export type PlannedFault = "fail" | "drop" | { delayMs: number };
 
 export interface NeonEndpointOptions {
   /** A postgres:// URL of the backing server. Exactly one of this and `pglite`. */
@@ -66,10 +75,28 @@ export async function startNeonEndpoint(options: NeonEndpointOptions): Promise<N
     let status = 200;
     let body: unknown;
     const headers: Record<string, string> = {};
+    let planned: PlannedFault | undefined;
+    const failPlanned = new Error("injected fault: service unavailable");
     try {
-      body = await execute(backend, req, headers);
+      body = await execute(backend, req, headers, (queries) => {
+        planned = fault.plan?.(queries);
+        if (planned === "fail") throw failPlanned;
+      });
     } catch (err) {
+      if (err === failPlanned) {
+        stats.faults++;
+        return send(res, 503, { message: failPlanned.message });
+      }
       [status, body] = errorBody(err);
+    }
+    if (planned === "drop") {
+      stats.faults++;
+      req.socket.destroy();
+      return;
+    }
+    if (typeof planned === "object") {
+      stats.faults++;
+      await new Promise((r) => setTimeout(r, planned && typeof planned === "object" ? planned.delayMs : 0));
     }
     if (fault.dropRate && random() < fault.dropRate) {
       stats.faults++;

@@ -36,6 +36,8 @@ export async function execute(
   backend: Backend,
   req: IncomingMessage,
   responseHeaders: Record<string, string>,
+  /** Told the statements' texts once the body is read (fault plans pick requests by what they run). */
+  onQueries?: (queries: string[]) => void,
 ): Promise<unknown> {
   const h = req.headers;
   let begin = "BEGIN";
@@ -52,6 +54,7 @@ export async function execute(
   const arrayMode = header(h, "neon-array-mode") === "true";
 
   const payload = parsePayload(await readBody(req));
+  onQueries?.("query" in payload ? [payload.query] : payload.queries.map((q) => q.query));
   const pool = backend.poolFor(databaseOf(header(h, "neon-connection-string")));
   const client = await pool.connect();
   let broken: unknown;

@@ -10,10 +10,17 @@ import { Heartbeat, judgeBeat } from "./heartbeat.js";
 import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
-import { Settler } from "./settler.js";
+import { answered, Settler } from "./settler.js";
+import { isNeonHttp, queryJson } from "../db/query.js";
+import { releaseUnheldStatement } from "../sql/release-unheld.js";
+import { MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
 import { LocalQueue } from "./local-queue.js";
-import { JobAbort, Latch, Wakeup } from "./signal.js";
+import { JobAbort, Latch, Wakeup, withTimeout } from "./signal.js";
+
+/** The wait before an invocation claims again after a failed claim: doubles from the first to the second. */
+const CLAIM_RETRY_MIN_MS = 50;
+const CLAIM_RETRY_MAX_MS = 1_000;
 
 /** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
 export interface EngineOptions {
@@ -80,6 +87,11 @@ export class Engine {
   private readonly settling = new Map<number, number>();
   private running = 0;
   private claiming: Promise<void> | null = null;
+  /** A claim failed: the next one waits for this timer (the drain goes on while budget remains). */
+  private claimRetry: ReturnType<typeof setTimeout> | undefined;
+  private claimFailures = 0;
+  /** A claim's answer was lost: jobs may be leased to this owner that it does not know of (see releaseUnheld). */
+  private unheldMayExist = false;
   private exhausted = false;
   /** Jobs that ended since the last claim: their bodies may have enqueued more, worth one more look. */
   private endedSinceClaim = 0;
@@ -97,19 +109,25 @@ export class Engine {
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
-      roundTripMs: () => this.pace.roundTripMs,
+      roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(),
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now,
       after: () => this.unreported.take((n) => o.settleAfter(n, this.running === 0 && this.queue.length === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
-      done: (jobs, sent) => { this.settled(sent); this.summary.lost += sent.length - jobs.length; countCompleted(this.summary, jobs); this.unreported.settled(jobs); },
-      lost: (outcomes) => { this.settled(outcomes); this.summary.lost += outcomes.length; },
+      done: (jobs, sent, unsure) => {
+        this.settled(sent);
+        this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length;
+        countCompleted(this.summary, jobs);
+        this.unreported.settled(jobs);
+      },
+      lost: (outcomes, _error, unsure) => { this.settled(outcomes); this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length; },
+      requestTimeoutMs: () => this.requestTimeoutMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
     this.heartbeat = new Heartbeat({
       db: o.db, owner: o.owner, leaseMs: o.leaseMs, now: o.sqlNow, intervalMs: o.heartbeatMs,
-      held: () => this.held,
+      held: () => this.held, requestTimeoutMs: () => this.requestTimeoutMs(),
       count: () => { this.summary.roundTrips++; },
       onBeat: (covered, held) => this.onBeat(covered, held),
     });
@@ -128,15 +146,19 @@ export class Engine {
       // A worker lane that knows nothing of its jobs' pace yet takes a few slots' worth: quick jobs then start
       // ahead from the first statement on, and slow ones are held, not started.
       const firstSize = this.o.adaptiveBatch ? Math.max(this.adaptiveSize(), Math.min(this.o.batchSize, 4 * this.o.slots)) : this.o.batchSize;
-      const first = await this.claimer.claim(firstSize, this.o.slots + this.pace.lookahead(), this.o.firstClaimExtras);
+      const first = await this.claimer.claim(firstSize, this.o.slots + this.pace.lookahead(), this.o.firstClaimExtras)
+        // A first claim whose answer was lost may still have leased jobs: `finally` puts them back before the error is thrown.
+        .catch((error) => { if (!answered(error)) this.unheldMayExist = true; throw error; });
       this.pace.roundTripTook(performance.now() - sent);
       this.accept(first, firstSize);
       await this.loop();
     } finally {
       clearTimeout(atDeadline);
       this.o.signal?.removeEventListener("abort", onAbort);
+      clearTimeout(this.claimRetry);
       this.heartbeat.stop();
       await this.settler.flush();
+      if (this.unheldMayExist) await this.releaseUnheld();
       await this.claimer.finished();
       this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
@@ -154,6 +176,33 @@ export class Engine {
     return this.o.deadline - this.o.now().getTime();
   }
 
+  /**
+   * How long a statement's answer is waited for: over HTTP Postgres at most REQUEST_TIMEOUT_MS and not past
+   * the budget (but MIN_REQUEST_TIMEOUT_MS at least); over a session, as long as it takes (a session's
+   * statements are bounded by the server's own timeouts, and one abandoned would keep its connection busy).
+   */
+  private requestTimeoutMs(): number {
+    if (!isNeonHttp(this.o.db)) return Infinity;
+    return Math.min(REQUEST_TIMEOUT_MS, Math.max(MIN_REQUEST_TIMEOUT_MS, this.remainingMs()));
+  }
+
+  /**
+   * After a claim whose answer was lost (it may have committed: jobs leased to this owner, some marked
+   * started, that no body will run), puts back every job leased to this owner that the engine does not hold,
+   * attempt refunded, so only what may have run is ever charged. Kept for the next claim if it fails too.
+   */
+  private async releaseUnheld(): Promise<void> {
+    const known = [...this.held.keys(), ...this.settling.keys()];
+    try {
+      this.summary.roundTrips++;
+      const put = await withTimeout(queryJson<number>(this.o.db, releaseUnheldStatement(this.o.owner, known)), this.requestTimeoutMs(), "a release of unheld jobs");
+      this.unheldMayExist = false;
+      this.summary.released += put ?? 0;
+    } catch (error) {
+      this.o.onError?.(error);
+    }
+  }
+
   private stopping(): boolean {
     return this.o.signal?.aborted === true || this.remainingMs() <= 0;
   }
@@ -161,7 +210,7 @@ export class Engine {
   private async loop(): Promise<void> {
     for (;;) {
       this.dispatch();
-      const quiet = this.running === 0 && this.queue.length === 0 && !this.claiming && !this.settler.startPending;
+      const quiet = this.running === 0 && this.queue.length === 0 && !this.claiming && !this.settler.startPending && this.claimRetry === undefined;
       if (quiet && (!this.o.idle || this.ended || this.stopping())) return;
       await this.change.wait();
     }
@@ -209,7 +258,7 @@ export class Engine {
     // claim: a claim for the few jobs short of its prefetch costs nearly as much as a whole one.
     const full = this.adaptiveSize();
     const room = !this.o.adaptiveBatch || full <= 2 * this.o.slots || this.queue.length <= full / 2;
-    if (room && !this.claiming && !this.exhausted && this.o.drain && this.queue.length <= this.o.slots + this.pace.lookahead()) this.claimNext();
+    if (room && !this.claiming && !this.exhausted && this.claimRetry === undefined && this.o.drain && this.queue.length <= this.o.slots + this.pace.lookahead()) this.claimNext();
     if (this.exhausted && !this.claiming) this.waitForWork();
   }
 
@@ -221,10 +270,32 @@ export class Engine {
     // a worker lane holds at most its prefetch.
     const size = this.o.adaptiveBatch ? Math.max(1, this.adaptiveSize() - this.queue.length) : this.o.batchSize;
     const sent = performance.now();
-    this.claiming = this.claimer.claim(size, starts, this.o.laterClaimExtras?.() ?? [])
-      .then((claim) => { this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },
-        (error) => { this.exhausted = true; this.o.onError?.(error); })
+    const extras = this.o.laterClaimExtras?.() ?? [];
+    this.claiming = (this.unheldMayExist ? this.releaseUnheld() : Promise.resolve())
+      .then(() => this.claimer.claim(size, starts, extras))
+      .then((claim) => { this.claimFailures = 0; this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },
+        (error) => { this.claimFailed(error); })
       .finally(() => { this.claiming = null; this.change.notify(); });
+  }
+
+  /**
+   * A later claim failed. Its answer may have been lost after it committed (see releaseUnheld). A worker
+   * lane waits for its next poll; an invocation tries again after a short backoff while its budget lasts,
+   * rather than ending its drain with jobs still due.
+   */
+  private claimFailed(error: unknown): void {
+    if (!answered(error)) this.unheldMayExist = true;
+    this.o.onError?.(error);
+    if (this.o.idle) {
+      this.exhausted = true;
+      return;
+    }
+    const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.claimFailures++);
+    if (this.stopping() || backoff >= this.remainingMs()) {
+      this.exhausted = true;
+      return;
+    }
+    this.claimRetry = setTimeout(() => { this.claimRetry = undefined; this.change.notify(); }, backoff);
   }
 
   private accept(claim: Claim, asked: number): void {

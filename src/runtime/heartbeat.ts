@@ -2,7 +2,7 @@ import type { SQL } from "drizzle-orm";
 import { Cancel, LeaseLost } from "../core/errors.js";
 import { queryJsonPrepared, type Db } from "../db/query.js";
 import { heartbeatStatement, type HeldJob } from "../sql/heartbeat.js";
-import type { JobAbort } from "./signal.js";
+import { withTimeout, type JobAbort } from "./signal.js";
 
 /**
  * Extends the leases of every job an invocation holds (running or prefetched) in one statement every
@@ -17,6 +17,8 @@ export class Heartbeat {
   constructor(
     private readonly options: {
       db: Db; owner: string; leaseMs: number; intervalMs: number; now: () => SQL;
+      /** How long to wait for a beat's answer (Infinity: as long as it takes). */
+      requestTimeoutMs: () => number;
       /** The jobs held now, with the controller of each. */
       held: () => ReadonlyMap<number, JobAbort>;
       count: () => void;
@@ -42,7 +44,8 @@ export class Heartbeat {
     try {
       const { db, owner, now, leaseMs } = this.options;
       this.options.count();
-      const held = await queryJsonPrepared<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, [...covered.keys()]));
+      const held = await withTimeout(queryJsonPrepared<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, [...covered.keys()])),
+        this.options.requestTimeoutMs(), "a heartbeat");
       if (this.timer !== undefined) this.options.onBeat(covered, held.map((h) => ({ id: Number(h.id), stop: h.stop })));
     } catch {
       // The next beat tries again; leases last three intervals.

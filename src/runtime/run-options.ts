@@ -17,6 +17,14 @@ export const DEFAULT_LEASE = "30s";
  * own round trip passes before the first job starts, and a job that no longer fits is only released.
  */
 export const CLAIM_MARGIN_MS = 1000;
+/**
+ * Over HTTP Postgres (neon-http) no statement is waited for longer than this, nor past the budget's end
+ * (but at least MIN_REQUEST_TIMEOUT_MS, so the last settle gets its round trip): a response that never
+ * comes does not keep an invocation past its budget.
+ */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** See REQUEST_TIMEOUT_MS. */
+export const MIN_REQUEST_TIMEOUT_MS = 1_000;
 
 /** Options of one invocation. @example const options: RunOnceOptions = { db, queues: ["mail"], budget: "25s" }; */
 export interface RunOnceOptions {
@@ -69,8 +77,13 @@ export interface RunSummary {
   recovered: number;
   /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this invocation's claims. */
   rateLimited: number;
-  /** Outcomes that could not be recorded because the lease was lost. */
+  /** Outcomes that could not be recorded because the lease was lost (or the database stayed unreachable). */
   lost: number;
+  /**
+   * Outcomes whose statement's answer was lost (a dropped response, a request timeout): they may well be
+   * recorded, and a retry could not tell (it found them settled already). Not counted in `lost`.
+   */
+  unconfirmed: number;
   /**
    * Tasks not claimed because their declared timeout does not fit the budget (minus CLAIM_MARGIN_MS):
    * their jobs wait for an invocation with a longer budget. Empty when every task fits.

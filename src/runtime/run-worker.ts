@@ -71,7 +71,7 @@ export interface WorkerSummary {
   invocations: number;
 }
 
-const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited", "lost", "roundTrips"] as const;
+const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited", "lost", "unconfirmed", "roundTrips"] as const;
 
 /**
  * Runs jobs until `signal` aborts, then stops gracefully and resolves with a summary. Every queue (or every

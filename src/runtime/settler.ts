@@ -6,7 +6,7 @@ import { settleResultOf, settleStatement, type CompletedJob, type Outcome, type 
 import type { StartResult } from "../sql/start.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
-import { nextTurn } from "./signal.js";
+import { nextTurn, withTimeout } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
 
 /** One settle statement carries at most about this many bytes of outcomes (Neon refuses requests over 10 MB). */
@@ -41,10 +41,15 @@ export interface SettlerOptions {
   after: () => SQL[];
   /** Told once per statement sent, with how long it took. */
   sent: (ms: number) => void;
-  /** Told of every job a statement moved. */
-  done: (jobs: CompletedJob[], sent: Outcome[]) => void;
-  /** Outcomes that could not be recorded (the database stayed unreachable); their leases expire. */
-  lost: (outcomes: Outcome[], error: unknown) => void;
+  /**
+   * Told of every job a statement moved; `unsure`: an earlier try of it may have committed unanswered, so
+   * the outcomes it did not move may be recorded already.
+   */
+  done: (jobs: CompletedJob[], sent: Outcome[], unsure: boolean) => void;
+  /** Outcomes that could not be recorded (the database stayed unreachable; `unsure`: or its answers were lost); their leases expire. */
+  lost: (outcomes: Outcome[], error: unknown, unsure: boolean) => void;
+  /** How long to wait for a statement's answer now (Infinity: as long as it takes). */
+  requestTimeoutMs: () => number;
   /** The answer to a start request (`null` when it failed), with when it was sent: local clock and monotonic ms. */
   started: (request: StartRequest, result: StartResult | null, sent: { clock: number; mono: number }) => void;
 }
@@ -100,15 +105,17 @@ export class Settler {
 
   private async settle(outcomes: Outcome[], start: StartRequest | null): Promise<void> {
     let error: unknown;
+    let unsure = false;
     for (let attempt = 1; attempt <= TRIES; attempt++) {
       try {
         const sent = { clock: this.o.now().getTime(), mono: performance.now() };
         const result = await this.send(outcomes, start);
-        this.o.done(result.done, outcomes);
+        this.o.done(result.done, outcomes, unsure);
         if (start) this.answer(start, result.start, sent);
         return;
       } catch (e) {
         error = e;
+        if (!answered(e)) unsure = true;
         // A repeated settle is harmless: outcomes apply only where this owner still holds the lease, and
         // starting a job twice is the same as starting it once.
         if (refusedData(e)) break;
@@ -116,7 +123,7 @@ export class Settler {
     }
     if (!refusedData(error)) {
       // The database was not reached (or failed on its own): the leases expire and recovery takes over.
-      if (outcomes.length > 0) this.o.lost(outcomes, error);
+      if (outcomes.length > 0) this.o.lost(outcomes, error, unsure);
       if (start) this.answer(start, null, { clock: 0, mono: 0 });
       return;
     }
@@ -132,7 +139,7 @@ export class Settler {
       const reason = `the database refused this job's outcome (${only.kind}): ${messageOf(error)}`;
       return this.settle([{ id: only.id, kind: "fail", attempt: only.attempt, error: unstorableEntry(only, reason) }], start);
     }
-    if (outcomes.length > 0) this.o.lost(outcomes, error);
+    if (outcomes.length > 0) this.o.lost(outcomes, error, unsure);
     if (start) this.answer(start, null, { clock: 0, mono: 0 });
   }
 
@@ -145,7 +152,7 @@ export class Settler {
     const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : []);
     const began = performance.now();
     try {
-      return await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await queryJsonPrepared<SettleAnswer>(db, statement), outcomes), (r) => [
+      return await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await withTimeout(queryJsonPrepared<SettleAnswer>(db, statement), this.o.requestTimeoutMs(), "a settle"), outcomes), (r) => [
         ...r.done.map((d) => transitionOf(d, d.error ?? undefined)),
         ...(r.start?.stopped ?? []).map((t) => transitionOf({ ...t, from: "running", to: "cancelled" })),
         ...(r.start?.denied ?? []).map((t) => transitionOf({ ...t, from: "running", to: "queued" })),
@@ -162,6 +169,14 @@ export class Settler {
  */
 function refusedData(error: unknown): boolean {
   return causeChain(error).some((e) => (typeof e.code === "string" && /^(22|23|54)/.test(e.code)) || /HTTP status (413|507)/.test(String(e.message)));
+}
+
+/**
+ * The database (or the HTTP endpoint in front of it) answered with an error, so the statement did not
+ * commit: a SQLSTATE, or an HTTP status. A dropped connection or a request timeout may have committed.
+ */
+export function answered(error: unknown): boolean {
+  return causeChain(error).some((e) => (typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code)) || /HTTP status \d{3}/.test(String(e.message)));
 }
 
 function messageOf(error: unknown): string {

@@ -74,3 +74,22 @@ export class JobAbort {
     this.controller?.abort(reason);
   }
 }
+
+/** A statement whose answer did not come within its request timeout: it may still run, and may have committed. */
+export class RequestTimeout extends Error {
+  override name = "RequestTimeout";
+}
+
+/**
+ * `promise`, or a RequestTimeout after `ms` (Infinity: no timeout). The request itself is not stopped (the
+ * HTTP driver takes no signal per statement): the caller only stops waiting for it, inside its budget.
+ */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  if (!Number.isFinite(ms)) return promise;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RequestTimeout(`${what} got no answer within ${Math.round(ms)} ms`)), Math.max(0, ms));
+  });
+  promise.catch(() => {}); // a late failure of an abandoned request is nobody's to report
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}

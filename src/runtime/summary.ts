@@ -6,7 +6,7 @@ import type { RunSummary } from "./run-options.js";
 /** A summary with nothing done yet. */
 export function emptySummary(id: string): RunSummary {
   return { id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
-    recovered: 0, rateLimited: 0, lost: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
+    recovered: 0, rateLimited: 0, lost: 0, unconfirmed: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
 }
 
 /** Counts what a claim did: jobs claimed, and those it recovered, cancelled, ended `rate_limited` or failed as too large. */
