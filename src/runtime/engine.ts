@@ -13,7 +13,7 @@ import { Pace } from "./pace.js";
 import { answered, Settler } from "./settler.js";
 import { isNeonHttp, queryJson } from "../db/query.js";
 import { releaseUnheldStatement } from "../sql/release-unheld.js";
-import { MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
+import { CLAIM_MARGIN_MS, MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
 import { LocalQueue } from "./local-queue.js";
 import { JobAbort, Latch, Wakeup, withTimeout } from "./signal.js";
@@ -37,8 +37,13 @@ export interface EngineOptions {
   now: () => Date;
   /** The statement clock: the caller's, or the database's `now()`. */
   sqlNow: () => SQL;
-  /** When no new job may start, on the local clock (ms), or Infinity. */
-  deadline: number;
+  /** How long new jobs may start, from the engine's creation (ms), or Infinity. */
+  budgetMs: number;
+  /**
+   * `now` is the real clock: the budget and timeouts are measured on the monotonic clock alone, which a
+   * wall-clock step cannot move. With a caller's clock (tests) they follow that clock.
+   */
+  monotonic: boolean;
   signal?: AbortSignal;
   /**
    * Size claims to the work instead of always asking for `batchSize`: the free slots plus what would start
@@ -103,7 +108,13 @@ export class Engine {
   /** Moving averages that size how many jobs to start ahead of free slots. */
   private readonly pace: Pace;
 
+  /** When the engine was created: local clock and monotonic ms. */
+  private readonly began: { clock: number; mono: number };
+  /** Average run time per task (on the budget's clock), for when an untimed job may still start. */
+  private readonly runTimes = new Map<string, number>();
+
   constructor(private readonly o: EngineOptions) {
+    this.began = { clock: o.now().getTime(), mono: performance.now() };
     this.summary = emptySummary(o.owner);
     this.pace = new Pace(o.app, o.slots, o.batchSize);
     this.claimer = new Claimer({
@@ -135,7 +146,6 @@ export class Engine {
 
   /** Runs until the budget is spent, the work is done (and `idle` says stop) or `signal` aborts; never rejects once a body runs. */
   async run(): Promise<RunSummary> {
-    const began = this.o.now().getTime();
     this.heartbeat.start();
     // Look again when the budget ends or the signal aborts, even if nothing else happens then.
     const atDeadline = Number.isFinite(this.remainingMs()) ? setTimeout(() => this.change.notify(), Math.max(0, this.remainingMs()) + 1) : undefined;
@@ -162,7 +172,7 @@ export class Engine {
       await this.claimer.finished();
       this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
-      this.summary.durationMs = this.o.now().getTime() - began;
+      this.summary.durationMs = this.elapsedMs();
     }
     return this.summary;
   }
@@ -173,7 +183,28 @@ export class Engine {
   }
 
   private remainingMs(): number {
-    return this.o.deadline - this.o.now().getTime();
+    return this.o.budgetMs - this.elapsedMs();
+  }
+
+  /** Time since the engine was created: monotonic for the real clock, else the caller's clock. */
+  private elapsedMs(since = this.began): number {
+    const mono = performance.now() - since.mono;
+    return this.o.monotonic ? mono : this.o.now().getTime() - since.clock;
+  }
+
+  /** A moment to measure from with `elapsedMs`. */
+  private mark(): { clock: number; mono: number } {
+    return { clock: this.o.monotonic ? 0 : this.o.now().getTime(), mono: performance.now() };
+  }
+
+  /**
+   * The least budget a job of a task without a timeout (it runs on what is left of the budget) must have left
+   * to start: twice what its runs took so far in this engine, at most CLAIM_MARGIN_MS (and that before any
+   * run). Otherwise the budget's end would cut it short and charge its attempt: it is released unspent.
+   */
+  private untimedFloorMs(task: string): number {
+    const took = this.runTimes.get(task);
+    return took === undefined ? CLAIM_MARGIN_MS : Math.min(CLAIM_MARGIN_MS, 2 * took);
   }
 
   /**
@@ -233,15 +264,16 @@ export class Engine {
     }
     const remaining = this.remainingMs();
     const timeoutOf = (job: ClaimedJob) => this.o.app.tasks.get(job.task)?.timeoutMs;
-    if (remaining < longestTimeoutMs(this.o.app)) {
-      // Jobs that can never fit any more (the remaining budget only shrinks) are released.
-      for (const { job } of this.queue.removeWhere((l) => (timeoutOf(l.job) ?? -Infinity) > remaining)) this.release(job);
+    if (remaining < Math.max(longestTimeoutMs(this.o.app), CLAIM_MARGIN_MS)) {
+      // Jobs that can never fit any more (the remaining budget only shrinks) are released; an untimed job
+      // needs the least its task takes (untimedFloorMs).
+      for (const { job } of this.queue.removeWhere((l) => (timeoutOf(l.job) ?? this.untimedFloorMs(l.job.task)) > remaining)) this.release(job);
     }
     while (this.running < this.o.slots) {
       const local = this.queue.takeReady();
       if (!local) break;
       const { job, startBy } = local;
-      if (startBy && (this.o.now().getTime() > startBy.clock || performance.now() > startBy.mono)) {
+      if (startBy && ((!this.o.monotonic && this.o.now().getTime() > startBy.clock) || performance.now() > startBy.mono)) {
         // Its token was stamped too long ago for this start to count inside the window: release it.
         this.release(job);
       } else this.start(job, timeoutOf(job) ?? remaining);
@@ -367,8 +399,10 @@ export class Engine {
     this.running++;
     this.bodies.add(job.id);
     const began = performance.now();
+    const ran = this.mark();
     let lingering: Promise<unknown> | null = null;
     void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow,
+      monotonic: this.o.monotonic,
       lingering: (body) => { lingering = body; } })
       .then(async (outcome) => {
         // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
@@ -386,6 +420,9 @@ export class Engine {
         this.running--;
         this.endedSinceClaim++;
         this.pace.ranFor(performance.now() - began);
+        const took = this.elapsedMs(ran);
+        const before = this.runTimes.get(job.task);
+        this.runTimes.set(job.task, before === undefined ? took : 0.8 * before + 0.2 * took);
         this.change.notify();
       });
   }

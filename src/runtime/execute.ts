@@ -23,6 +23,8 @@ export interface JobRun {
   current: CurrentJob;
   timeoutMs: number;
   now: () => Date;
+  /** `now` is the real clock: the timeout is measured on the monotonic clock alone. */
+  monotonic?: boolean;
   timeoutFrom?: "task" | "budget";
   /** Told when the outcome is decided (a timeout) while the body still runs, with a promise of its end. */
   lingering?: (body: Promise<unknown>) => void;
@@ -32,6 +34,8 @@ export interface JobRun {
 export interface JobStart {
   app: App; db: Db; owner: string; job: ClaimedJob; controller: JobAbort; timeoutMs: number;
   now: () => Date; sqlNow: () => SQL;
+  /** See JobRun.monotonic. */
+  monotonic?: boolean;
   /** Where `timeoutMs` came from, for the timeout's message. */
   timeoutFrom?: "task" | "budget";
   /** See JobRun.lingering. */
@@ -48,7 +52,7 @@ export async function runJob(start: JobStart): Promise<Outcome | null> {
   const current = new CurrentJob(job.id, {
     db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
   });
-  const run: JobRun = { job, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now,
+  const run: JobRun = { job, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
     timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };
   try {
     return await executeJob(run);
@@ -101,15 +105,17 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
 }
 
 /**
- * Whether the run has outlived its timeout, by the invocation's clock (which tests move) or by the
- * monotonic clock (which a wall-clock jump cannot fool). Aborts `job.signal` when it has.
+ * Whether the run has outlived its timeout: on the monotonic clock (which a wall-clock step cannot fool)
+ * when the invocation runs on the real clock; with a caller's clock (which tests move), by that clock or
+ * the monotonic one. Aborts `job.signal` when it has.
  */
 function overrunCheck(run: JobRun): () => boolean {
   if (!Number.isFinite(run.timeoutMs)) return () => false;
   const startedAt = run.now().getTime();
   const startedMono = performance.now();
   return () => {
-    const elapsed = Math.max(run.now().getTime() - startedAt, performance.now() - startedMono);
+    const mono = performance.now() - startedMono;
+    const elapsed = run.monotonic ? mono : Math.max(run.now().getTime() - startedAt, mono);
     if (elapsed <= run.timeoutMs) return false;
     if (!run.controller.aborted) run.controller.abort(timeoutError(run));
     return true;

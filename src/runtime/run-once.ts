@@ -33,7 +33,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   let registered: number | null = null;
   const engine = new Engine({
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
-    now, sqlNow: () => timestamp(sqlClock?.() ?? null), deadline: startedAt.getTime() + o.budgetMs, signal: options.signal,
+    now, sqlNow: () => timestamp(sqlClock?.() ?? null), budgetMs: o.budgetMs, monotonic: options.now === undefined && app.sqlClock === null, signal: options.signal,
     drain: options.drain !== false,
     // Registry and retention ride along with the first claim: no extra round trip.
     firstClaimExtras: [

@@ -150,7 +150,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
       engine = new Engine({
         app, db, owner: `${id}.${++seq}`, queues: queue === null ? null : [queue], slots, batchSize: prefetch, adaptiveBatch: true,
         leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow: () => timestamp(sqlClock?.() ?? null),
-        deadline: Infinity, signal: stopping, drain: true, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
+        budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping, drain: true, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
         settleAfter: () => [], onError,
         idle: async () => {
           const claimed = take();

@@ -1,0 +1,79 @@
+// The budget's end and the clocks (issue 21, items 4 and 5). A task without a timeout runs on what is left
+// of the budget: a job of it starts only while the budget still holds what its runs take (twice their
+// average so far, at most CLAIM_MARGIN_MS), otherwise it is released unspent, as a task whose timeout no
+// longer fits. On the real clock the budget and timeouts are measured on the monotonic clock: a wall-clock
+// step neither fails running jobs nor stretches the budget.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import * as v from "valibot";
+import { createApp, runOnce } from "../src/index.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
+import { ManualClock } from "./support/clock.js";
+import { deferred } from "./support/deferred.js";
+
+let t: TestDatabase;
+beforeAll(async () => { t = await openTestDatabase("budget_clock"); });
+afterAll(async () => { await t?.close(); });
+beforeEach(async () => { await t.reset(); });
+
+describe("a task without a timeout at the budget's end", () => {
+  it("is released unspent rather than started with too little of the budget to finish", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    // Each run takes 50 ms on the manual clock; 1020 ms of budget leave the 20th start 70 ms, the 21st 20 ms.
+    const task = app.task("quick", { maxAttempts: 1, args: v.object({}) }, async () => { clock.advance(50); });
+    await task.using(t.db).enqueueMany(Array.from({ length: 30 }, () => ({})));
+    const summary = await runOnce(app, { db: t.db, now: clock.now, slots: 1, batchSize: 30, budget: 1020 });
+    expect(summary.failed).toBe(0);
+    const jobs = await t.rows<{ state: string; attempt: number; errors: unknown[] }>("select state, attempt, errors from akadze.jobs order by id");
+    expect(jobs.filter((j) => j.state === "failed")).toEqual([]);
+    const queued = jobs.filter((j) => j.state === "queued");
+    expect(queued.length).toBeGreaterThan(0);
+    expect(queued.every((j) => j.attempt === 0 && j.errors.length === 0)).toBe(true);
+    expect(summary.succeeded + summary.released).toBe(30);
+  });
+});
+
+describe("wall-clock steps on the real clock", () => {
+  afterEach(() => { vi.useRealTimers(); });
+
+  it("a step forward of 120 s does not time out running jobs", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(new Date());
+    const app = createApp();
+    const gate = deferred();
+    let started = 0;
+    const allStarted = deferred();
+    const task = app.task("held", { timeout: "5s", maxAttempts: 1, args: v.object({}) }, async () => {
+      if (++started === 8) allStarted.resolve();
+      await gate.promise;
+    });
+    await task.using(t.db).enqueueMany(Array.from({ length: 8 }, () => ({})));
+    const run = runOnce(app, { db: t.db, slots: 8, batchSize: 8 });
+    await allStarted.promise;
+    vi.setSystemTime(new Date(Date.now() + 120_000));
+    gate.resolve();
+    const summary = await run;
+    expect(summary).toMatchObject({ succeeded: 8, failed: 0 });
+  });
+
+  it("a step back of 20 s does not stretch the budget, and the duration stays what passed", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(new Date());
+    const app = createApp();
+    let stepped = false;
+    // Far more work than the budget: 4,000 jobs of ~5 ms on 4 slots.
+    const task = app.task("work", { timeout: "100ms", args: v.object({}) }, async () => {
+      if (!stepped) { stepped = true; vi.setSystemTime(new Date(Date.now() - 20_000)); }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    });
+    await task.using(t.db).enqueueMany(Array.from({ length: 4000 }, () => ({})));
+    const began = performance.now();
+    const summary = await runOnce(app, { db: t.db, slots: 4, batchSize: 100, budget: "1500ms" });
+    const took = performance.now() - began;
+    expect(stepped).toBe(true);
+    expect(took).toBeLessThan(4_000);
+    expect(summary.durationMs).toBeGreaterThan(1_000);
+    expect(summary.durationMs).toBeLessThanOrEqual(took + 50);
+    expect((await t.rows("select count(*)::int as n from akadze.jobs where state = 'queued'"))[0].n).toBeGreaterThan(0);
+  }, 60_000);
+});
