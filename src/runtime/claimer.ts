@@ -1,3 +1,4 @@
+import { queryJsonWithin } from "./timed-query.js";
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
@@ -8,7 +9,6 @@ import { ScheduleSlots } from "../schedules/enqueue.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
-import { withTimeout } from "./signal.js";
 
 /** Over neon-http a claim returns at most this many bytes of args (Neon refuses responses over 10 MB). */
 export const MAX_CLAIM_BYTES = 6 * 1024 * 1024;
@@ -118,7 +118,7 @@ export class Claimer {
       report: { ...schedules.report, stale: statisticsStale(batchSize) },
     });
     this.o.count();
-    const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await withTimeout(queryJsonPrepared<ClaimAnswer>(db, statement), this.o.requestTimeoutMs(), "a claim")), (r) => [
+    const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonWithin<ClaimAnswer>(db, statement, this.o.requestTimeoutMs(), "a claim")), (r) => [
       ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
       ...r.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
     ]);

@@ -1,3 +1,4 @@
+import { queryJsonWithin } from "./timed-query.js";
 import type { SQL } from "drizzle-orm";
 import { LeaseLost } from "../core/errors.js";
 import type { App } from "../app/app.js";
@@ -11,12 +12,12 @@ import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
 import { answered, Settler } from "./settler.js";
-import { isNeonHttp, queryJson } from "../db/query.js";
+import { isNeonHttp } from "../db/query.js";
 import { releaseUnheldStatement } from "../sql/release-unheld.js";
 import { CLAIM_MARGIN_MS, MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
 import { LocalQueue } from "./local-queue.js";
-import { JobAbort, Latch, Wakeup, withTimeout } from "./signal.js";
+import { JobAbort, Latch, Wakeup } from "./signal.js";
 
 /** The wait before an invocation claims again after a failed claim: doubles from the first to the second. */
 const CLAIM_RETRY_MIN_MS = 50;
@@ -226,7 +227,7 @@ export class Engine {
     const known = [...this.held.keys(), ...this.settling.keys()];
     try {
       this.summary.roundTrips++;
-      const put = await withTimeout(queryJson<number>(this.o.db, releaseUnheldStatement(this.o.owner, known)), this.requestTimeoutMs(), "a release of unheld jobs");
+      const put = await queryJsonWithin<number>(this.o.db, releaseUnheldStatement(this.o.owner, known), this.requestTimeoutMs(), "a release of unheld jobs");
       this.unheldMayExist = false;
       this.summary.released += put ?? 0;
     } catch (error) {

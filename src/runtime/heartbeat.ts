@@ -1,8 +1,9 @@
+import { queryJsonWithin } from "./timed-query.js";
 import type { SQL } from "drizzle-orm";
 import { Cancel, LeaseLost } from "../core/errors.js";
 import { queryJsonPrepared, type Db } from "../db/query.js";
 import { heartbeatStatement, type HeldJob } from "../sql/heartbeat.js";
-import { withTimeout, type JobAbort } from "./signal.js";
+import type { JobAbort } from "./signal.js";
 
 /**
  * Extends the leases of every job an invocation holds (running or prefetched) in one statement every
@@ -44,7 +45,7 @@ export class Heartbeat {
     try {
       const { db, owner, now, leaseMs } = this.options;
       this.options.count();
-      const held = await withTimeout(queryJsonPrepared<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, [...covered.keys()])),
+      const held = await queryJsonWithin<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, [...covered.keys()]),
         this.options.requestTimeoutMs(), "a heartbeat");
       if (this.timer !== undefined) this.options.onBeat(covered, held.map((h) => ({ id: Number(h.id), stop: h.stop })));
     } catch {

@@ -1,3 +1,4 @@
+import { queryJsonWithin } from "./timed-query.js";
 import { causeChain } from "../core/errors.js";
 import type { SQL } from "drizzle-orm";
 import type { Hooks, Transition } from "../app/hooks.js";
@@ -6,7 +7,7 @@ import { settleResultOf, settleStatement, type CompletedJob, type Outcome, type 
 import type { StartResult } from "../sql/start.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
-import { nextTurn, withTimeout } from "./signal.js";
+import { nextTurn } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
 
 /** One settle statement carries at most about this many bytes of outcomes (Neon refuses requests over 10 MB). */
@@ -152,7 +153,7 @@ export class Settler {
     const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : []);
     const began = performance.now();
     try {
-      return await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await withTimeout(queryJsonPrepared<SettleAnswer>(db, statement), this.o.requestTimeoutMs(), "a settle"), outcomes), (r) => [
+      return await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await queryJsonWithin<SettleAnswer>(db, statement, this.o.requestTimeoutMs(), "a settle"), outcomes), (r) => [
         ...r.done.map((d) => transitionOf(d, d.error ?? undefined)),
         ...(r.start?.stopped ?? []).map((t) => transitionOf({ ...t, from: "running", to: "cancelled" })),
         ...(r.start?.denied ?? []).map((t) => transitionOf({ ...t, from: "running", to: "queued" })),

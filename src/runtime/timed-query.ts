@@ -1,0 +1,19 @@
+import { sql, type SQL } from "drizzle-orm";
+import { isNeonHttp, queryJsonPrepared, rowsOf, type Db } from "../db/query.js";
+import { withTimeout } from "./signal.js";
+
+/** How much longer than the server's statement timeout the client waits for the answer (the network's share). */
+const ANSWER_GRACE_MS = 500;
+
+/**
+ * `queryJsonPrepared` with a timeout of `ms` (Infinity: none). Over neon-http the statement goes in one
+ * request together with a `statement_timeout` for its transaction, so the server ends it (rolled back) when
+ * the caller stops waiting, and a late answer cannot have committed what the caller already gave up on;
+ * the caller waits `ms` plus a little for the answer. Elsewhere it is `queryJsonPrepared`.
+ */
+export async function queryJsonWithin<T>(db: Db, statement: SQL, ms: number, what: string): Promise<T> {
+  if (!Number.isFinite(ms) || !isNeonHttp(db)) return queryJsonPrepared<T>(db, statement);
+  const timeout = sql`select set_config('statement_timeout', ${String(Math.max(1, Math.ceil(ms)))}, true)`;
+  const results = await withTimeout((db as any).batch([db.execute(timeout), db.execute(statement)]) as Promise<unknown[]>, ms + ANSWER_GRACE_MS, what);
+  return rowsOf<{ r: T }>(results[1])[0]?.r as T;
+}
