@@ -1,6 +1,7 @@
 import type { Db } from "../db/query.js";
 import { JOBS_CHANNEL } from "../sql/enqueue.js";
 import { Wakeup } from "./signal.js";
+import { AkadzeError } from "../core/errors.js";
 
 
 /** Wake-ups for a long-lived worker, one per lane: a queue name, or `null` for every queue. */
@@ -10,11 +11,16 @@ export interface JobWakeups {
   close(): Promise<void>;
 }
 
+/** The wait before listening again after the listening connection died: doubles from the first to the second. */
+const RELISTEN_MIN_MS = 100;
+const RELISTEN_MAX_MS = 5_000;
+
 /**
  * Listens for enqueues where the driver keeps a session: node-postgres and neon-serverless pools (one
- * connection held with LISTEN), PGlite (`listen`). Returns `null` for neon-http (no session) or when
- * LISTEN fails (a pooler in transaction mode): the worker polls as before. A lost listening connection
- * also falls back to polling.
+ * connection held with LISTEN), PGlite (`listen`). Returns `null` for neon-http (no session), when LISTEN
+ * fails (a pooler in transaction mode), or when the pool has a single connection (LISTEN would hold the one
+ * the worker's statements need): the worker polls as before. A listening connection that dies is replaced
+ * (polling covers the gap, and every lane looks once it listens again).
  */
 export async function listenForJobs(db: Db, onError: (error: unknown) => void): Promise<JobWakeups | null> {
   const client = (db as any).$client;
@@ -28,21 +34,61 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
       const unlisten = await client.listen(JOBS_CHANNEL, (payload: string) => notify(payload));
       stop = async () => { await unlisten(); };
     } else if (typeof client.connect === "function" && typeof client.query === "function") {
-      const session = await client.connect();
-      session.on("notification", (message: { channel: string; payload?: string }) => {
-        if (message.channel === JOBS_CHANNEL) notify(message.payload ?? "");
-      });
-      session.on("error", onError);
-      try {
-        await session.query(`listen ${JOBS_CHANNEL}`);
-      } catch (error) {
-        session.release?.(error);
-        throw error;
+      const max = client.options?.max;
+      if (typeof max === "number" && max < 2) {
+        onError(new AkadzeError(`the pool has ${max} connection: LISTEN would hold the only one, so the worker polls for enqueues instead (give the pool max >= 2 to wake on enqueue)`));
+        return null;
       }
+      let closed = false;
+      let session: any = null;
+      let retry: ReturnType<typeof setTimeout> | undefined;
+      let backoff = RELISTEN_MIN_MS;
+      const open = async (): Promise<void> => {
+        const s = await client.connect();
+        const lost = (error?: unknown) => {
+          if (session !== s) return;
+          session = null;
+          if (error) onError(error);
+          s.release?.(error instanceof Error ? error : true);
+          if (!closed) relisten();
+        };
+        s.on("notification", (message: { channel: string; payload?: string }) => {
+          if (message.channel === JOBS_CHANNEL) notify(message.payload ?? "");
+        });
+        s.on("error", lost);
+        s.on("end", () => lost());
+        try {
+          await s.query(`listen ${JOBS_CHANNEL}`);
+        } catch (error) {
+          s.release?.(error);
+          throw error;
+        }
+        session = s;
+      };
+      const relisten = () => {
+        retry = setTimeout(() => {
+          retry = undefined;
+          open().then(() => {
+            backoff = RELISTEN_MIN_MS;
+            // Enqueues while nobody listened were not heard: every lane looks now.
+            for (const w of lanes.values()) w.notify();
+          }, (error) => {
+            onError(error);
+            backoff = Math.min(RELISTEN_MAX_MS, backoff * 2);
+            if (!closed) relisten();
+          });
+        }, backoff);
+      };
+      await open();
       stop = async () => {
-        await session.query(`unlisten ${JOBS_CHANNEL}`).catch(() => {});
-        session.removeAllListeners?.("notification");
-        session.release?.(true); // closed, not pooled: a listening session is not handed to a query
+        closed = true;
+        clearTimeout(retry);
+        const s = session;
+        session = null;
+        if (!s) return;
+        await s.query(`unlisten ${JOBS_CHANNEL}`).catch(() => {});
+        s.removeAllListeners?.("notification");
+        s.release?.(true); // closed, not pooled: a listening session is not handed to a query
       };
     } else return null;
   } catch (error) {
