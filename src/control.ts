@@ -19,7 +19,9 @@ export interface HooksOwner { hooks: Hooks }
 /**
  * Cancels a queued job at once, or asks a running one to stop (its `job.signal` aborts at the next
  * heartbeat). True if it marked an active job; false for any other state or an unknown id. Given the
- * app, its `onTransition` hooks see a queued job's `queued -> cancelled` in the same transaction.
+ * app, its `onTransition` hooks see a queued job's `queued -> cancelled` in the same transaction. Hooks
+ * belong to the app: without it a queued job's cancel fires none; a running job's `running -> cancelled`
+ * is reported either way, by the engine that stops it, to that engine's app.
  * @example if (!(await requestCancel(db, id, app))) console.log("job is not active");
  */
 export async function requestCancel(db: Db, jobId: number, app?: HooksOwner): Promise<boolean> {

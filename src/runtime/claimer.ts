@@ -111,9 +111,10 @@ export class Claimer {
       return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: hintsOf(this.o.app).limits, noTaskFits: true };
     }
     const schedules = this.schedules.forClaim(this.o.now(), this.o.sqlNow());
+    const withLimits = hintsOf(this.o.app).limits;
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: hintsOf(this.o.app).limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
+      queues: this.o.queues, limits: withLimits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
       extra: [...extra, ...schedules.extra],
       report: { ...schedules.report, stale: statisticsStale(batchSize) },
     });
@@ -125,7 +126,9 @@ export class Claimer {
     schedules.answered(result.schedules);
     hintsOf(this.o.app).limits = result.limits;
     if (result.stale) this.analyze();
-    return { ...result, noTaskFits: false };
+    // Sent without the limit CTEs, it could not take a limited job; a limit exists now (the process's first
+    // setLimit): the next claim, with them, may find that key's due jobs.
+    return { ...result, more: result.more || (!withLimits && result.limits), noTaskFits: false };
   }
 
   /** Resolves when the ANALYZE this claimer started (if any) has ended. */
