@@ -26,6 +26,7 @@ describe("akadze init", () => {
       { file: "wrangler.toml", action: "kept", note: expect.stringContaining('main = "src/jobs/cloudflare.ts"') },
       { file: "vercel.json", action: "created" },
       { file: ".dev.vars", action: "created" },
+      { file: "tsconfig.json", action: "created" },
       { file: ".gitignore", action: "updated", note: "ignores .akadze/" },
       { file: "package.json", action: "updated", note: expect.stringContaining("./src/jobs/app.ts") },
     ]);
@@ -41,6 +42,30 @@ describe("akadze init", () => {
     initProject(project);
     expect(read("wrangler.toml")).toMatch(/^name = "-acme-shop"$[\s\S]*^main = "akadze\/cloudflare\.ts"$[\s\S]*^minify = true$[\s\S]*^crons = \["\* \* \* \* \*"\]$/m);
     expect(read(".dev.vars")).toMatch(/^NEON_FETCH_ENDPOINT=http:\/\/127\.0\.0\.1:4001\/sql$/m);
+  });
+
+  it("makes a CommonJS package (npm init -y) an ES module package, and writes a NodeNext tsconfig", () => {
+    writeFileSync(join(project, "package.json"), '{\n  "name": "shop",\n  "main": "index.js",\n  "type": "commonjs"\n}\n');
+    const steps = initProject(project);
+    expect(steps.filter((s) => s.file === "package.json")).toEqual([{ file: "package.json", action: "updated",
+      note: '"akadze": { "app": "./akadze/app.ts" }, for akadze dev and akadze worker; "type": "module" (was "type": "commonjs"): akadze and the scaffolded .ts files are ES modules' }]);
+    expect(JSON.parse(read("package.json"))).toEqual({ name: "shop", main: "index.js", type: "module", akadze: { app: "./akadze/app.ts" } });
+    expect(JSON.parse(read("tsconfig.json")).compilerOptions).toMatchObject({ module: "NodeNext", moduleResolution: "NodeNext", strict: true });
+  });
+
+  it("keeps the type of a CommonJS project that has .js files of its own and says what to do; keeps a tsconfig", () => {
+    writeFileSync(join(project, "package.json"), '{ "name": "legacy" }');
+    writeFileSync(join(project, "tsconfig.json"), "{}");
+    mkdirSync(join(project, "lib"));
+    writeFileSync(join(project, "lib/server.js"), "module.exports = {};\n");
+    mkdirSync(join(project, "node_modules/dep"), { recursive: true });
+    writeFileSync(join(project, "node_modules/dep/index.js"), "");
+    const steps = initProject(project);
+    expect(steps).toContainEqual({ file: "tsconfig.json", action: "kept", note: expect.stringContaining('"NodeNext"') });
+    expect(steps).toContainEqual({ file: "package.json", action: "kept",
+      note: expect.stringMatching(/^no "type", so CommonJS, and lib\/server\.js would change meaning as ES modules: set "type": "module"/) });
+    expect(JSON.parse(read("package.json")).type).toBeUndefined();
+    expect(read("tsconfig.json")).toBe("{}");
   });
 
   it("refuses a project without package.json and a folder outside the project, writing nothing", () => {
@@ -71,5 +96,13 @@ describe("finding the app module", () => {
     mkdirSync(join(project, "jobs"));
     writeFileSync(join(project, "jobs/app.mjs"), 'throw new Error("boom at import");\n');
     await expect(importModule("./jobs/app.mjs", project)).rejects.toThrow("cannot load ./jobs/app.mjs: boom at import");
+  });
+
+  it("says to set \"type\": \"module\" when Node refuses to require() an ES module", async () => {
+    mkdirSync(join(project, "jobs"));
+    writeFileSync(join(project, "jobs/app.cjs"), 'require("./esm.mjs");\n');
+    writeFileSync(join(project, "jobs/esm.mjs"), "await Promise.resolve();\nexport const app = 1;\n");
+    await expect(importModule("./jobs/app.cjs", project)).rejects.toThrow(
+      /^cannot load \.\/jobs\/app\.cjs: it was loaded as CommonJS, and akadze is an ES module \(.*\)\. Set "type": "module" in package\.json/);
   });
 });

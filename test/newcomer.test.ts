@@ -108,10 +108,8 @@ describe("a newcomer adds akadze to an existing project", () => {
     // A second run changes nothing.
     expect((await run(bin, ["init"], { cwd: project })).stdout).not.toMatch(/^created/m);
 
-    writeFileSync(join(project, "tsconfig.json"), JSON.stringify({
-      compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: true, types: ["node"] },
-      include: ["akadze", "api"],
-    }));
+    // The tsconfig init wrote (the project had none) type-checks the scaffold.
+    expect(init.stdout).toMatch(/created\s+tsconfig\.json/);
     await run(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), "-p", "."], { cwd: project }).catch((error) => {
       throw new Error(`the scaffolded app does not type-check against the installed akadze:\n${error.stdout}`);
     });
@@ -153,6 +151,29 @@ describe("a newcomer adds akadze to an existing project", () => {
     }
     return job();
   }
+
+  it("in a CommonJS package from `npm init -y`, init makes it an ES module package and akadze worker runs the scaffolded app", async () => {
+    const cjs = join(root, "cjs");
+    mkdirSync(cjs);
+    await run("npm", ["init", "-y"], { cwd: cjs });
+    expect(JSON.parse(readFileSync(join(cjs, "package.json"), "utf8")).type).toBe("commonjs");
+    symlinkSync(join(project, "node_modules"), join(cjs, "node_modules"), "dir"); // the tarball install of the first test
+    const bin = join(cjs, "node_modules/akadze/bin/akadze.js");
+    expect((await run(process.execPath, [bin, "init"], { cwd: cjs })).stdout).toMatch(/updated\s+package\.json .*"type": "module" \(was "type": "commonjs"\)/);
+    const id = await sqlOnce((client) => createApp().task("greet", async () => {}).using(drizzle(client) as unknown as Db).enqueue({ name: "cjs" }));
+    const { child, stdout, stderr, exited } = startAkadze(["worker"], { bin, cwd: cjs, env: { DATABASE_URL: urlFor(DATABASE) } });
+    children.push(child);
+    const job = () => sqlOnce(async (client) => (await client.query("select state, result from akadze.jobs where id = $1", [id])).rows[0]);
+    try {
+      await waitFor(async () => (await job()).state === "succeeded" || child.exitCode !== null, "the greet job", { timeoutMs: 60_000 });
+      expect({ job: await job(), stderr: stderr() }).toMatchObject({ job: { state: "succeeded", result: { greeting: "hello, cjs", attempt: 1 } } });
+    } catch (error) {
+      throw new Error(`${(error as Error).message}; worker output:\n${stdout()}${stderr()}`);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+    }
+  }, 120_000);
 
   it("akadze worker from the installed tarball shares one akadze with the app", async () => {
     expect(await probeWorker(project, join(project, "node_modules/akadze/bin/akadze.js"))).toMatchObject({ state: "succeeded", errors: [] });

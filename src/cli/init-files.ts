@@ -121,3 +121,15 @@ export function vercelConfig(entry: string): Record<string, unknown> {
 
 /** Lines .gitignore should have: PGlite's data and the local secrets. */
 export const GITIGNORE_LINES = [".akadze/", ".dev.vars"];
+
+/**
+ * tsconfig.json for a project that has none: ES modules resolved as Node does (the scaffold imports "./app.js"),
+ * strict, type-checking only (wrangler, Vercel and tsx compile). @types/node, when installed, is picked up.
+ */
+export const TSCONFIG = `${JSON.stringify({
+  compilerOptions: {
+    target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022", "DOM", "DOM.Iterable"],
+    strict: true, skipLibCheck: true, noEmit: true, jsx: "react-jsx", jsxImportSource: "hono/jsx",
+  },
+  exclude: ["node_modules", "dist"],
+}, null, 2)}\n`;
