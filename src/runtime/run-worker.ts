@@ -8,6 +8,7 @@ import { resolveRetention, type Retention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
+import { ensureSchema } from "../db/schema-check.js";
 import { DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
 import { sleep } from "./signal.js";
 import { listenForJobs, type JobWakeups } from "./wakeup.js";
@@ -103,7 +104,8 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   let seq = 0;
   let lastPrune = 0;
 
-  // The one statement a worker sends at start: it also proves the database is there and migrated.
+  // A schema akadze cannot work with is refused before any job runs (one statement, once per client).
+  await ensureSchema(db);
   await queryJson(db, workerStatements.started(id, o.queues ?? null, now()));
   const wakeups: JobWakeups | null = options.listen === false ? null : await listenForJobs(db, onError);
   // Alive and jobs done, told to the registry every interval and whenever a lane runs out of work.
