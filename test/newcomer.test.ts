@@ -5,7 +5,7 @@
 import { execFile, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import pg from "pg";
@@ -85,6 +85,17 @@ describe("a newcomer adds akadze to an existing project", () => {
     const [{ filename, files }] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
     expect(files.map((f) => f.path)).toEqual(expect.arrayContaining(["dist/src/index.js", "dist/src/index.d.ts", "dist/src/edge/hono.d.ts", "bin/akadze.js"]));
     expect(files.some((f) => f.path.startsWith("src/") || f.path.startsWith("test/"))).toBe(false);
+    // The docs travel with the package: every relative link of a packed page (the README's to docs/*.md
+    // and bench/, theirs to each other and to the screenshot) names a packed file.
+    const inTarball = new Set(files.map((f) => f.path));
+    expect(inTarball).toContain("docs/README.md");
+    const broken = [...inTarball].filter((file) => file.endsWith(".md")).flatMap((file) =>
+      [...readFileSync(join(repo, file), "utf8").matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)].map((m) => m[1])
+        .filter((link) => !/^[a-z]+:/i.test(link))
+        .map((link) => posix.normalize(posix.join(posix.dirname(file), link)))
+        .filter((target) => !inTarball.has(target))
+        .map((target) => `${file} -> ${target}`));
+    expect(broken).toEqual([]);
 
     writeFileSync(join(project, "package.json"), `${JSON.stringify({ name: "existing-app", private: true, type: "module" }, null, 2)}\n`);
     writeFileSync(join(project, ".gitignore"), "node_modules\n");
