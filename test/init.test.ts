@@ -5,6 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { initProject } from "../src/cli/init.js";
+import { createApp } from "../src/index.js";
+import { NUDGE_BUDGET } from "../src/edge/nudge.js";
+import { tasksOverBudget } from "../src/ops/invocation-log.js";
 import { findAppModule, importModule } from "../src/cli/load-module.js";
 
 let project: string;
@@ -35,6 +38,17 @@ describe("akadze init", () => {
     expect(read("package.json")).toBe('{\n    "name": "My Shop",\n    "type": "module",\n    "akadze": {\n        "app": "./src/jobs/app.ts"\n    }\n}\n');
     expect(read("api/akadze.ts")).toContain('from "../src/jobs/app.js"');
     expect(read("src/jobs/app.ts")).toContain('timeout: "5s"');
+  });
+
+  it("the scaffold's comment gives the longest timeout a nudge and the cron run, and its task fits both", async () => {
+    writeFileSync(join(project, "package.json"), '{ "type": "module" }');
+    initProject(project);
+    const module = read("akadze/app.ts");
+    expect(module).toContain("the nudge in POST /greet\n  // runs 10s (so at most 9 s), the /akadze/work route and the cron 25s (at most 24 s)");
+    const app = createApp();
+    app.task("greet", { timeout: /timeout: "(\w+)"/.exec(module)![1] as "5s" }, async () => {});
+    app.task("too.long", { timeout: "10s" }, async () => {});
+    expect(tasksOverBudget(app, NUDGE_BUDGET)).toEqual(["too.long"]);
   });
 
   it("writes a wrangler.toml that minifies and runs the cron every minute", () => {
