@@ -32,7 +32,8 @@ export function invocationLogLines(summary: RunSummary, what = "invocation"): Lo
   if (didAnything(summary)) {
     const parts = COUNTS.filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
     const misfits = summary.tooLongForBudget.length > 0 ? `; timeout over budget, not claimed: ${summary.tooLongForBudget.join(", ")}` : "";
-    lines.push({ level: "info", text: `${what}: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms${misfits})` });
+    const driver = summary.driver ? ` on ${summary.driver}` : "";
+    lines.push({ level: "info", text: `${what}${driver}: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms${misfits})` });
   }
   for (const p of summary.problems ?? []) {
     const outcome = p.to === "failed" ? "failed" : "will retry";

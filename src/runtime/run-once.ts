@@ -9,6 +9,7 @@ import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";
 import { ensureSchema } from "../db/schema-check.js";
+import { driverName } from "../db/query.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
 export * from "./run-options.js";
@@ -51,7 +52,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
       return [invocationDoneCte(id, now(), unreported)];
     },
   });
-  return engine.run();
+  return { ...await engine.run(), driver: driverName(options.db) };
 }
 
 /**

@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { parseOrThrow, WorkerOptionsSchema } from "../core/validate.js";
 import type { App } from "../app/app.js";
-import { queryJson, type Db } from "../db/query.js";
+import { driverName, queryJson, type Db } from "../db/query.js";
 import { WORKER_SEEN_INTERVAL, workerStatements } from "../sql/report-worker.js";
 import { resolveRetention, type Retention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
@@ -106,6 +106,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
 
   // A schema akadze cannot work with is refused before any job runs (one statement, once per client).
   await ensureSchema(db);
+  const driver = driverName(db);
   await queryJson(db, workerStatements.started(id, o.queues ?? null, now()));
   const wakeups: JobWakeups | null = options.listen === false ? null : await listenForJobs(db, onError);
   // Alive and jobs done, told to the registry every interval and whenever a lane runs out of work.
@@ -145,7 +146,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         summary.failed += delta.failed;
         summary.released += delta.released;
         unreported += done;
-        if (COUNTED.some((k) => k !== "roundTrips" && delta[k] !== 0)) options.onInvocation?.({ ...s, ...delta, problems: s.problems.slice(problemsReported) });
+        if (COUNTED.some((k) => k !== "roundTrips" && delta[k] !== 0)) options.onInvocation?.({ ...s, ...delta, problems: s.problems.slice(problemsReported), driver });
         problemsReported = s.problems.length;
         return delta.claimed;
       };
