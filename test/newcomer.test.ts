@@ -103,6 +103,13 @@ describe("a newcomer adds akadze to an existing project", () => {
       `tsx@${own.devDependencies.tsx}`, `typescript@${own.devDependencies.typescript}`, `@types/node@${own.devDependencies["@types/node"]}`],
     { cwd: project, maxBuffer: 16 << 20 });
     expect(installed.stderr).not.toMatch(/akadze.*(install|prepare)/i); // no install script of ours
+    // The compiled dashboard imports hono's JSX runtime and carries no @jsxImportSource pragma, which
+    // esbuild (wrangler's bundler) warns about in every build of a Worker that includes it.
+    for (const page of ["index", "jobs", "layout", "overview"]) {
+      const compiled = readFileSync(join(project, `node_modules/akadze/dist/src/edge/dashboard/${page}.js`), "utf8");
+      expect(compiled).toContain('from "hono/jsx/jsx-runtime"');
+      expect(compiled).not.toContain("@jsxImportSource");
+    }
     const manifest = JSON.parse(readFileSync(join(project, "node_modules/akadze/package.json"), "utf8"));
     expect(manifest.scripts?.prepare).toBeUndefined();
 
