@@ -36,16 +36,19 @@ it("jobs unknown lists queued jobs of tasks the app does not define", async () =
 it("akadze worker warns about unknown tasks at start and logs each failed job with its error", async () => {
   await createApp().task("fixture.ecko", async () => {}).using(t.db).enqueue({});
   const id = await doomed.using(t.db).enqueue({});
-  const { child, stderr: output, exited } = startAkadze(["worker", APP, "--queue", "reports"], { env: { DATABASE_URL: t.url } });
+  const { child, stdout, stderr: output, exited } = startAkadze(["worker", APP, "--queue", "reports", "--log-level", "info"], { env: { DATABASE_URL: t.url } });
   try {
-    await waitFor(async () => output().includes(`job ${id} `), "the failed job's log line", { timeoutMs: 60_000 });
+    await waitFor(async () => output().includes(`job ${id} `) && stdout().includes(" worker on "), "the failed job's log lines", { timeoutMs: 60_000 });
   } finally {
     child.kill("SIGTERM");
     await exited;
   }
   const stderr = output();
-  expect(stderr).toContain('akadze: 1 queued job of task "fixture.ecko" (queue default) wait for an app that defines it');
-  expect(stderr).toContain(`akadze: job ${id} (fixture.doomed, queue reports, attempt 1) failed: Fail: the vendor rejected the export\n`);
+  // Each line starts with its time (a worker runs for days), and the invocation line names the driver.
+  const at = String.raw`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`;
+  expect(stderr).toMatch(new RegExp(`^${at} akadze: 1 queued job of task "fixture\\.ecko" \\(queue default\\) wait for an app that defines it`, "m"));
+  expect(stderr).toMatch(new RegExp(`^${at} akadze: job ${id} \\(fixture\\.doomed, queue reports, attempt 1\\) failed: Fail: the vendor rejected the export\n`, "m"));
+  expect(stdout()).toMatch(new RegExp(`^${at} worker on node-postgres: claimed 1[ ,(]`, "m"));
 }, 90_000);
 
 it("akadze worker --log-level silent says nothing about unknown tasks or failed jobs", async () => {

@@ -1,8 +1,7 @@
-// The dashboard driven in headless Chromium (Debian's `chromium`, through playwright-core) against real
-// Postgres: sign in, read a failure, requeue it, pause a queue, and the refusals. Without Chromium this
-// fails, never skips: `.ci/run` installs it. AKADZE_DASHBOARD_SCREENSHOT=docs/dashboard-overview.png also
-// saves the overview the docs show.
-import { existsSync } from "node:fs";
+// The dashboard driven in headless Chromium (through playwright-core) against real Postgres: sign in, read a
+// failure, requeue it, pause a queue, and the refusals. The Chromium is the one @sparticuz/chromium ships in
+// its npm package (test/support/chromium.ts), so a fresh machine needs no install step; CHROMIUM_PATH picks
+// another. AKADZE_DASHBOARD_SCREENSHOT=docs/dashboard-overview.png also saves the overview the docs show.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { Hono } from "hono";
@@ -13,8 +12,8 @@ import { akadzeDashboard } from "akadze/dashboard";
 import { serveFetch, type Served } from "../src/dev/serve.js";
 import { openDriver, type Harness } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { CHROMIUM_ARGS, chromiumExecutable } from "./support/chromium.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SECRET = "browser-test-secret";
 
 const clock = new ManualClock("2026-06-01T12:00:00Z");
@@ -34,6 +33,12 @@ let page: Page;
 const url = (path = "") => `${served.url}/akadze/ui${path}`;
 const run = () => runOnce(app, { db: h.db, now: clock.now });
 
+// A click that loads another page (a link, or a form whose POST redirects) resolves once that page has
+// loaded, so what the test reads next is the new page and not the one it left.
+async function clickAndLoad(p: Page, selector: string) {
+  await Promise.all([p.waitForEvent("load"), p.click(selector)]);
+}
+
 async function signIn(p: Page, secret = SECRET) {
   await p.goto(url("/login"));
   await p.fill("#secret", secret);
@@ -43,13 +48,11 @@ async function signIn(p: Page, secret = SECRET) {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
-  }
+  const executablePath = await chromiumExecutable();
   h = await openDriver("node-postgres");
   const web = new Hono().route("/akadze", akadzeRoutes(app, { db: h.db, secret: SECRET, dashboard: akadzeDashboard({ now: clock.now }) }));
   served = await serveFetch((request) => web.fetch(request), 0);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"] });
+  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
 });
 
 afterAll(async () => {
@@ -75,13 +78,13 @@ describe("the dashboard in Chromium", () => {
     expect(await page.locator("h1").textContent()).toBe("Overview");
     expect(await page.locator('#queues tr[data-queue="reports"]').textContent()).toContain("1");
 
-    await page.click("text=Failed");
-    await page.click(`tr[data-job="${id}"] a`);
+    await clickAndLoad(page, "text=Failed");
+    await clickAndLoad(page, `tr[data-job="${id}"] a`);
     expect(await page.locator("h1").textContent()).toContain("failed");
     expect(await page.locator("#errors").textContent()).toContain("vendor API down while building 2026-05");
     expect(await page.locator("#args").textContent()).toContain('"month": "2026-05"');
 
-    await page.click("button:has-text('Requeue')");
+    await clickAndLoad(page, "button:has-text('Requeue')");
     expect(page.url()).toBe(url(`/jobs/${id}?done=requeued`));
     expect(await page.locator("h1 .badge").textContent()).toBe("queued");
     expect((await h.rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("queued");
@@ -97,13 +100,13 @@ describe("the dashboard in Chromium", () => {
   it("pauses and resumes a queue from the overview", async () => {
     await mail.using(h.db).enqueue({ to: "ann@example.com" });
     await signIn(page);
-    await page.click('#queues tr[data-queue="mail"] button:has-text("Pause")');
+    await clickAndLoad(page, '#queues tr[data-queue="mail"] button:has-text("Pause")');
     expect(await page.locator('#queues tr[data-queue="mail"] .badge.paused').count()).toBe(1);
     expect(await page.locator(".notice").textContent()).toContain("Queue paused");
     expect(await h.rows("select name, paused from akadze.queues")).toEqual([{ name: "mail", paused: true }]);
     expect((await run()).claimed).toBe(0);
 
-    await page.click('#queues tr[data-queue="mail"] button:has-text("Resume")');
+    await clickAndLoad(page, '#queues tr[data-queue="mail"] button:has-text("Resume")');
     expect(await page.locator('#queues tr[data-queue="mail"] .badge.paused').count()).toBe(0);
     expect((await run()).succeeded).toBe(1);
   });

@@ -5,6 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { initProject } from "../src/cli/init.js";
+import { createApp } from "../src/index.js";
+import { NUDGE_BUDGET } from "../src/edge/nudge.js";
+import { tasksOverBudget } from "../src/ops/invocation-log.js";
 import { findAppModule, importModule } from "../src/cli/load-module.js";
 
 let project: string;
@@ -26,6 +29,7 @@ describe("akadze init", () => {
       { file: "wrangler.toml", action: "kept", note: expect.stringContaining('main = "src/jobs/cloudflare.ts"') },
       { file: "vercel.json", action: "created" },
       { file: ".dev.vars", action: "created" },
+      { file: "tsconfig.json", action: "created" },
       { file: ".gitignore", action: "updated", note: "ignores .akadze/" },
       { file: "package.json", action: "updated", note: expect.stringContaining("./src/jobs/app.ts") },
     ]);
@@ -36,11 +40,46 @@ describe("akadze init", () => {
     expect(read("src/jobs/app.ts")).toContain('timeout: "5s"');
   });
 
+  it("the scaffold's comment gives the longest timeout a nudge and the cron run, and its task fits both", async () => {
+    writeFileSync(join(project, "package.json"), '{ "type": "module" }');
+    initProject(project);
+    const module = read("akadze/app.ts");
+    expect(module).toContain("the nudge in POST /greet\n  // runs 10s (so at most 9 s), the /akadze/work route and the cron 25s (at most 24 s)");
+    const app = createApp();
+    app.task("greet", { timeout: /timeout: "(\w+)"/.exec(module)![1] as "5s" }, async () => {});
+    app.task("too.long", { timeout: "10s" }, async () => {});
+    expect(tasksOverBudget(app, NUDGE_BUDGET)).toEqual(["too.long"]);
+  });
+
   it("writes a wrangler.toml that minifies and runs the cron every minute", () => {
     writeFileSync(join(project, "package.json"), '{ "name": "@acme/shop" }');
     initProject(project);
     expect(read("wrangler.toml")).toMatch(/^name = "-acme-shop"$[\s\S]*^main = "akadze\/cloudflare\.ts"$[\s\S]*^minify = true$[\s\S]*^crons = \["\* \* \* \* \*"\]$/m);
     expect(read(".dev.vars")).toMatch(/^NEON_FETCH_ENDPOINT=http:\/\/127\.0\.0\.1:4001\/sql$/m);
+  });
+
+  it("makes a CommonJS package (npm init -y) an ES module package, and writes a NodeNext tsconfig", () => {
+    writeFileSync(join(project, "package.json"), '{\n  "name": "shop",\n  "main": "index.js",\n  "type": "commonjs"\n}\n');
+    const steps = initProject(project);
+    expect(steps.filter((s) => s.file === "package.json")).toEqual([{ file: "package.json", action: "updated",
+      note: '"akadze": { "app": "./akadze/app.ts" }, for akadze dev and akadze worker; "type": "module" (was "type": "commonjs"): akadze and the scaffolded .ts files are ES modules' }]);
+    expect(JSON.parse(read("package.json"))).toEqual({ name: "shop", main: "index.js", type: "module", akadze: { app: "./akadze/app.ts" } });
+    expect(JSON.parse(read("tsconfig.json")).compilerOptions).toMatchObject({ module: "NodeNext", moduleResolution: "NodeNext", strict: true });
+  });
+
+  it("keeps the type of a CommonJS project that has .js files of its own and says what to do; keeps a tsconfig", () => {
+    writeFileSync(join(project, "package.json"), '{ "name": "legacy" }');
+    writeFileSync(join(project, "tsconfig.json"), "{}");
+    mkdirSync(join(project, "lib"));
+    writeFileSync(join(project, "lib/server.js"), "module.exports = {};\n");
+    mkdirSync(join(project, "node_modules/dep"), { recursive: true });
+    writeFileSync(join(project, "node_modules/dep/index.js"), "");
+    const steps = initProject(project);
+    expect(steps).toContainEqual({ file: "tsconfig.json", action: "kept", note: expect.stringContaining('"NodeNext"') });
+    expect(steps).toContainEqual({ file: "package.json", action: "kept",
+      note: expect.stringMatching(/^no "type", so CommonJS, and lib\/server\.js would change meaning as ES modules: set "type": "module"/) });
+    expect(JSON.parse(read("package.json")).type).toBeUndefined();
+    expect(read("tsconfig.json")).toBe("{}");
   });
 
   it("refuses a project without package.json and a folder outside the project, writing nothing", () => {
@@ -71,5 +110,13 @@ describe("finding the app module", () => {
     mkdirSync(join(project, "jobs"));
     writeFileSync(join(project, "jobs/app.mjs"), 'throw new Error("boom at import");\n');
     await expect(importModule("./jobs/app.mjs", project)).rejects.toThrow("cannot load ./jobs/app.mjs: boom at import");
+  });
+
+  it("says to set \"type\": \"module\" when Node refuses to require() an ES module", async () => {
+    mkdirSync(join(project, "jobs"));
+    writeFileSync(join(project, "jobs/app.cjs"), 'require("./esm.mjs");\n');
+    writeFileSync(join(project, "jobs/esm.mjs"), "await Promise.resolve();\nexport const app = 1;\n");
+    await expect(importModule("./jobs/app.cjs", project)).rejects.toThrow(
+      /^cannot load \.\/jobs\/app\.cjs: it was loaded as CommonJS, and akadze is an ES module \(.*\)\. Set "type": "module" in package\.json/);
   });
 });

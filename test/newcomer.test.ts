@@ -5,7 +5,7 @@
 import { execFile, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import pg from "pg";
@@ -85,6 +85,17 @@ describe("a newcomer adds akadze to an existing project", () => {
     const [{ filename, files }] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
     expect(files.map((f) => f.path)).toEqual(expect.arrayContaining(["dist/src/index.js", "dist/src/index.d.ts", "dist/src/edge/hono.d.ts", "bin/akadze.js"]));
     expect(files.some((f) => f.path.startsWith("src/") || f.path.startsWith("test/"))).toBe(false);
+    // The docs travel with the package: every relative link of a packed page (the README's to docs/*.md
+    // and bench/, theirs to each other and to the screenshot) names a packed file.
+    const inTarball = new Set(files.map((f) => f.path));
+    expect(inTarball).toContain("docs/README.md");
+    const broken = [...inTarball].filter((file) => file.endsWith(".md")).flatMap((file) =>
+      [...readFileSync(join(repo, file), "utf8").matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)].map((m) => m[1])
+        .filter((link) => !/^[a-z]+:/i.test(link))
+        .map((link) => posix.normalize(posix.join(posix.dirname(file), link)))
+        .filter((target) => !inTarball.has(target))
+        .map((target) => `${file} -> ${target}`));
+    expect(broken).toEqual([]);
 
     writeFileSync(join(project, "package.json"), `${JSON.stringify({ name: "existing-app", private: true, type: "module" }, null, 2)}\n`);
     writeFileSync(join(project, ".gitignore"), "node_modules\n");
@@ -92,6 +103,13 @@ describe("a newcomer adds akadze to an existing project", () => {
       `tsx@${own.devDependencies.tsx}`, `typescript@${own.devDependencies.typescript}`, `@types/node@${own.devDependencies["@types/node"]}`],
     { cwd: project, maxBuffer: 16 << 20 });
     expect(installed.stderr).not.toMatch(/akadze.*(install|prepare)/i); // no install script of ours
+    // The compiled dashboard imports hono's JSX runtime and carries no @jsxImportSource pragma, which
+    // esbuild (wrangler's bundler) warns about in every build of a Worker that includes it.
+    for (const page of ["index", "jobs", "layout", "overview"]) {
+      const compiled = readFileSync(join(project, `node_modules/akadze/dist/src/edge/dashboard/${page}.js`), "utf8");
+      expect(compiled).toContain('from "hono/jsx/jsx-runtime"');
+      expect(compiled).not.toContain("@jsxImportSource");
+    }
     const manifest = JSON.parse(readFileSync(join(project, "node_modules/akadze/package.json"), "utf8"));
     expect(manifest.scripts?.prepare).toBeUndefined();
 
@@ -108,10 +126,8 @@ describe("a newcomer adds akadze to an existing project", () => {
     // A second run changes nothing.
     expect((await run(bin, ["init"], { cwd: project })).stdout).not.toMatch(/^created/m);
 
-    writeFileSync(join(project, "tsconfig.json"), JSON.stringify({
-      compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: true, types: ["node"] },
-      include: ["akadze", "api"],
-    }));
+    // The tsconfig init wrote (the project had none) type-checks the scaffold.
+    expect(init.stdout).toMatch(/created\s+tsconfig\.json/);
     await run(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), "-p", "."], { cwd: project }).catch((error) => {
       throw new Error(`the scaffolded app does not type-check against the installed akadze:\n${error.stdout}`);
     });
@@ -153,6 +169,29 @@ describe("a newcomer adds akadze to an existing project", () => {
     }
     return job();
   }
+
+  it("in a CommonJS package from `npm init -y`, init makes it an ES module package and akadze worker runs the scaffolded app", async () => {
+    const cjs = join(root, "cjs");
+    mkdirSync(cjs);
+    await run("npm", ["init", "-y"], { cwd: cjs });
+    expect(JSON.parse(readFileSync(join(cjs, "package.json"), "utf8")).type).toBe("commonjs");
+    symlinkSync(join(project, "node_modules"), join(cjs, "node_modules"), "dir"); // the tarball install of the first test
+    const bin = join(cjs, "node_modules/akadze/bin/akadze.js");
+    expect((await run(process.execPath, [bin, "init"], { cwd: cjs })).stdout).toMatch(/updated\s+package\.json .*"type": "module" \(was "type": "commonjs"\)/);
+    const id = await sqlOnce((client) => createApp().task("greet", async () => {}).using(drizzle(client) as unknown as Db).enqueue({ name: "cjs" }));
+    const { child, stdout, stderr, exited } = startAkadze(["worker"], { bin, cwd: cjs, env: { DATABASE_URL: urlFor(DATABASE) } });
+    children.push(child);
+    const job = () => sqlOnce(async (client) => (await client.query("select state, result from akadze.jobs where id = $1", [id])).rows[0]);
+    try {
+      await waitFor(async () => (await job()).state === "succeeded" || child.exitCode !== null, "the greet job", { timeoutMs: 60_000 });
+      expect({ job: await job(), stderr: stderr() }).toMatchObject({ job: { state: "succeeded", result: { greeting: "hello, cjs", attempt: 1 } } });
+    } catch (error) {
+      throw new Error(`${(error as Error).message}; worker output:\n${stdout()}${stderr()}`);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+    }
+  }, 120_000);
 
   it("akadze worker from the installed tarball shares one akadze with the app", async () => {
     expect(await probeWorker(project, join(project, "node_modules/akadze/bin/akadze.js"))).toMatchObject({ state: "succeeded", errors: [] });

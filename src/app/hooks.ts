@@ -1,5 +1,6 @@
 import { AkadzeError, TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
 import { errorText } from "../core/json.js";
+import { causesOf, storedMessage } from "../core/error-causes.js";
 import type { JobState } from "../core/states.js";
 import { isNeonHttp, type Db } from "../db/query.js";
 import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
@@ -156,10 +157,11 @@ function hookErrorEntry(t: Transition, error: unknown): ErrorEntry {
   } catch {
     message = "a value that cannot be turned into text";
   }
+  const causes = causesOf(error);
   return {
     attempt: t.attempt, at: new Date().toISOString(), kind: TRANSITION_HOOK_FAILED,
-    message: errorText(`an onTransition hook threw on ${t.from} -> ${t.to}: ${message}`),
-    stack: stack === null ? null : errorText(stack),
+    message: errorText(`an onTransition hook threw on ${t.from} -> ${t.to}: ${storedMessage(error, message, causes)}`),
+    stack: stack === null ? null : errorText(stack), ...(causes.length > 0 ? { causes } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import { hasNeonEndpoint, neonHttpDb, nodePostgres, POSTGRES_URL, redact } from "../connect.js";
 import type { Db } from "../db/query.js";
 import { CliError, UsageError } from "./errors.js";
+import { lockPgliteDirectory, SHARE_DEV_DATABASE } from "../dev/pglite-lock.js";
 
 /** How the CLI reaches the database: the global options every command shares. */
 export interface ConnectionOptions {
@@ -43,13 +44,15 @@ export async function connect(options: ConnectionOptions): Promise<Connection> {
     throw new UsageError(`unsupported database ${JSON.stringify(where)}: use a postgres:// URL or a PGlite directory`);
   }
   const [{ PGlite }, { drizzle }] = await Promise.all([import("@electric-sql/pglite"), import("drizzle-orm/pglite")]);
+  const release = database.startsWith("memory://") ? () => {} : lockPgliteDirectory(database, SHARE_DEV_DATABASE);
   let client: InstanceType<typeof PGlite>;
   try {
     client = await PGlite.create(database);
   } catch (error) {
+    release();
     throw new CliError(`cannot open the PGlite database in ${database}: ${(error as Error)?.message ?? error}`, { cause: error });
   }
-  return { db: drizzle(client) as unknown as Db, where, close: () => client.close() };
+  return { db: drizzle(client) as unknown as Db, where, close: async () => { try { await client.close(); } finally { release(); } } };
 }
 
 async function connectNeonHttp(url: string, endpoint: string | undefined, where: string): Promise<Connection> {

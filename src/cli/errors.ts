@@ -45,6 +45,12 @@ export function describeError(error: unknown, where?: string): string {
   if (isMissingSchema(error)) return MIGRATE_HINT;
   const network = errors.find((e) => typeof e?.code === "string" && e.code in NETWORK_CODES);
   if (network) return `cannot reach the database${where ? ` at ${where}` : ""}: ${NETWORK_CODES[network.code]} (${network.code})`;
+  // akadze dev's Neon endpoint (the DATABASE_URL of .dev.vars) answers HTTP and WebSocket, not Postgres's
+  // own protocol: node-postgres sees the connection closed at once.
+  if (errors.some((e) => /^Connection terminated unexpectedly/.test(String(e?.message))) && !where?.endsWith("(over HTTP)")) {
+    return `${where ?? "the database"} closed the connection at once: if it is \`akadze dev\`'s Neon endpoint (the DATABASE_URL in .dev.vars), ` +
+      "it speaks Neon's HTTP protocol: add --http (NEON_FETCH_ENDPOINT from .dev.vars says where, or pass --neon-endpoint)";
+  }
   const pgError = postgresErrorOf(error);
   if (pgError) {
     return `database error: ${firstLine(pgError.message)}`;

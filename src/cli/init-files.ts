@@ -1,6 +1,13 @@
 // What `akadze init` writes into an existing project: the app module, the Cloudflare and Vercel entries,
 // their cron config, the local env for `wrangler dev`. Each file is written only if it does not exist.
 
+import { parseDuration } from "../core/duration.js";
+import { NUDGE_BUDGET } from "../edge/nudge.js";
+import { CLAIM_MARGIN_MS, DEFAULT_BUDGET } from "../runtime/run-options.js";
+
+/** The longest task timeout a budget runs, in words. */
+const fitsUnder = (budget: string) => `${(parseDuration(budget, "budget") - CLAIM_MARGIN_MS) / 1000} s`;
+
 /** The local env `akadze dev` serves on its default ports (DEV_PORT 4000, the Neon endpoint on 4001). */
 export const DEV_VARS = [
   "# Read by `wrangler dev`; `akadze dev` serves this database and endpoint. Not for production: use `wrangler secret put`.",
@@ -33,7 +40,10 @@ export const app = createApp();
 
 export const greet = app.task("greet", {
   args: v.object({ name: v.string() }),
-  timeout: "5s", // must fit the budget of whatever runs it: the /akadze/work route and the cron use 25 s
+  // A timeout must fit the budget of whatever runs the job, less ${CLAIM_MARGIN_MS / 1000} s to claim: the nudge in POST /greet
+  // runs ${NUDGE_BUDGET} (so at most ${fitsUnder(NUDGE_BUDGET)}), the /akadze/work route and the cron ${DEFAULT_BUDGET} (at most ${fitsUnder(DEFAULT_BUDGET)}).
+  // A longer task never runs from a nudge: enqueue it without one and let the cron take it.
+  timeout: "5s",
 }, async ({ name }, job) => ({ greeting: \`hello, \${name}\`, attempt: job.attempt }));
 
 export const web = new Hono<{ Bindings: Env }>();
@@ -121,3 +131,15 @@ export function vercelConfig(entry: string): Record<string, unknown> {
 
 /** Lines .gitignore should have: PGlite's data and the local secrets. */
 export const GITIGNORE_LINES = [".akadze/", ".dev.vars"];
+
+/**
+ * tsconfig.json for a project that has none: ES modules resolved as Node does (the scaffold imports "./app.js"),
+ * strict, type-checking only (wrangler, Vercel and tsx compile). @types/node, when installed, is picked up.
+ */
+export const TSCONFIG = `${JSON.stringify({
+  compilerOptions: {
+    target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022", "DOM", "DOM.Iterable"],
+    strict: true, skipLibCheck: true, noEmit: true, jsx: "react-jsx", jsxImportSource: "hono/jsx",
+  },
+  exclude: ["node_modules", "dist"],
+}, null, 2)}\n`;

@@ -1,8 +1,8 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, posix } from "node:path";
 import type { Command } from "commander";
 import { UsageError } from "./errors.js";
-import { appModule, cloudflareEntry, DEV_VARS, GITIGNORE_LINES, vercelConfig, vercelEntry, WRANGLER_ADDITIONS, wranglerToml } from "./init-files.js";
+import { appModule, cloudflareEntry, DEV_VARS, GITIGNORE_LINES, TSCONFIG, vercelConfig, vercelEntry, WRANGLER_ADDITIONS, wranglerToml } from "./init-files.js";
 import type { CliContext } from "./context.js";
 import { print, printJson } from "./output.js";
 
@@ -41,6 +41,7 @@ export function initProject(cwd: string, options: { dir?: string } = {}): InitSt
   write("vercel.json", `${JSON.stringify({ $schema: "https://openapi.vercel.sh/vercel.json", ...vercelConfig(vercelFile) }, null, 2)}\n`,
     `exists: add ${JSON.stringify(vercelConfig(vercelFile))}`);
   write(".dev.vars", DEV_VARS, "exists: `akadze dev` prints the DATABASE_URL, NEON_FETCH_ENDPOINT and CRON_SECRET it serves");
+  write("tsconfig.json", TSCONFIG, 'exists: the scaffold needs "module" and "moduleResolution" "NodeNext" (or "Bundler") and "strict"');
 
   const ignorePath = join(cwd, ".gitignore");
   const ignored = existsSync(ignorePath) ? readFileSync(ignorePath, "utf8").split(/\r?\n/).map((l) => l.trim()) : null;
@@ -51,15 +52,57 @@ export function initProject(cwd: string, options: { dir?: string } = {}): InitSt
     steps.push({ file: ".gitignore", action: ignored ? "updated" : "created", note: `ignores ${missing.join(", ")}` });
   } else steps.push({ file: ".gitignore", action: "kept" });
 
+  const changes: string[] = [];
   const configured = pkg.akadze?.app;
   if (configured === undefined) {
     pkg.akadze = { ...(typeof pkg.akadze === "object" ? pkg.akadze : {}), app: `./${appFile}` };
+    changes.push(`"akadze": { "app": "./${appFile}" }, for akadze dev and akadze worker`);
+  }
+  const esm = moduleTypeChange(cwd, pkg.type);
+  if (esm.set) {
+    pkg.type = "module";
+    changes.push(esm.note);
+  }
+  if (changes.length > 0) {
     const indent = /^(\s+)"/m.exec(pkgText)?.[1] ?? "  ";
     writeFileSync(pkgPath, `${JSON.stringify(pkg, null, indent)}\n`);
-    steps.push({ file: "package.json", action: "updated", note: `"akadze": { "app": "./${appFile}" }, for akadze dev and akadze worker` });
-  } else steps.push({ file: "package.json", action: "kept", note: `"akadze.app" is already ${JSON.stringify(configured)}` });
+    steps.push({ file: "package.json", action: "updated", note: changes.join("; ") });
+  }
+  const kept = [configured !== undefined && `"akadze.app" is already ${JSON.stringify(configured)}`, !esm.set && esm.note].filter(Boolean);
+  if (kept.length > 0) steps.push({ file: "package.json", action: "kept", note: kept.join("; ") });
   return steps;
 }
+
+/**
+ * Whether init sets package.json's `"type": "module"`. akadze is an ES module, and so are the scaffolded
+ * .ts files: in a CommonJS package (`npm init -y` writes `"type": "commonjs"`) tsx loads them as CommonJS
+ * and Node refuses with "Cannot require() ES Module ... in a cycle". Setting the type is the fix that keeps
+ * the files plain .ts for wrangler, Vercel and tsc alike; it is made only when no .js file of the project's
+ * own would change meaning (a new project), else the note says what to do.
+ */
+function moduleTypeChange(cwd: string, type: unknown): { set: true; note: string } | { set: false; note: string | false } {
+  if (type === "module") return { set: false, note: false };
+  const was = type === undefined ? "no \"type\", so CommonJS" : `"type": ${JSON.stringify(type)}`;
+  const scripts = ownJsFiles(cwd);
+  if (scripts.length === 0) return { set: true, note: `"type": "module" (was ${was}): akadze and the scaffolded .ts files are ES modules` };
+  return { set: false, note: `${was}, and ${scripts.slice(0, 3).join(", ")}${scripts.length > 3 ? ", ..." : ""} would change meaning as ES modules: ` +
+    'set "type": "module" (renaming CommonJS files to .cjs), else akadze dev and akadze worker cannot load the .ts app (akadze is an ES module)' };
+}
+
+/** The project's own .js files (not node_modules, dot folders or build output), three folders deep at most. */
+function ownJsFiles(dir: string, depth = 0, prefix = ""): string[] {
+  if (depth > 3) return [];
+  const found: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name.startsWith(".") || SKIPPED_FOLDERS.has(entry.name)) continue;
+    const path = prefix + entry.name;
+    if (entry.isDirectory()) found.push(...ownJsFiles(join(dir, entry.name), depth + 1, `${path}/`));
+    else if (/\.jsx?$/.test(entry.name)) found.push(path);
+  }
+  return found;
+}
+
+const SKIPPED_FOLDERS = new Set(["node_modules", "dist", "build", "out", "coverage"]);
 
 /** The sentences after the list: what to install and run next. */
 export function nextSteps(cwd: string): string[] {

@@ -5,6 +5,7 @@ import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.j
 import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT } from "../core/retention.js";
 import { pruneJobs, type PruneOptions } from "../ops/retention.js";
 import { findMisfits, type UnknownTaskRow } from "../ops/misfits.js";
+import { errorHeadline } from "../core/error-causes.js";
 import { CliError } from "./errors.js";
 import { loadApp } from "./load-module.js";
 import type { CliContext } from "./context.js";
@@ -112,13 +113,8 @@ function renderJob(job: JobDetail): string {
   if (job.errors.length === 0) out.push("", "errors: none");
   else {
     out.push("", `errors (${job.errors.length}):`, renderTable(job.errors, [
-      ["ATTEMPT", (e) => e.attempt], ["AT", (e) => formatTime(e.at)], ["KIND", (e) => e.kind], ["MESSAGE", (e) => oneLine(e.message)],
+      ["ATTEMPT", (e) => e.attempt], ["AT", (e) => formatTime(e.at)], ["KIND", (e) => e.kind], ["MESSAGE", (e) => errorHeadline(e.message, 100)],
     ]));
   }
   return out.join("\n");
-}
-
-function oneLine(text: string): string {
-  const line = String(text ?? "").replace(/\s+/g, " ").trim();
-  return line.length > 120 ? `${line.slice(0, 117)}...` : line;
 }

@@ -56,9 +56,17 @@ export async function importModule(file: string, cwd: string = process.cwd()): P
     if ((error as { code?: string })?.code === "ERR_UNKNOWN_FILE_EXTENSION") {
       throw new CliError(`cannot load ${file}: TypeScript needs tsx (npm install -D tsx), or point at the compiled .js`, { cause: error });
     }
-    throw new CliError(`cannot load ${file}: ${(error as Error)?.message ?? error}`, { cause: error });
+    const message = String((error as Error)?.message ?? error);
+    if (REQUIRED_ESM.test(message) || REQUIRED_ESM.test(String((error as { code?: string })?.code))) {
+      throw new CliError(`cannot load ${file}: it was loaded as CommonJS, and akadze is an ES module (${message.split("\n")[0]}). ` +
+        'Set "type": "module" in package.json (`npx akadze init` does in a new project), or name the module .mts', { cause: error });
+    }
+    throw new CliError(`cannot load ${file}: ${message}`, { cause: error });
   }
 }
+
+/** Node's refusals to require() an ES module: what a .ts app in a `"type": "commonjs"` package runs into. */
+const REQUIRED_ESM = /Cannot require\(\) ES Module|ERR_REQUIRE_ESM|ERR_REQUIRE_CYCLE_MODULE|ERR_REQUIRE_ASYNC_MODULE|require\(\) of ES Module/;
 
 async function registerTsx(file: string): Promise<void> {
   const specifier = "tsx/esm/api"; // not a literal: tsx is an optional peer, resolved from the app's project

@@ -8,9 +8,11 @@ import { print, printJson } from "./output.js";
 export function registerMaintenance(program: Command, ctx: CliContext): void {
   program.command("migrate").description("create or update akadze's tables (safe to run from several processes at once)")
     .action((_opts, cmd: Command) => ctx.withDb(cmd, async (db, connection) => {
-      const { applied } = await migrate(db);
-      if (ctx.json(cmd)) return printJson({ applied });
-      print(applied.length ? `applied ${applied.join(", ")} to ${connection.where}` : `${connection.where} is up to date`);
+      const { applied, completed } = await migrate(db);
+      if (ctx.json(cmd)) return printJson({ applied, completed });
+      if (completed.length > 0) print(`completed the schema drizzle-kit made at ${connection.where}: added ${completed.join(", ")} (the tables stay drizzle-kit's)`);
+      else if (applied.length > 0) print(`applied ${applied.join(", ")} to ${connection.where}`);
+      else print(`${connection.where} is up to date`);
     }));
 
   program.command("metrics").description("Prometheus metrics (the same text as GET /metrics)")

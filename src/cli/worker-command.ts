@@ -31,10 +31,10 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
         const stop = new AbortController();
         const onSignal = (signal: NodeJS.Signals) => {
           if (stop.signal.aborted) {
-            process.stderr.write(`akadze: ${signal} again: exiting now; unfinished jobs are recovered when their leases expire\n`);
+            process.stderr.write(`${stamp()} akadze: ${signal} again: exiting now; unfinished jobs are recovered when their leases expire\n`);
             process.exit(130);
           }
-          process.stderr.write(`akadze: ${signal}: taking no new jobs, letting running ones finish (${signal} again to exit at once)\n`);
+          process.stderr.write(`${stamp()} akadze: ${signal}: taking no new jobs, letting running ones finish (${signal} again to exit at once)\n`);
           stop.abort();
         };
         process.on("SIGINT", onSignal);
@@ -42,9 +42,10 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
         let misfitTimer: NodeJS.Timeout | undefined;
         let lastError = "";
         let lastErrorAt = 0;
-        // Every line the worker logs goes through --log-level: warnings to stderr, the rest to stdout, nothing when silent.
+        // Every line the worker logs goes through --log-level: warnings to stderr, the rest to stdout, nothing when
+        // silent; each with its time, since a worker runs for days.
         const log = (lines: LogLine[]) => writeLogLines(lines, opts.logLevel ?? "warn", {
-          warn: (text) => process.stderr.write(`akadze: ${text}\n`), info: (text) => print(text),
+          warn: (text) => process.stderr.write(`${stamp()} akadze: ${text}\n`), info: (text) => print(`${stamp()} ${text}`),
         });
         const queues: string[] | undefined = opts.queue;
         const slots = opts.slots ?? DEFAULT_SLOTS;
@@ -55,7 +56,7 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
             onError: (error) => {
               // A database outage would repeat on every lane and poll: say it once, then every 30 s.
               const line = describeError(error, connection.where);
-              if (line !== lastError || Date.now() - lastErrorAt > 30_000) process.stderr.write(`akadze: ${line}\n`);
+              if (line !== lastError || Date.now() - lastErrorAt > 30_000) process.stderr.write(`${stamp()} akadze: ${line}\n`);
               lastError = line;
               lastErrorAt = Date.now();
             },
@@ -82,4 +83,9 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
         }
       });
     });
+}
+
+/** The time at the start of a worker's log line: ISO 8601 in UTC, to the millisecond. */
+function stamp(): string {
+  return new Date().toISOString();
 }

@@ -1,10 +1,13 @@
 import { parseDuration, type Duration } from "./duration.js";
+import type { ErrorCause } from "./error-causes.js";
 
 /** One entry of a job's `errors` history: every failed attempt appends one. @example const last = (row.errors as ErrorEntry[]).at(-1); */
 export interface ErrorEntry {
   attempt: number; at: string; kind: string; message: string; stack: string | null;
   /** What was thrown, as JSON, when it was not an Error (`throw { code: 42 }`). */
   payload?: unknown;
+  /** The errors the thrown one wraps (`cause`), outermost first: drizzle's holds Postgres's message and SQLSTATE. Also "caused by" lines in `message`. */
+  causes?: ErrorCause[];
 }
 
 /** The `kind` of the errors entry a throwing `onTransition` hook leaves on its job (the change itself stands). */

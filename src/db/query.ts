@@ -16,6 +16,16 @@ function kindOf(db: Db): string {
   return String((db as any)?.constructor?.[entityKind] ?? "");
 }
 
+const DRIVER_NAMES: Record<string, string> = {
+  NodePgDatabase: "node-postgres", NeonHttpDatabase: "neon-http", NeonServerlessDatabase: "neon-serverless", PgliteDatabase: "pglite",
+};
+
+/** The driver's name as the docs spell it (`neon-http`), for log lines; drizzle's own class name for others. */
+export function driverName(db: Db): string {
+  const kind = kindOf(db).replace(/Transaction$/, "Database");
+  return DRIVER_NAMES[kind] ?? (kind || "unknown driver");
+}
+
 /** neon-http sends each statement alone: no interactive transactions, `db.batch` instead. */
 export function isNeonHttp(db: Db): boolean {
   const kind = kindOf(db);

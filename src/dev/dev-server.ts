@@ -1,6 +1,6 @@
 // `akadze dev`: the local Neon-compatible endpoint over PGlite (or a Postgres from DATABASE_URL),
 // the application's routes on localhost, and a timer that calls the work route as a cron would.
-import { mkdirSync } from "node:fs";
+import { lockPgliteDirectory, SHARE_DEV_DATABASE } from "./pglite-lock.js";
 import { PGlite } from "@electric-sql/pglite";
 import { neonHttpDb } from "../connect.js";
 import type { ExecutionContext } from "hono";
@@ -95,7 +95,10 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       endpoint = await startNeonEndpoint({ connectionString: database, port: endpointPort });
     } else {
       const inMemory = database === "memory://";
-      if (!inMemory) mkdirSync(database, { recursive: true });
+      if (!inMemory) {
+        const release = lockPgliteDirectory(database, SHARE_DEV_DATABASE);
+        closers.push(async () => release());
+      }
       const pglite = inMemory ? new PGlite() : new PGlite(database);
       closers.push(() => pglite.close());
       backing = inMemory ? "PGlite in memory" : `PGlite in ${database}`;

@@ -3,6 +3,7 @@
 // No Node imports: the edge handlers use it too.
 import type { App } from "../app/app.js";
 import { parseDuration, type Duration } from "../core/duration.js";
+import { errorHeadline } from "../core/error-causes.js";
 import { CLAIM_MARGIN_MS, type RunSummary } from "../runtime/run-options.js";
 
 /** How much a handler logs: `warn` (failed and retried jobs, misfits), `info` (also one line per busy invocation), `silent`. */
@@ -31,11 +32,12 @@ export function invocationLogLines(summary: RunSummary, what = "invocation"): Lo
   if (didAnything(summary)) {
     const parts = COUNTS.filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
     const misfits = summary.tooLongForBudget.length > 0 ? `; timeout over budget, not claimed: ${summary.tooLongForBudget.join(", ")}` : "";
-    lines.push({ level: "info", text: `${what}: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms${misfits})` });
+    const driver = summary.driver ? ` on ${summary.driver}` : "";
+    lines.push({ level: "info", text: `${what}${driver}: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms${misfits})` });
   }
   for (const p of summary.problems ?? []) {
     const outcome = p.to === "failed" ? "failed" : "will retry";
-    lines.push({ level: "warn", text: `job ${p.jobId} (${p.task}, queue ${p.queue}, attempt ${p.attempt}) ${outcome}: ${p.error.kind}: ${firstLine(p.error.message)}` });
+    lines.push({ level: "warn", text: `job ${p.jobId} (${p.task}, queue ${p.queue}, attempt ${p.attempt}) ${outcome}: ${p.error.kind}: ${errorHeadline(p.error.message)}` });
   }
   return lines;
 }
@@ -78,8 +80,4 @@ export function warnTasksOverBudget(app: App, budget: Duration, where: string, w
   const names = tasksOverBudget(app, budget);
   if (names.length > 0) warn(overBudgetSentence(names, `${where}'s budget (${typeof budget === "number" ? `${budget} ms` : budget})`));
   return names;
-}
-
-function firstLine(text: string): string {
-  return String(text).split("\n")[0].trim();
 }

@@ -7,6 +7,7 @@ import type { Hooks, HookJob } from "../app/hooks.js";
 import type { JobContext, TaskDefinition } from "../app/task.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { ErrorEntry } from "../core/errors.js";
+import { causesOf, storedMessage } from "../core/error-causes.js";
 import type { Outcome } from "../sql/complete.js";
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
@@ -168,7 +169,9 @@ function errorEntry(run: JobRun, error: unknown): ErrorEntry {
   const at = run.now().toISOString();
   const attempt = run.job.attempt;
   if (error instanceof Error) {
-    return { attempt, at, kind: safeText(() => error.name, "Error"), message: safeText(() => error.message, ""), stack: safeText(() => error.stack ?? "", "") || null };
+    const causes = causesOf(error);
+    return { attempt, at, kind: safeText(() => error.name, "Error"), message: storedMessage(error, safeText(() => error.message, ""), causes),
+      stack: safeText(() => error.stack ?? "", "") || null, ...(causes.length > 0 ? { causes } : {}) };
   }
   const payload = jsonPayload(error);
   const message = payload !== undefined ? safeText(() => JSON.stringify(payload), "") : safeText(() => String(error), "a value that cannot be turned into text");

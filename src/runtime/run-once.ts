@@ -8,6 +8,8 @@ import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";
+import { ensureSchema } from "../db/schema-check.js";
+import { driverName } from "../db/query.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
 export * from "./run-options.js";
@@ -23,6 +25,8 @@ const REGISTRY_EVERY_MS = 1000;
  */
 export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSummary> {
   const o = resolveRunOptions(options);
+  // A schema akadze cannot work with is refused before any job runs (one statement, once per client).
+  await ensureSchema(options.db);
   const now = options.now ?? app.clock;
   const sqlClock = options.now ?? app.sqlClock;
   const id = options.id ?? `inv-${crypto.randomUUID()}`;
@@ -48,7 +52,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
       return [invocationDoneCte(id, now(), unreported)];
     },
   });
-  return engine.run();
+  return { ...await engine.run(), driver: driverName(options.db) };
 }
 
 /**

@@ -94,4 +94,6 @@ export interface RunSummary {
   /** Statements sent to the database by the invocation itself. */
   roundTrips: number;
   durationMs: number;
+  /** The drizzle driver the invocation ran on (`node-postgres`, `neon-http`, `neon-serverless`, `pglite`), for logs. */
+  driver?: string;
 }

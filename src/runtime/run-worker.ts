@@ -2,12 +2,13 @@ import { hostname } from "node:os";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { parseOrThrow, WorkerOptionsSchema } from "../core/validate.js";
 import type { App } from "../app/app.js";
-import { queryJson, type Db } from "../db/query.js";
+import { driverName, queryJson, type Db } from "../db/query.js";
 import { WORKER_SEEN_INTERVAL, workerStatements } from "../sql/report-worker.js";
 import { resolveRetention, type Retention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
+import { ensureSchema } from "../db/schema-check.js";
 import { DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
 import { sleep } from "./signal.js";
 import { listenForJobs, type JobWakeups } from "./wakeup.js";
@@ -103,7 +104,9 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   let seq = 0;
   let lastPrune = 0;
 
-  // The one statement a worker sends at start: it also proves the database is there and migrated.
+  // A schema akadze cannot work with is refused before any job runs (one statement, once per client).
+  await ensureSchema(db);
+  const driver = driverName(db);
   await queryJson(db, workerStatements.started(id, o.queues ?? null, now()));
   const wakeups: JobWakeups | null = options.listen === false ? null : await listenForJobs(db, onError);
   // Alive and jobs done, told to the registry every interval and whenever a lane runs out of work.
@@ -143,7 +146,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         summary.failed += delta.failed;
         summary.released += delta.released;
         unreported += done;
-        if (COUNTED.some((k) => k !== "roundTrips" && delta[k] !== 0)) options.onInvocation?.({ ...s, ...delta, problems: s.problems.slice(problemsReported) });
+        if (COUNTED.some((k) => k !== "roundTrips" && delta[k] !== 0)) options.onInvocation?.({ ...s, ...delta, problems: s.problems.slice(problemsReported), driver });
         problemsReported = s.problems.length;
         return delta.claimed;
       };

@@ -2,7 +2,8 @@ import { sql, type SQL } from "drizzle-orm";
 
 /** Where applied migrations are recorded: outside the `akadze` schema and apart from drizzle's own table. */
 export const MIGRATIONS_TABLE = "public.akadze_migrations";
-const MIGRATION_LOCK = "akadze.migrate";
+/** The advisory lock every migrating transaction takes first, so concurrent migrators run one at a time. */
+export const MIGRATION_LOCK = "akadze.migrate";
 
 /**
  * One migration as the statements of one transaction: an advisory lock (concurrent migrators wait here),

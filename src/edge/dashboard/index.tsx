@@ -1,4 +1,3 @@
-/** @jsxImportSource hono/jsx */
 /**
  * akadze's web dashboard: queues, throughput, limits, schedules, workers and jobs, with requeue, cancel and
  * pause/resume, server-rendered with Hono's JSX (no script, no external asset). Opt in by passing it to

@@ -1,4 +1,3 @@
-/** @jsxImportSource hono/jsx */
 // The jobs list (filtered, newest first, paged by id) and one job with its args, result and errors.
 import { JOB_STATES } from "../../core/states.js";
 import { formatSpan, formatTime } from "../../core/time-text.js";

@@ -1,4 +1,3 @@
-/** @jsxImportSource hono/jsx */
 // The page frame, its stylesheet and the small pieces every page shares. Everything is inline: the
 // dashboard loads no script, font or stylesheet from anywhere, so it works offline and in workerd.
 import type { Child } from "hono/jsx";

@@ -1,4 +1,3 @@
-/** @jsxImportSource hono/jsx */
 // The overview: the last hour's throughput, every queue, limits, schedules and recent workers.
 import { formatMs, formatSpan, formatTime } from "../../core/time-text.js";
 import type { LimitRow } from "../../ops/limits.js";

@@ -1,0 +1,80 @@
+// What a job's errors entry keeps of the errors the thrown one wraps. The reason of the most common real
+// failure sits in a cause: drizzle throws `Failed query: <sql> params: ...` and puts the driver's error,
+// with Postgres's message, SQLSTATE and detail, in `.cause`. The chain is kept twice: as `causes` for
+// programs (getJob, `--json`), and as "caused by" lines at the end of the message, so that every place
+// that shows a message (the CLI, the dashboard, the log lines) shows the reason without knowing of causes.
+import { causeChain } from "./errors.js";
+import { errorText } from "./json.js";
+
+/** An error the thrown one wraps through `cause`, as its errors entry keeps it; a Postgres error's fields with it. */
+export interface ErrorCause {
+  kind: string; message: string;
+  /** The five-character SQLSTATE of a Postgres error (`42P01`: undefined table). */
+  code?: string; detail?: string; hint?: string; constraint?: string; table?: string; column?: string;
+}
+
+const POSTGRES_FIELDS = ["code", "detail", "hint", "constraint", "table", "column"] as const;
+/** The line that introduces each cause in a stored message. */
+const CAUSED_BY = "caused by ";
+
+/** Postgres's own error, whatever the driver: pg, PGlite and Neon all give a SQLSTATE `code` and a `severity`. */
+function isPostgresError(e: any): boolean {
+  return typeof e?.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && e.severity !== undefined;
+}
+
+/** A field as storable text (cleaned and cut, `errorText`), or undefined when absent or unreadable. */
+function read(get: () => unknown): string | undefined {
+  try {
+    const value = get();
+    return value === undefined || value === null || value === "" ? undefined : errorText(String(value));
+  } catch {
+    return undefined;
+  }
+}
+
+function causeOf(e: any): ErrorCause {
+  const isError = e instanceof Error;
+  const cause: ErrorCause = {
+    kind: isError ? read(() => e.name) ?? "Error" : `NonError(${typeof e})`,
+    message: (isError ? read(() => e.message) : read(() => (typeof e === "object" ? JSON.stringify(e) : e))) ?? "",
+  };
+  if (isPostgresError(e)) for (const field of POSTGRES_FIELDS) {
+    const value = read(() => e[field]);
+    if (value !== undefined) cause[field] = value;
+  }
+  return cause;
+}
+
+/** The errors `error` wraps through `cause`, outermost first (not `error` itself); empty when it wraps none. */
+export function causesOf(error: unknown): ErrorCause[] {
+  return causeChain(error).slice(1).map(causeOf);
+}
+
+/** A Postgres error's SQLSTATE, detail and hint, as the text that follows its message, or "". */
+function postgresSuffix(fields: Pick<ErrorCause, "code" | "detail" | "hint">): string {
+  const parts = [fields.code && `SQLSTATE ${fields.code}`, fields.detail, fields.hint && `hint: ${fields.hint}`].filter(Boolean);
+  return parts.length > 0 ? ` (${parts.join("; ")})` : "";
+}
+
+/**
+ * The message akadze stores for a thrown error: its own message (with the SQLSTATE when it is itself a
+ * Postgres error), then one "caused by <kind>: <message> (SQLSTATE ...; detail)" line per cause.
+ * @example storedMessage(drizzleError) // "Failed query: select ...\nparams: \ncaused by error: relation \"x\" does not exist (SQLSTATE 42P01)"
+ */
+export function storedMessage(error: unknown, message: string, causes: ErrorCause[] = causesOf(error)): string {
+  const own = isPostgresError(error) ? message + postgresSuffix(causeOf(error)) : message;
+  return [own, ...causes.map((c) => `${CAUSED_BY}${c.kind}: ${c.message}${postgresSuffix(c)}`)].join("\n");
+}
+
+/**
+ * A stored message on one line, for a table cell or a log line: its first line (cut to `headLength`
+ * characters: drizzle's holds the whole SQL) and then every "caused by" line, which say why.
+ * @example errorHeadline('Failed query: select 1\nparams: \ncaused by error: boom') // "Failed query: select 1 ← caused by error: boom"
+ */
+export function errorHeadline(message: string, headLength = 120): string {
+  const lines = String(message ?? "").split("\n");
+  const head = lines[0].trim();
+  const causes = lines.slice(1).filter((l) => l.startsWith(CAUSED_BY)).map((l) => l.trim());
+  const cut = head.length > headLength ? `${head.slice(0, headLength - 1)}…` : head;
+  return [cut, ...causes].join(" ← ");
+}

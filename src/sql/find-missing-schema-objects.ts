@@ -1,0 +1,33 @@
+import { sql, type SQL } from "drizzle-orm";
+
+/** A database object akadze needs: a table (or view), or a function named with its argument types. */
+export interface SchemaObject { kind: "table" | "function"; name: string }
+
+/**
+ * Everything akadze's statements need, checked before an invocation or a worker claims its first job. A new
+ * table or function goes here as one line: a schema without it is then refused at start, naming the fix.
+ * `akadze.raise_error(text, text)` is the one object drizzle-kit cannot make from akadze/schema.
+ */
+export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
+  { kind: "table", name: "akadze.jobs" },
+  { kind: "table", name: "akadze.queues" },
+  { kind: "table", name: "akadze.limits" },
+  { kind: "table", name: "akadze.limit_slots" },
+  { kind: "table", name: "akadze.limit_tokens" },
+  { kind: "table", name: "akadze.schedules" },
+  { kind: "table", name: "akadze.workers" },
+  { kind: "function", name: "akadze.raise_error(text, text)" },
+];
+
+/**
+ * The names of the objects that do not exist, as one jsonb array (`[]` when the schema is complete): one
+ * statement, answered from the catalog by name (to_regclass, to_regprocedure), so it works over neon-http
+ * and on a database where even the akadze schema is missing.
+ */
+export function findMissingSchemaObjectsStatement(objects: readonly SchemaObject[] = REQUIRED_SCHEMA_OBJECTS): SQL {
+  const rows = sql.join(objects.map((o, i) => sql`(${o.kind}, ${o.name}, ${i}::int)`), sql`, `);
+  return sql`
+    select coalesce(jsonb_agg(o.name order by o.position), '[]'::jsonb) as r
+    from (values ${rows}) as o(kind, name, position)
+    where case o.kind when 'table' then to_regclass(o.name) is null else to_regprocedure(o.name) is null end`;
+}
