@@ -24,7 +24,7 @@ function setup() {
 }
 
 const countByState = async () => Object.fromEntries(
-  (await t.rows<{ state: string; n: number }>("select state, count(*)::int as n from akadze.jobs group by state")).map((r) => [r.state, r.n]));
+  (await t.rows<{ state: string; n: number }>("select state, count(*)::int as n from akadze.all_jobs group by state")).map((r) => [r.state, r.n]));
 
 describe("retention", () => {
   it("invocations delete succeeded and cancelled jobs past the retention age and keep failed ones", async () => {
@@ -92,7 +92,7 @@ describe("retention", () => {
       await ok.using(t.db).enqueueMany(Array.from({ length: perRound }, () => ({})));
       const summary = await runOnce(app, { db: t.db, now: clock.now, batchSize: perRound, retention: "6h" });
       expect(summary.succeeded).toBe(perRound);
-      largest = Math.max(largest, (await t.rows("select count(*)::int as n from akadze.jobs"))[0].n);
+      largest = Math.max(largest, (await t.rows("select count(*)::int as n from akadze.all_jobs"))[0].n);
       workersLargest = Math.max(workersLargest, (await t.rows("select count(*)::int as n from akadze.workers"))[0].n);
       clock.advance(HOUR);
     }
@@ -112,7 +112,7 @@ describe("retention", () => {
     await ok.using(t.db).enqueue({});
     clock.advance(365 * DAY);
     await runOnce(app, { db: t.db, now: clock.now, retention: { finished: 0, failed: 0 } });
-    expect(await t.rows("select id, state from akadze.jobs order by id")).toEqual([{ id: String(id), state: "queued" }, { id: "2", state: "succeeded" }]);
+    expect(await t.rows("select id, state from akadze.all_jobs order by id")).toEqual([{ id: String(id), state: "queued" }, { id: "2", state: "succeeded" }]);
   });
 
   it("a bad retention is a clear error and nothing is claimed", async () => {
@@ -148,7 +148,7 @@ describe("retention and the registry on every driver", () => {
       await ok.using(h().db).enqueue({});
       const summary = await runOnce(app, { db: h().db, now: clock.now, id: "inv-b" });
       expect(summary.roundTrips).toBe(2);
-      expect(await h().rows("select state from akadze.jobs order by id")).toEqual([{ state: "failed" }, { state: "succeeded" }]);
+      expect(await h().rows("select state from akadze.all_jobs order by id")).toEqual([{ state: "failed" }, { state: "succeeded" }]);
       // inv-a's row went too: registry rows last a day.
       expect(await h().rows("select id, kind, jobs_done, stopped_at is not null as stopped from akadze.workers order by id")).toEqual([
         { id: "inv-b", kind: "invocation", jobs_done: 1, stopped: true }]);

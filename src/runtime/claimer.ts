@@ -8,6 +8,7 @@ import { ScheduleSlots } from "../schedules/enqueue.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
+import type { HistoryKeeper } from "./history.js";
 
 /** Over neon-http a claim returns at most this many bytes of args (Neon refuses responses over 10 MB). */
 export const MAX_CLAIM_BYTES = 6 * 1024 * 1024;
@@ -29,6 +30,8 @@ export interface ClaimerOptions {
   roundTripMs: () => number | null;
   /** Told once per statement sent. */
   count: () => void;
+  /** The history's retention, checked in claims and maintained beside them (none: `retention: false`). */
+  history?: HistoryKeeper;
 }
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
@@ -112,7 +115,7 @@ export class Claimer {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: hintsOf(this.o.app).limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
       extra: [...extra, ...schedules.extra],
-      report: { ...schedules.report, stale: statisticsStale(batchSize) },
+      report: { ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report() },
     });
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonPrepared<ClaimAnswer>(db, statement)), (r) => [
@@ -122,12 +125,14 @@ export class Claimer {
     schedules.answered(result.schedules);
     hintsOf(this.o.app).limits = result.limits;
     if (result.stale) this.analyze();
+    this.o.history?.answered(result.historyDue, this.o.count);
     return { ...result, noTaskFits: false };
   }
 
-  /** Resolves when the ANALYZE this claimer started (if any) has ended. */
-  finished(): Promise<void> {
-    return this.analysis;
+  /** Resolves when the ANALYZE and the history maintenance this claimer started (if any) have ended. */
+  async finished(): Promise<void> {
+    await this.analysis;
+    await this.o.history?.finished();
   }
 
   /** Refreshes the jobs table's statistics beside the claims (its failure only leaves them stale). */

@@ -32,6 +32,8 @@ export interface JobRun {
 export interface JobStart {
   app: App; db: Db; owner: string; job: ClaimedJob; controller: JobAbort; timeoutMs: number;
   now: () => Date; sqlNow: () => SQL;
+  /** False: completeTx/completeBatch keep no row of the job (`retention.keepSucceeded`). */
+  keepSucceeded?: boolean;
   /** Where `timeoutMs` came from, for the timeout's message. */
   timeoutFrom?: "task" | "budget";
   /** See JobRun.lingering. */
@@ -47,6 +49,7 @@ export async function runJob(start: JobStart): Promise<Outcome | null> {
   const task = app.tasks.get(job.task)!;
   const current = new CurrentJob(job.id, {
     db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
+    keepSucceeded: start.keepSucceeded !== false,
   });
   const run: JobRun = { job, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now,
     timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };

@@ -8,6 +8,7 @@ import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";
+import { HistoryKeeper } from "./history.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
 export * from "./run-options.js";
@@ -31,10 +32,12 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const startedAt = now();
   const queues = options.queues ?? null;
   let registered: number | null = null;
+  const sqlNow = () => timestamp(sqlClock?.() ?? null);
+  const history = retention ? new HistoryKeeper({ app, db: options.db, plan: retention, sqlNow, callerClock: sqlClock !== null }) : undefined;
   const engine = new Engine({
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
-    now, sqlNow: () => timestamp(sqlClock?.() ?? null), deadline: startedAt.getTime() + o.budgetMs, signal: options.signal,
-    drain: options.drain !== false,
+    now, sqlNow, deadline: startedAt.getTime() + o.budgetMs, signal: options.signal,
+    drain: options.drain !== false, history, keepSucceeded: retention ? retention.keepSucceeded : true,
     // Registry and retention ride along with the first claim: no extra round trip.
     firstClaimExtras: [
       ...(register ? [invocationSeenCte(id, queues, startedAt)] : []),
