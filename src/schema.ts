@@ -100,6 +100,8 @@ export const jobHistory = akadze.table("job_history", finishedColumns(), (t) => 
   // Block ranges, a few pages per partition: reads by finish time (metrics, throughput) and the row-by-row
   // pruning of the default partition, at almost no cost per insert (rows arrive in finish order).
   index("job_history_finished_idx").using("brin", t.finishedAt),
+  // A first maxStarts limit reads its key's latest starts; only jobs with a limit key pay for it.
+  index("job_history_limit_idx").on(t.limitKey, t.startedAt).where(sql`${t.limitKey} is not null`),
 ]);
 
 /** The dead letters: jobs that ended `failed`. They stay until `requeue` moves one back or their own horizon passes. */
