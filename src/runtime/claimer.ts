@@ -2,7 +2,7 @@ import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
 import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/query.js";
-import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
+import { analyzeJobsStatement, statisticsStale, vacuumDue, vacuumJobsStatement } from "../sql/analyze.js";
 import { claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimResult } from "../sql/claim.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
 import { transitionOf } from "../app/hooks.js";
@@ -43,17 +43,17 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
  * only leaves limited jobs for the next claim, which reports the truth), and when it last let a claim carry
  * retention and last started an ANALYZE of the jobs table.
  */
-interface ProcessHints { limits: boolean; prunedAt: number; analyzedAt: number }
+interface ProcessHints { limits: boolean; prunedAt: number; analyzedAt: number; vacuumedAt: number }
 const hints = new WeakMap<App, ProcessHints>();
 
 function hintsOf(app: App): ProcessHints {
   let h = hints.get(app);
-  if (!h) hints.set(app, (h = { limits: true, prunedAt: -Infinity, analyzedAt: -Infinity }));
+  if (!h) hints.set(app, (h = { limits: true, prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity }));
   return h;
 }
 
 /** Whether `app`'s `at` hint is at least `everyMs` old (on the real clock); if so it is moved to now. */
-function dueEvery(app: App, at: "prunedAt" | "analyzedAt", everyMs: number): boolean {
+function dueEvery(app: App, at: "prunedAt" | "analyzedAt" | "vacuumedAt", everyMs: number): boolean {
   const h = hintsOf(app);
   if (Date.now() - h[at] < everyMs) return false;
   h[at] = Date.now();
@@ -64,6 +64,8 @@ function dueEvery(app: App, at: "prunedAt" | "analyzedAt", everyMs: number): boo
 export const RETENTION_EVERY_MS = 10_000;
 /** How often one process may start an ANALYZE of the jobs table: a role that may not analyze (Postgres skips it with a warning) then adds no statement to every full claim. */
 const ANALYZE_EVERY_MS = 60_000;
+/** How often one process may ask whether the queue table needs a vacuum, and start one. */
+const VACUUM_EVERY_MS = 5_000;
 
 /**
  * Claims batches for one invocation: picks the tasks whose timeout fits the remaining budget, carries the
@@ -115,7 +117,10 @@ export class Claimer {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: hintsOf(this.o.app).limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
       extra: [...extra, ...schedules.extra],
-      report: { ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report() },
+      report: {
+        ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report(),
+        ...(dueEvery(this.o.app, "vacuumedAt", VACUUM_EVERY_MS) ? { vacuum: vacuumDue() } : {}),
+      },
     });
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonPrepared<ClaimAnswer>(db, statement)), (r) => [
@@ -124,7 +129,8 @@ export class Claimer {
     ]);
     schedules.answered(result.schedules);
     hintsOf(this.o.app).limits = result.limits;
-    if (result.stale) this.analyze();
+    if (result.vacuum) this.vacuum();
+    else if (result.stale) this.analyze();
     this.o.history?.answered(result.historyDue, this.o.count);
     return { ...result, noTaskFits: false };
   }
@@ -133,6 +139,13 @@ export class Claimer {
   async finished(): Promise<void> {
     await this.analysis;
     await this.o.history?.finished();
+  }
+
+  /** Reclaims the queue table's dead rows beside the claims (a role that may not vacuum only gets a warning from Postgres). */
+  private vacuum(): void {
+    this.o.count();
+    const before = this.analysis;
+    this.analysis = Promise.all([before, query(this.o.db, vacuumJobsStatement()).then(() => {}, () => {})]).then(() => {});
   }
 
   /** Refreshes the jobs table's statistics beside the claims (its failure only leaves them stale). */

@@ -93,6 +93,8 @@ export interface ClaimResult {
   schedules?: SlotReport;
   /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */
   stale?: boolean;
+  /** The queue table has a vacuum's worth of dead rows (`vacuumDue`), when the claim was asked. */
+  vacuum?: boolean;
   /** The history has retention work (`historyDue`), when the claim was asked. */
   historyDue?: boolean;
 }
