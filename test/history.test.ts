@@ -98,15 +98,19 @@ describe("jobs move out of the queue table as they finish", () => {
       const app = createApp({ clock: clock.now });
       const ok = app.task("ok", async () => {});
       const fails = app.task("fails", async () => { throw new Fail("no"); });
-      // The first invocation makes the partitions for its clock; the jobs of the second finish into them.
+      // Partitions are made lazily: once the default partition holds a row older than one width (a day
+      // here, at most a minute). The jobs of the third invocation finish into them.
+      await ok.using(h().db).enqueue({});
+      await runOnce(app, { db: h().db, now: clock.now });
+      clock.advance(61_000);
       await runOnce(app, { db: h().db, now: clock.now });
       await ok.using(h().db).enqueueMany(Array.from({ length: 30 }, () => ({})));
       await fails.using(h().db).enqueue({});
       await runOnce(app, { db: h().db, now: clock.now });
-      expect(await h().rows("select count(*)::int as n from akadze.job_history_default")).toEqual([{ n: 0 }]);
+      expect(await h().rows("select count(*)::int as n from akadze.job_history_default")).toEqual([{ n: 1 }]);
       const partitions = async () => (await h().rows<{ name: string }>(
         "select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'akadze.job_history'::regclass and c.relname <> 'job_history_default'")).map((r) => r.name);
-      const holding = await h().rows<{ name: string }>("select distinct tableoid::regclass::text as name from akadze.job_history");
+      const holding = await h().rows<{ name: string }>("select distinct tableoid::regclass::text as name from akadze.job_history where tableoid <> 'akadze.job_history_default'::regclass");
       expect(holding).toHaveLength(1);
       clock.advance(9 * DAY);
       await runOnce(app, { db: h().db, now: clock.now });
@@ -158,15 +162,21 @@ describe("a role that may not create or drop tables", () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
     const ok = app.task("ok", async () => {});
-    // The owner made the partitions; the worker's role cannot drop them, and the rows in them still go.
-    await runOnce(app, { db: drizzle(owner) as unknown as Db, now: clock.now });
+    // The owner made the partitions (lazily: once a row of the default partition is a minute old); the
+    // worker's role cannot drop them, and the rows in them still go.
+    const ownerDb = drizzle(owner) as unknown as Db;
+    await ok.using(ownerDb).enqueue({});
+    await runOnce(app, { db: ownerDb, now: clock.now });
+    clock.advance(61_000);
+    await runOnce(app, { db: ownerDb, now: clock.now });
+    expect(Number((await owner.query("select count(*)::int as n from pg_inherits where inhparent = 'akadze.job_history'::regclass")).rows[0].n)).toBeGreaterThan(1);
     const limited = new pg.Pool({ connectionString: database.url.replace("postgres@", `${role}@`), max: 2 });
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     try {
       const db = drizzle(limited) as unknown as Db;
       await ok.using(db).enqueueMany(Array.from({ length: 12 }, () => ({})));
       await runOnce(app, { db, now: clock.now });
-      expect((await owner.query("select count(*)::int as n from akadze.job_history")).rows).toEqual([{ n: 12 }]);
+      expect((await owner.query("select count(*)::int as n from akadze.job_history")).rows).toEqual([{ n: 13 }]);
       clock.advance(9 * DAY);
       await runOnce(app, { db, now: clock.now, retention: { batch: 5 } });
       await runOnce(app, { db, now: clock.now, retention: { batch: 5 } });
