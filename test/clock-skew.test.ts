@@ -129,7 +129,7 @@ function skewSuite(driver: keyof typeof SIZES): void {
       // Every job's body ran exactly once if it succeeded, never otherwise (ticks the stop left queued).
       const jobs = await rows<{ id: number; task: string; state: string; runs: number; expired: boolean }>(`
         select j.id::int, j.task, j.state, count(r.seq)::int as runs, j.errors @> '[{"kind": "LeaseExpired"}]' as expired
-        from akadze.all_jobs j left join skew_runs r on r.job_id = j.id group by j.id order by j.id`);
+        from akadze.all_jobs j left join skew_runs r on r.job_id = j.id group by j.id, j.task, j.state, j.errors order by j.id`);
       const extraRuns = jobs.reduce((n, j) => n + Math.max(0, j.runs - 1), 0);
       const wrong = jobs.filter((j) => j.runs !== (j.state === "succeeded" ? 1 : 0) || (j.task !== "skew.tick" && j.state !== "succeeded"));
       const expired = jobs.filter((j) => j.expired).length;
