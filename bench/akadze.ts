@@ -1,6 +1,6 @@
 // What the benchmark measures of akadze's runOnce loops: bulk enqueue, burn-down and statements per job.
 // (runWorker, latency and the cron tick: akadze-worker.ts; scale-out and claim cost: scale-out.ts.)
-import { createApp, runOnce, type App, type Db, type Task } from "../src/index.js";
+import { createApp, runOnce, type App, type Db, type Retention, type Task } from "../src/index.js";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { transactionsIn } from "./databases.js";
 import { rate, timed } from "./stats.js";
@@ -51,12 +51,12 @@ export async function enqueueNoops(noop: Task, db: Db, count: number): Promise<n
 }
 
 /** Runs `loops` runOnce loops until a claim comes back empty; returns the summed round trips. */
-export async function drain(app: App, db: Db, shape: BurnDownShape): Promise<{ roundTrips: number; succeeded: number }> {
+export async function drain(app: App, db: Db, shape: BurnDownShape, retention?: Retention): Promise<{ roundTrips: number; succeeded: number }> {
   let roundTrips = 0;
   let succeeded = 0;
   await Promise.all(Array.from({ length: shape.loops }, async () => {
     for (;;) {
-      const summary = await runOnce(app, { db, batchSize: shape.batchSize, slots: shape.slots, budget: Infinity });
+      const summary = await runOnce(app, { db, batchSize: shape.batchSize, slots: shape.slots, budget: Infinity, retention });
       roundTrips += summary.roundTrips;
       succeeded += summary.succeeded;
       if (summary.claimed === 0) return;
@@ -65,8 +65,11 @@ export async function drain(app: App, db: Db, shape: BurnDownShape): Promise<{ r
   return { roundTrips, succeeded };
 }
 
-/** Bulk enqueue and burn-down of `count` no-op jobs on a fresh database. */
-export async function akadzeThroughput(driver: AkadzeDriver, count: number, shape: BurnDownShape): Promise<Throughput> {
+/** `retention: { keepSucceeded: false }`: the burn-down with no history row per job (the bench's own row). */
+export const KEEP_NO_SUCCEEDED: Retention = { keepSucceeded: false };
+
+/** Bulk enqueue and burn-down of `count` no-op jobs on a fresh database (`retention` as runOnce takes it). */
+export async function akadzeThroughput(driver: AkadzeDriver, count: number, shape: BurnDownShape, retention?: Retention): Promise<Throughput> {
   const target = await openAkadze(driver, "tp");
   let transactions: number | null = null;
   let result: Omit<Throughput, "transactionsPerJob">;
@@ -74,7 +77,7 @@ export async function akadzeThroughput(driver: AkadzeDriver, count: number, shap
     const before = target.database === null ? NaN : await transactionsIn(target.database);
     const { app, noop } = noopApp();
     const enqueueMs = await enqueueNoops(noop, target.db, count);
-    const { ms: processMs, value } = await timed(() => drain(app, target.db, shape));
+    const { ms: processMs, value } = await timed(() => drain(app, target.db, shape, retention));
     if (value.succeeded !== count) throw new Error(`akadze over ${driver} ran ${value.succeeded} of ${count} jobs`);
     result = { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs };
     await target.close(async () => { if (target.database !== null) transactions = (await transactionsIn(target.database)) - before; });

@@ -11,12 +11,13 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import type { Duration } from "../src/index.js";
 import { tryParseDuration } from "../src/core/duration.js";
-import { akadzeSweep, akadzeThroughput, BURN_DOWN, shapeLabel, statementsPerJob, type BurnDownShape, type Throughput } from "./akadze.js";
+import { akadzeSweep, akadzeThroughput, BURN_DOWN, KEEP_NO_SUCCEEDED, shapeLabel, statementsPerJob, type BurnDownShape, type Throughput } from "./akadze.js";
 import { AKADZE_DRIVERS, POOL_SIZE, type AkadzeDriver } from "./akadze-db.js";
 import { cronTick, nudgedLatency, WORKER_SLOTS, workerLatency, workerThroughput } from "./akadze-worker.js";
 import { FULL, QUICK, type BenchConfig } from "./config.js";
 import { postgresVersion } from "./databases.js";
 import { floorSettings, floorThroughput } from "./floor.js";
+import { FLOOR_KINDS, floorOf, floorsSettings } from "./floors.js";
 import { GRAPHILE_QUICK_SWEEP, GRAPHILE_SWEEP, graphileLabel, graphileLatency, graphileSettings, graphileSweep, graphileThroughput, type GraphileConfig } from "./graphile.js";
 import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossLatency, pgbossSettings, pgbossSweep, pgbossThroughput, type PgBossConfig } from "./pgboss.js";
 import { markdown, printTables } from "./report.js";
@@ -115,6 +116,8 @@ async function burnDown(r: Results): Promise<{ graphile10: GraphileConfig }> {
     "graphile-worker": graphileSettings(graphile.config),
     "pg-boss": pgbossSettings(pgboss.config),
     "raw-SQL floor": floorSettings(),
+    "akadze/node-postgres, keepSucceeded: false": `the same, with retention: { keepSucceeded: false } (no history row per succeeded job)`,
+    "floors on akadze's table": floorsSettings(),
   };
   const record = (name: string, t: Throughput) => {
     (r.samples[name] ??= []).push(t);
@@ -123,13 +126,18 @@ async function burnDown(r: Results): Promise<{ graphile10: GraphileConfig }> {
   // Interleaved round by round, so machine noise hits every system alike.
   for (let round = 1; round <= config.rounds; round++) {
     log(`burn-down round ${round} of ${config.rounds}, ${config.jobs} jobs`);
-    if (config.drivers.includes("node-postgres")) record("akadze/node-postgres", await akadzeThroughput("node-postgres", config.jobs, shape.config));
+    if (config.drivers.includes("node-postgres")) {
+      record("akadze/node-postgres", await akadzeThroughput("node-postgres", config.jobs, shape.config));
+      record("akadze/node-postgres, keepSucceeded: false", await akadzeThroughput("node-postgres", config.jobs, shape.config, KEEP_NO_SUCCEEDED));
+    }
     record("graphile-worker", await graphileThroughput(config.jobs, graphile.config));
     record("pg-boss", await pgbossThroughput(config.jobs, pgboss.config));
     record("raw-SQL floor", await floorThroughput(config.jobs));
+    for (const kind of FLOOR_KINDS) record(`floor on akadze's table: ${kind}`, await floorOf(kind, config.jobs));
   }
   for (const driver of config.drivers.filter((d) => d !== "node-postgres")) record(`akadze/${driver}`, await akadzeThroughput(driver, config.jobs, shape.config));
-  const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), "graphile-worker", "pg-boss", "raw-SQL floor"];
+  const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), "akadze/node-postgres, keepSucceeded: false", "graphile-worker", "pg-boss", "raw-SQL floor",
+    ...FLOOR_KINDS.map((kind) => `floor on akadze's table: ${kind}`)];
   for (const name of order) if (r.samples[name]) r.throughput[name] = medianThroughput(r.samples[name]);
   r.ratios = ratios(r.throughput);
   return { graphile10: graphile10.config };

@@ -3,8 +3,8 @@
  * drizzle-kit migrations (or run ours with `migrate(db)`).
  *
  * @example
- * import { jobs } from "akadze/schema";
- * const failed = await db.select().from(jobs).where(eq(jobs.state, "failed"));
+ * import { allJobs } from "akadze/schema";
+ * const failed = await db.select().from(allJobs).where(eq(allJobs.state, "failed"));
  */
 import { sql } from "drizzle-orm";
 import type { ErrorEntry } from "./core/errors.js";
@@ -16,7 +16,11 @@ export const akadze = pgSchema("akadze");
 
 const tz = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
 
-/** Every job, whatever its state. See `JOB_STATES` for what moves a job between states. */
+/**
+ * The live jobs: `queued` and `running`, what a claim can touch. A job that finishes moves out in the
+ * statement that finishes it: to `jobHistory` (succeeded, cancelled, rate_limited) or `failedJobs`. Read
+ * `allJobs` for every job whatever its state. See `JOB_STATES` for what moves a job between states.
+ */
 export const jobs = akadze.table("jobs", {
   id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
   task: text("task").notNull(),
@@ -41,7 +45,7 @@ export const jobs = akadze.table("jobs", {
   startedAt: tz("started_at"),
   finishedAt: tz("finished_at"),
 }, (t) => [
-  check("jobs_state_check", sql`${t.state} in ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'rate_limited')`),
+  check("jobs_state_check", sql`${t.state} in ('queued', 'running')`),
   check("jobs_attempts_check", sql`${t.maxAttempts} >= 1 and ${t.attempt} >= 0`),
   index("jobs_claim_idx").on(t.queue, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
   // The claim's own order across every queue: it reads the first due rows instead of sorting every queued one.
@@ -52,10 +56,58 @@ export const jobs = akadze.table("jobs", {
   index("jobs_limit_wait_idx").on(t.runAt).where(sql`${t.state} = 'queued' and ${t.limitWaitMs} is not null`),
   index("jobs_lease_idx").on(t.leaseExpiresAt).where(sql`${t.state} = 'running'`),
   index("jobs_owner_idx").on(t.leaseOwner).where(sql`${t.state} = 'running'`),
-  // (state, finished_at): retention prunes one state by age without walking the failed jobs it keeps.
-  index("jobs_finished_idx").on(t.state, t.finishedAt).where(sql`${t.state} in ('succeeded', 'failed', 'cancelled', 'rate_limited')`),
-  // Only jobs that have a key: jobs without one (most) cost this index nothing.
+  // Only jobs that have a key: jobs without one (most) cost this index nothing. Every row is active now
+  // (the state check), so the predicate only keeps the index the enqueue's ON CONFLICT names.
   uniqueIndex("jobs_unique_key_active").on(t.uniqueKey).where(sql`${t.state} in ('queued', 'running') and ${t.uniqueKey} is not null`),
+]);
+
+/** The columns a finished job keeps: a job's, less its lease (always null once it finished). */
+function finishedColumns() {
+  return {
+    id: bigint("id", { mode: "number" }).notNull(),
+    task: text("task").notNull(),
+    queue: text("queue").notNull(),
+    args: jsonb("args").notNull(),
+    state: text("state").notNull(),
+    priority: smallint("priority").notNull(),
+    attempt: integer("attempt").notNull(),
+    maxAttempts: integer("max_attempts").notNull(),
+    runAt: tz("run_at").notNull(),
+    expiresAt: tz("expires_at"),
+    uniqueKey: text("unique_key"),
+    limitKey: text("limit_key"),
+    limitWaitMs: bigint("limit_wait_ms", { mode: "number" }),
+    cancelRequested: boolean("cancel_requested").notNull(),
+    errors: jsonb("errors").$type<ErrorEntry[]>().notNull(),
+    result: jsonb("result"),
+    createdAt: tz("created_at").notNull(),
+    startedAt: tz("started_at"),
+    finishedAt: tz("finished_at").notNull(),
+  };
+}
+
+/**
+ * Jobs that ended `succeeded`, `cancelled` or `rate_limited`. `akadze migrate` makes it a table partitioned
+ * by range of `finished_at` (drizzle-kit cannot declare that; a plain table from your own drizzle-kit
+ * migrations works too, pruned row by row): retention drops whole partitions past the horizon, and a
+ * DEFAULT partition takes the rows no partition covers. No primary key: a partitioned table's would have
+ * to include `finished_at`; ids are unique because they come from `jobs`.
+ */
+export const jobHistory = akadze.table("job_history", finishedColumns(), (t) => [
+  check("job_history_state_check", sql`${t.state} in ('succeeded', 'cancelled', 'rate_limited')`),
+  // getJob, listJobs' pages and requeue find a job by id in every partition.
+  index("job_history_id_idx").on(t.id),
+  // Block ranges, a few pages per partition: reads by finish time (metrics, throughput) and the row-by-row
+  // pruning of the default partition, at almost no cost per insert (rows arrive in finish order).
+  index("job_history_finished_idx").using("brin", t.finishedAt),
+  // A first maxStarts limit reads its key's latest starts; only jobs with a limit key pay for it.
+  index("job_history_limit_idx").on(t.limitKey, t.startedAt).where(sql`${t.limitKey} is not null`),
+]);
+
+/** The dead letters: jobs that ended `failed`. They stay until `requeue` moves one back or their own horizon passes. */
+export const failedJobs = akadze.table("failed_jobs", { ...finishedColumns(), id: bigint("id", { mode: "number" }).primaryKey() }, (t) => [
+  check("failed_jobs_state_check", sql`${t.state} = 'failed'`),
+  index("failed_jobs_finished_idx").on(t.finishedAt),
 ]);
 
 /** Queues with a cluster-wide state; a queue with no row is active. */
@@ -112,3 +164,32 @@ export const workers = akadze.table("workers", {
   stoppedAt: tz("stopped_at"),
   jobsDone: integer("jobs_done").notNull().default(0),
 }, (t) => [index("workers_last_seen_idx").on(t.lastSeenAt)]);
+
+/**
+ * Every job whatever its state: `jobs`, `jobHistory` and `failedJobs` as one view (made by `akadze migrate`),
+ * with a job's columns (a finished job's lease is null). What getJob, listJobs, the CLI and the metrics read.
+ * @example const failed = await db.select().from(allJobs).where(eq(allJobs.state, "failed"));
+ */
+export const allJobs = akadze.view("all_jobs", {
+  id: bigint("id", { mode: "number" }).notNull(),
+  task: text("task").notNull(),
+  queue: text("queue").notNull(),
+  args: jsonb("args").notNull(),
+  state: text("state").notNull(),
+  priority: smallint("priority").notNull(),
+  attempt: integer("attempt").notNull(),
+  maxAttempts: integer("max_attempts").notNull(),
+  runAt: tz("run_at").notNull(),
+  expiresAt: tz("expires_at"),
+  uniqueKey: text("unique_key"),
+  limitKey: text("limit_key"),
+  limitWaitMs: bigint("limit_wait_ms", { mode: "number" }),
+  leaseOwner: text("lease_owner"),
+  leaseExpiresAt: tz("lease_expires_at"),
+  cancelRequested: boolean("cancel_requested").notNull(),
+  errors: jsonb("errors").$type<ErrorEntry[]>().notNull(),
+  result: jsonb("result"),
+  createdAt: tz("created_at").notNull(),
+  startedAt: tz("started_at"),
+  finishedAt: tz("finished_at"),
+}).existing();

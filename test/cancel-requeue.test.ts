@@ -5,7 +5,7 @@ import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
 forEachDriver((h, driver) => {
-  const state = async (id: number) => (await h().rows(`select state, attempt, max_attempts, errors, result, cancel_requested from akadze.jobs where id = ${id}`))[0];
+  const state = async (id: number) => (await h().rows(`select state, attempt, max_attempts, errors, result, cancel_requested from akadze.all_jobs where id = ${id}`))[0];
 
   it("a job cancelled before it starts becomes cancelled without running", async () => {
     const clock = new ManualClock();

@@ -56,7 +56,7 @@ it("akadze worker --log-level silent says nothing about unknown tasks or failed 
   const id = await doomed.using(t.db).enqueue({});
   const { child, stderr: output, exited } = startAkadze(["worker", APP, "--queue", "reports", "--log-level", "silent"], { env: { DATABASE_URL: t.url } });
   try {
-    await waitFor(async () => (await t.rows(`select state from akadze.jobs where id = ${id}`))[0]?.state === "failed", "the doomed job to fail", { timeoutMs: 60_000 });
+    await waitFor(async () => (await t.rows(`select state from akadze.all_jobs where id = ${id}`))[0]?.state === "failed", "the doomed job to fail", { timeoutMs: 60_000 });
   } finally {
     child.kill("SIGTERM");
     await exited;

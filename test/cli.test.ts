@@ -152,7 +152,7 @@ describe("akadze", () => {
     const requeued = await akadze(["jobs", "requeue", String(ids.doomed), "--json"]);
     expect(requeued).toMatchObject({ code: 0, stderr: "" });
     expect(JSON.parse(requeued.stdout)).toEqual({ id: ids.doomed, state: "queued" });
-    expect(await t.rows("select state, attempt, max_attempts from akadze.jobs where id = $1", [ids.doomed])).toEqual([{ state: "queued", attempt: 1, max_attempts: 3 }]);
+    expect(await t.rows("select state, attempt, max_attempts from akadze.all_jobs where id = $1", [ids.doomed])).toEqual([{ state: "queued", attempt: 1, max_attempts: 3 }]);
     const [succeeded, unknown] = await Promise.all([akadze(["jobs", "requeue", String(ids.echo[0])]), akadze(["jobs", "show", "987654"])]);
     expectOneLineError(succeeded, 1, /job \d+ is succeeded: only failed jobs can be requeued/);
     expectOneLineError(unknown, 1, /^akadze: no job 987654$/m);
@@ -211,7 +211,7 @@ describe("akadze", () => {
     expect(kept).toMatchObject({ code: 0, stdout: "deleted 0 succeeded/cancelled/rate_limited jobs\n", stderr: "" });
     const failed = await akadze(["jobs", "prune", "--only-failed", "--older-than", "0"]);
     expect(failed).toMatchObject({ code: 0, stdout: "deleted 1 failed job\n", stderr: "" });
-    expect(await t.rows("select count(*)::int as n from akadze.jobs where state = 'failed'")).toEqual([{ n: 0 }]);
+    expect(await t.rows("select count(*)::int as n from akadze.all_jobs where state = 'failed'")).toEqual([{ n: 0 }]);
   });
 
   it("beat explains that schedules run inside every invocation", async () => {
@@ -221,7 +221,7 @@ describe("akadze", () => {
   });
 
   it("bad input is one line on stderr and exit 2, and changes nothing", async () => {
-    const before = await t.rows("select id, state from akadze.jobs order by id");
+    const before = await t.rows("select id, state from akadze.all_jobs order by id");
     const cases: [string[], RegExp, Record<string, string | undefined>?][] = [
       [["frobnicate"], /unknown command 'frobnicate'/],
       [["jobs", "list", "--bogus"], /unknown option '--bogus'/],
@@ -238,7 +238,7 @@ describe("akadze", () => {
     ];
     const runs = await Promise.all(cases.map(([args, , env]) => akadze(args, env)));
     runs.forEach((run, i) => expectOneLineError(run, 2, cases[i][1]));
-    expect(await t.rows("select id, state from akadze.jobs order by id")).toEqual(before);
+    expect(await t.rows("select id, state from akadze.all_jobs order by id")).toEqual(before);
   });
 
   it("an unreachable or unprepared database is one line on stderr and exit 1", async () => {

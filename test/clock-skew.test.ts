@@ -119,7 +119,7 @@ function skewSuite(driver: keyof typeof SIZES): void {
       await waitFor(async () => {
         const [{ open, ticks }] = await rows<{ open: number; ticks: number }>(`select
           count(*) filter (where task <> 'skew.tick' and state <> 'succeeded')::int as open,
-          count(*) filter (where task = 'skew.tick' and state = 'succeeded')::int as ticks from akadze.jobs`);
+          count(*) filter (where task = 'skew.tick' and state = 'succeeded')::int as ticks from akadze.all_jobs`);
         return open === 0 && ticks >= MIN_SLOTS;
       }, "every job to finish and the schedule to run its slots", { timeoutMs: 25_000 });
       for (const { child } of loops) child.send("stop");
@@ -129,7 +129,7 @@ function skewSuite(driver: keyof typeof SIZES): void {
       // Every job's body ran exactly once if it succeeded, never otherwise (ticks the stop left queued).
       const jobs = await rows<{ id: number; task: string; state: string; runs: number; expired: boolean }>(`
         select j.id::int, j.task, j.state, count(r.seq)::int as runs, j.errors @> '[{"kind": "LeaseExpired"}]' as expired
-        from akadze.jobs j left join skew_runs r on r.job_id = j.id group by j.id order by j.id`);
+        from akadze.all_jobs j left join skew_runs r on r.job_id = j.id group by j.id, j.task, j.state, j.errors order by j.id`);
       const extraRuns = jobs.reduce((n, j) => n + Math.max(0, j.runs - 1), 0);
       const wrong = jobs.filter((j) => j.runs !== (j.state === "succeeded" ? 1 : 0) || (j.task !== "skew.tick" && j.state !== "succeeded"));
       const expired = jobs.filter((j) => j.expired).length;
@@ -146,7 +146,7 @@ function skewSuite(driver: keyof typeof SIZES): void {
 
       const slots = (await rows<{ slot: number; n: number; early: number }>(`select extract(epoch from run_at) * 1000 as slot, count(*)::int as n,
           max(extract(epoch from run_at - e.at) * 1000) as early
-        from akadze.jobs j join skew_enqueued e on e.job_id = j.id where task = 'skew.tick' group by run_at order by run_at`))
+        from akadze.all_jobs j join skew_enqueued e on e.job_id = j.id where task = 'skew.tick' group by run_at order by run_at`))
         .map((s) => ({ slot: Number(s.slot), n: s.n, early: Number(s.early) }));
       const gaps = slots.slice(1).map((s, i) => s.slot - slots[i].slot);
       const byRunner = await rows<{ runner: string; n: number }>("select runner, count(*)::int as n from skew_runs group by runner order by runner");

@@ -14,8 +14,8 @@ forEachDriver((h, driver) => {
     await h().db.execute(sql`truncate app_notes`);
   });
   const notes = async () => (await h().rows("select text from app_notes order by id")).map((r) => r.text);
-  const job = async (id: number) => (await h().rows(`select state, attempt, errors from akadze.jobs where id = ${id}`))[0];
-  const jobsOf = (task: string) => h().rows(`select state, args from akadze.jobs where task = '${task}' order by id`);
+  const job = async (id: number) => (await h().rows(`select state, attempt, errors from akadze.all_jobs where id = ${id}`))[0];
+  const jobsOf = (task: string) => h().rows(`select state, args from akadze.all_jobs where task = '${task}' order by id`);
 
 
   if (driver !== "neon-http") {

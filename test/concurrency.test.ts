@@ -44,7 +44,7 @@ describe("4 concurrent invocation loops over 5,000 jobs on node-postgres", () =>
     expect(invocations.every((n) => n > 1)).toBe(true); // all four loops took part
     const [counts] = (await pool.query(`select count(*)::int as runs, count(distinct job_id)::int as jobs,
       (select count(*)::int from (select job_id from runs group by job_id having count(*) > 1) d) as twice,
-      (select count(*)::int from akadze.jobs where state <> 'succeeded') as unfinished from runs`)).rows;
+      (select count(*)::int from akadze.all_jobs where state <> 'succeeded') as unfinished from runs`)).rows;
     expect(counts).toEqual({ runs: JOBS, jobs: JOBS, twice: 0, unfinished: 0 });
   });
 });
@@ -107,7 +107,7 @@ describe("migrate", () => {
       const dbs = [neonHttpDb(endpoint, name), neonHttpDb(endpoint, name), neonHttpDb(endpoint, name)] as unknown as Db[];
       const results = await Promise.all(dbs.map((d) => migrate(d)));
       expect(results.reduce((n, r) => n + r.applied.length, 0)).toBe(MIGRATIONS.length); // each migration applied once
-      const rows = await queryJson<number>(dbs[0], sql`select count(*)::int as r from akadze.jobs`);
+      const rows = await queryJson<number>(dbs[0], sql`select count(*)::int as r from akadze.all_jobs`);
       expect(rows).toBe(0);
     } finally {
       await endpoint.close();

@@ -87,7 +87,7 @@ describe("the dashboard in Chromium", () => {
     await clickAndLoad(page, "button:has-text('Requeue')");
     expect(page.url()).toBe(url(`/jobs/${id}?done=requeued`));
     expect(await page.locator("h1 .badge").textContent()).toBe("queued");
-    expect((await h.rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("queued");
+    expect((await h.rows(`select state from akadze.all_jobs where id = ${id}`))[0].state).toBe("queued");
 
     vendorUp = true;
     expect((await run()).succeeded).toBe(1);
@@ -140,7 +140,7 @@ describe("the dashboard in Chromium", () => {
     await other.setContent(`<form method="post" action="${url("/queues/reports/pause")}"><button>go</button></form>`);
     const [crossSite] = await Promise.all([other.waitForResponse((r) => r.url().endsWith("/pause")), other.click("button")]);
     expect(crossSite.status()).toBe(401);
-    expect((await h.rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("failed");
+    expect((await h.rows(`select state from akadze.all_jobs where id = ${id}`))[0].state).toBe("failed");
     expect(await h.rows("select * from akadze.queues")).toEqual([]);
   });
 

@@ -62,9 +62,9 @@ describe("the dashboard in workerd", () => {
     expect(page).toContain("card declined");
     const token = /name="_csrf" value="([^"]+)"/.exec(page)![1];
     expect((await mf.dispatchFetch(`${origin}/jobs/${id}/requeue`, form({}, cookie))).status).toBe(403);
-    expect((await pool.query("select state from akadze.jobs where id = $1", [id])).rows[0].state).toBe("failed");
+    expect((await pool.query("select state from akadze.all_jobs where id = $1", [id])).rows[0].state).toBe("failed");
     const requeued = await mf.dispatchFetch(`${origin}/jobs/${id}/requeue`, form({ _csrf: token }, cookie));
     expect(requeued.status).toBe(303);
-    expect((await pool.query("select state from akadze.jobs where id = $1", [id])).rows[0].state).toBe("queued");
+    expect((await pool.query("select state from akadze.all_jobs where id = $1", [id])).rows[0].state).toBe("queued");
   });
 });

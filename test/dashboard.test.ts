@@ -108,10 +108,10 @@ forEachDriver((h) => {
     const requeued = await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form({ _csrf: token }));
     expect(requeued.status).toBe(303);
     expect(requeued.headers.get("location")).toBe(`/akadze/ui/jobs/${id}?done=requeued`);
-    expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("queued");
+    expect((await h().rows(`select state from akadze.all_jobs where id = ${id}`))[0].state).toBe("queued");
     expect((await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form({ _csrf: token }))).status).toBe(409);
     expect((await t.request(`/akadze/ui/jobs/${queuedId}/cancel`, t.form({ _csrf: token }))).status).toBe(303);
-    expect((await h().rows(`select state from akadze.jobs where id = ${queuedId}`))[0].state).toBe("cancelled");
+    expect((await h().rows(`select state from akadze.all_jobs where id = ${queuedId}`))[0].state).toBe("cancelled");
     expect((await t.request("/akadze/ui/jobs/999999")).status).toBe(404);
   });
 
@@ -195,7 +195,7 @@ describe("dashboard sessions and CSRF", () => {
       const foreign = await other.fetch(new Request("http://127.0.0.1/akadze/ui/login", t.form({ secret: "another" })));
       t.setCookie(foreign.headers.get("set-cookie")!.split(";")[0]);
       expect((await t.request("/akadze/ui")).status).toBe(401);
-      expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("failed");
+      expect((await h().rows(`select state from akadze.all_jobs where id = ${id}`))[0].state).toBe("failed");
       expect((await h().rows("select * from akadze.queues"))).toEqual([]);
     });
 
@@ -219,7 +219,7 @@ describe("dashboard sessions and CSRF", () => {
         expect((await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form(fields))).status).toBe(403);
         expect((await t.request("/akadze/ui/queues/reports/pause", t.form(fields))).status).toBe(403);
       }
-      expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0].state).toBe("failed");
+      expect((await h().rows(`select state from akadze.all_jobs where id = ${id}`))[0].state).toBe("failed");
       expect((await h().rows("select * from akadze.queues"))).toEqual([]);
       // Signing out ends the session: the cookie is cleared and the old token opens nothing.
       const out = await t.request("/akadze/ui/logout", t.form({ _csrf: token }));

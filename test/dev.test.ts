@@ -20,7 +20,7 @@ const postOrder = (server: DevServer, body: object) => fetch(`${server.appUrl}/o
   method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
 });
 const jobStates = (server: DevServer) => queryJson<{ task: string; state: string }[]>(server.db,
-  sql`select coalesce(jsonb_agg(jsonb_build_object('task', task, 'state', state) order by id), '[]'::jsonb) as r from akadze.jobs`);
+  sql`select coalesce(jsonb_agg(jsonb_build_object('task', task, 'state', state) order by id), '[]'::jsonb) as r from akadze.all_jobs`);
 
 describe("akadze dev on PGlite", () => {
   let server: DevServer;

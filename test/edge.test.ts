@@ -37,7 +37,7 @@ forEachDriver((h) => {
       web.fetch(new Request(`http://test${path}`, { method: "POST", ...init, headers: { ...auth, ...init.headers as object } }));
     return { app, ok, other, broken, call };
   }
-  const jobState = async (id: number) => (await h().rows(`select state, attempt from akadze.jobs where id = ${id}`))[0];
+  const jobState = async (id: number) => (await h().rows(`select state, attempt from akadze.all_jobs where id = ${id}`))[0];
 
   it("a request without the secret is refused with 401 and changes nothing", async () => {
     const { ok, call } = setup();
@@ -74,7 +74,7 @@ forEachDriver((h) => {
     const res = await call("/akadze/work", { body: JSON.stringify({ queues: ["other"], batchSize: 1, slots: 1, budget: "5s", drain: false }) });
     expect(await res.json()).toMatchObject({ claimed: 1, succeeded: 1 });
     expect(await jobState(first)).toMatchObject({ state: "succeeded" });
-    expect(await h().rows(`select task from akadze.jobs where state = 'queued' order by id`)).toEqual([{ task: "ok" }, { task: "ok" }, { task: "other" }]);
+    expect(await h().rows(`select task from akadze.all_jobs where state = 'queued' order by id`)).toEqual([{ task: "ok" }, { task: "ok" }, { task: "other" }]);
   });
 
   it("GET /work takes the same options from the query string, as Vercel Cron calls it", async () => {

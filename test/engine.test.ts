@@ -31,7 +31,7 @@ forEachDriver((h) => {
     expect(summary.durationMs).toBeLessThanOrEqual(5000); // no job outlives the budget
     expect(summary.durationMs).toBeGreaterThanOrEqual(4300); // and it worked until the last job that fit (500 ms timeout, claim margin)
     const states = await h().rows<{ state: string; n: number; attempts: number }>(
-      "select state, count(*)::int as n, max(attempt)::int as attempts from akadze.jobs group by state order by state");
+      "select state, count(*)::int as n, max(attempt)::int as attempts from akadze.all_jobs group by state order by state");
     expect(states.map((s) => s.state)).toEqual(["queued", "succeeded"]);
     expect(states[0].attempts).toBe(0); // released jobs have their attempt back
     expect(states[1].n).toBe(summary.succeeded);
@@ -64,7 +64,7 @@ forEachDriver((h) => {
     const summary = await runOnce(app, { db: h().db, slots: 4, batchSize: 8, budget: "2s" });
     expect(summary.succeeded).toBeGreaterThan(8);
     expect(summary.durationMs).toBeLessThanOrEqual(2000);
-    expect(await h().rows("select count(*)::int as n from akadze.jobs where state = 'running'")).toEqual([{ n: 0 }]);
+    expect(await h().rows("select count(*)::int as n from akadze.all_jobs where state = 'running'")).toEqual([{ n: 0 }]);
   });
 });
 
@@ -80,7 +80,7 @@ forEachDriver((h) => {
     const summary = await runOnce(app, { db: h().db, slots: 4, batchSize: 8, heartbeat: 10, budget: "60s" });
     expect(aborted).toBe(0);
     expect(summary).toMatchObject({ succeeded: 300, lost: 0 });
-    expect(await h().rows("select state, attempt, count(*)::int as n from akadze.jobs group by 1, 2")).toEqual([{ state: "succeeded", attempt: 1, n: 300 }]);
+    expect(await h().rows("select state, attempt, count(*)::int as n from akadze.all_jobs group by 1, 2")).toEqual([{ state: "succeeded", attempt: 1, n: 300 }]);
   });
 
   it("a prefetching worker takes a maxStarts token when a body starts: no window of start times holds more", async () => {
@@ -121,7 +121,7 @@ describe("a worker killed with SIGKILL", () => {
       await waitFor(async () => {
         if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr()}`);
         const [{ started, held }] = await t.rows(`select (select count(*)::int from fixture_events where event = 'started') as started,
-          (select count(*)::int from akadze.jobs where state = 'running') as held`);
+          (select count(*)::int from akadze.all_jobs where state = 'running') as held`);
         return started === 2 && held >= 4;
       }, "two bodies to start and more jobs to be held (prefetched)");
     } finally {
@@ -129,7 +129,7 @@ describe("a worker killed with SIGKILL", () => {
       await exited;
     }
 
-    const [{ prefetched }] = await t.rows("select count(*)::int as prefetched from akadze.jobs where state = 'running' and started_at is null");
+    const [{ prefetched }] = await t.rows("select count(*)::int as prefetched from akadze.all_jobs where state = 'running' and started_at is null");
     expect(prefetched).toBeGreaterThanOrEqual(2);
     // Another invocation, after the leases expired, recovers them all and runs what may run.
     await t.pool.query("insert into fixture_gates values ('open')");
@@ -139,7 +139,7 @@ describe("a worker killed with SIGKILL", () => {
     expect(summary.recovered).toBeGreaterThanOrEqual(4);
 
     const jobs = await t.rows<{ id: string; state: string; attempt: number; errors: { kind: string }[] }>(
-      "select id, state, attempt, errors from akadze.jobs order by id");
+      "select id, state, attempt, errors from akadze.all_jobs order by id");
     const runs = await t.rows<{ job_id: string; n: number }>("select job_id, count(*)::int as n from fixture_events where event = 'started' group by job_id");
     const started = new Set(runs.filter((r) => r.n > 0).map((r) => String(r.job_id)));
     expect(runs.every((r) => r.n === 1)).toBe(true); // no job ran twice

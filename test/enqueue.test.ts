@@ -6,7 +6,7 @@ import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 
 forEachDriver((h, driver) => {
-  const count = async () => (await h().rows("select count(*)::int as n from akadze.jobs"))[0].n;
+  const count = async () => (await h().rows("select count(*)::int as n from akadze.all_jobs"))[0].n;
   const mail = () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
@@ -19,7 +19,7 @@ forEachDriver((h, driver) => {
   it("stores the task's queue and attempt budget, and never mixes options into args", async () => {
     const { task } = mail();
     const id = await task.using(h().db, { priority: 5, uniqueKey: "u1", limitKey: "vendor" }).enqueue({ userId: 7 });
-    const [row] = await h().rows(`select task, queue, args, priority, max_attempts, unique_key, limit_key, state from akadze.jobs where id = ${id}`);
+    const [row] = await h().rows(`select task, queue, args, priority, max_attempts, unique_key, limit_key, state from akadze.all_jobs where id = ${id}`);
     expect(row).toEqual({ task: "mail.send", queue: "mail", args: { userId: 7 }, priority: 5, max_attempts: 6,
       unique_key: "u1", limit_key: "vendor", state: "queued" });
   });
@@ -28,7 +28,7 @@ forEachDriver((h, driver) => {
     const app = createApp();
     const task = app.task("later", async () => {});
     const [id] = await task.using(h().db, { delay: "1h" }).enqueueMany([{}]);
-    const [row] = await h().rows(`select (extract(epoch from run_at - created_at) * 1000)::float8 as ms from akadze.jobs where id = ${id}`);
+    const [row] = await h().rows(`select (extract(epoch from run_at - created_at) * 1000)::float8 as ms from akadze.all_jobs where id = ${id}`);
     expect(row.ms).toBe(3_600_000); // both stamped by the same statement's now()
   });
 
@@ -36,7 +36,7 @@ forEachDriver((h, driver) => {
     const { task } = mail();
     const ids = await task.using(h().db).enqueueMany([{ userId: 1 }, { userId: 2 }, { userId: 3 }]);
     expect(ids).toHaveLength(3);
-    const rows = await h().rows(`select id, args from akadze.jobs order by id`);
+    const rows = await h().rows(`select id, args from akadze.all_jobs order by id`);
     expect(rows.map((r) => r.id)).toEqual(ids);
     expect(rows.map((r) => r.args.userId)).toEqual([1, 2, 3]);
     expect(await task.using(h().db).enqueueMany([])).toEqual([]);
@@ -119,7 +119,7 @@ forEachDriver((h, driver) => {
     const other = createApp({ clock: clock.now });
     other.task("something.else", async () => {});
     expect((await runOnce(other, { db: h().db, now: clock.now })).claimed).toBe(0);
-    expect((await h().rows("select state from akadze.jobs"))[0].state).toBe("queued");
+    expect((await h().rows("select state from akadze.all_jobs"))[0].state).toBe("queued");
   });
 
   it("invocations claim only the queues they are given", async () => {

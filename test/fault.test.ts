@@ -39,7 +39,7 @@ async function finishEverything(f: Fixture, from: number): Promise<number> {
   let at = from;
   let invocations = 0;
   for (; invocations < 100; invocations++) {
-    const open = (await f.pool.query("select count(*)::int as n from akadze.jobs where state in ('queued', 'running')")).rows[0].n;
+    const open = (await f.pool.query("select count(*)::int as n from akadze.all_jobs where state in ('queued', 'running')")).rows[0].n;
     if (open === 0) break;
     await runOnce(app, { db: f.db, now: () => new Date(at), batchSize: 200, slots: 16 });
     at += DAY;
@@ -48,7 +48,7 @@ async function finishEverything(f: Fixture, from: number): Promise<number> {
 }
 
 async function ledgerOf(f: Fixture): Promise<Ledger> {
-  const jobs = (await f.pool.query<JobRow>("select id::int, state, attempt, max_attempts, errors, result, args from akadze.jobs order by id")).rows;
+  const jobs = (await f.pool.query<JobRow>("select id::int, state, attempt, max_attempts, errors, result, args from akadze.all_jobs order by id")).rows;
   const runs = (await f.pool.query<RunRow>("select seq::int, job_id::int, attempt, intent, runner from fault_runs")).rows;
   return reconcile(jobs, runs);
 }
@@ -90,7 +90,7 @@ describe("an HTTP Postgres that fails, delays and drops requests", () => {
       }));
       // Past every lease (30 s) and the plans' delays: lost leases are recovered by the next round, still faulted.
       clock.advance(40_000);
-      const open = (await f.pool.query("select count(*)::int as n from akadze.jobs where state in ('queued', 'running')")).rows[0].n;
+      const open = (await f.pool.query("select count(*)::int as n from akadze.all_jobs where state in ('queued', 'running')")).rows[0].n;
       if (open === 0) break;
     }
     const { requests, faults } = endpoint.stats;
@@ -145,7 +145,7 @@ describe("a worker process killed with SIGKILL mid-batch", () => {
     let started = 0;
     // Jobs a killed worker held stay `running` until their lease expires: the next worker cannot take them.
     for (let kill = 0; kill < KILLS; kill++) started += await runAndKill(5 + Math.floor(random() * 60));
-    const orphaned = (await f.pool.query("select count(*)::int as n from akadze.jobs where state = 'running'")).rows[0].n;
+    const orphaned = (await f.pool.query("select count(*)::int as n from akadze.all_jobs where state = 'running'")).rows[0].n;
     const cleanups = await finishEverything(f, Date.now() + 3600_000);
     const ledger = await ledgerOf(f);
     console.log(`fault suite (SIGKILL, seed ${SEED}): ${ledger.jobs} jobs, ${KILLS} kills, ${started} bodies started by killed workers, ` +

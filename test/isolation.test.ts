@@ -27,7 +27,7 @@ forEachDriver((h) => {
     expect(summary).toMatchObject({ claimed: 12, succeeded: 10, retried: 2, lost: 0 });
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     const rows = await h().rows<{ id: number; state: string; result: unknown; errors: { message: string }[]; far: boolean }>(
-      `select id, state, result, errors, run_at > '2100-01-01' as far from akadze.jobs order by id`);
+      `select id, state, result, errors, run_at > '2100-01-01' as far from akadze.all_jobs order by id`);
     const byKind = (kind: string) => rows[ids[kinds.indexOf(kind)] - ids[0]];
     expect(rows.filter((r) => r.state === "succeeded")).toHaveLength(10);
     expect(byKind("nul")).toMatchObject({ state: "succeeded", result: { text: "a\ufffdb" } });
@@ -49,7 +49,7 @@ forEachDriver((h) => {
     const summary = await runOnce(app, { db: h().db, now: clock.now, slots: 2, drain: false });
     expect(summary).toMatchObject({ claimed: 6, succeeded: 2, retried: 4, lost: 0 });
     const errors = await h().rows<{ what: string; errors: { kind: string; message: string; payload?: unknown }[] }>(
-      `select args->>'what' as what, errors from akadze.jobs where state = 'queued' order by id`);
+      `select args->>'what' as what, errors from akadze.all_jobs where state = 'queued' order by id`);
     expect(errors.map((e) => e.what)).toEqual(["bare", "toString", "proxy", "payload"]);
     expect(errors.every((e) => e.errors.length === 1)).toBe(true);
     expect(errors[3].errors[0]).toMatchObject({ message: '{"code":42}', payload: { code: 42 } }); // the payload is kept
@@ -70,7 +70,7 @@ forEachDriver((h) => {
     const summary = await runOnce(app, { db: h().db, now: clock.now, drain: false });
     expect(summary).toMatchObject({ claimed: 3, succeeded: 2, failed: 1, lost: 0 });
     const rows = await h().rows<{ task: string; state: string; kinds: string[] }>(
-      `select task, state, (select jsonb_agg(e->>'kind') from jsonb_array_elements(errors) e) as kinds from akadze.jobs order by id`);
+      `select task, state, (select jsonb_agg(e->>'kind') from jsonb_array_elements(errors) e) as kinds from akadze.all_jobs order by id`);
     expect(rows).toEqual([
       { task: "doomed", state: "failed", kinds: ["Fail", "TransitionHookFailed"] },
       { task: "fine", state: "succeeded", kinds: null },
@@ -100,7 +100,7 @@ forEachDriver((h) => {
     expect(bodies).toBe(6);
     expect(failed).toBe(6);
     const rows = await h().rows<{ state: string; n: number; kinds: string[] }>(
-      "select state, count(*)::int as n, array_agg(distinct e->>'kind') as kinds from akadze.jobs, jsonb_array_elements(errors) e group by state");
+      "select state, count(*)::int as n, array_agg(distinct e->>'kind') as kinds from akadze.all_jobs, jsonb_array_elements(errors) e group by state");
     expect(rows).toEqual([{ state: "failed", n: 6, kinds: ["JobTimeout"] }]);
   });
 
@@ -113,7 +113,7 @@ forEachDriver((h) => {
     expect(summary).toMatchObject({ claimed: 1, retried: 1, lost: 0 });
     expect(summary.durationMs).toBeLessThan(1500 + 1000); // the budget plus a round trip
     const [row] = await h().rows<{ state: string; kinds: string[] }>(
-      `select state, array(select e->>'kind' from jsonb_array_elements(errors) e) as kinds from akadze.jobs where id = ${id}`);
+      `select state, array(select e->>'kind' from jsonb_array_elements(errors) e) as kinds from akadze.all_jobs where id = ${id}`);
     expect(row).toEqual({ state: "queued", kinds: ["JobTimeout"] });
   });
 
@@ -124,7 +124,7 @@ forEachDriver((h) => {
       await expect(runOnce(app, { db: h().db, ...(options as object) })).rejects.toThrow(InvalidInput);
     }
     await expect(runOnce(app, { db: h().db, slots: NaN })).rejects.toThrow(/slots/);
-    expect(await h().rows("select state, attempt from akadze.jobs")).toEqual([{ state: "queued", attempt: 0 }]);
+    expect(await h().rows("select state, attempt from akadze.all_jobs")).toEqual([{ state: "queued", attempt: 0 }]);
   });
 });
 
@@ -157,7 +157,7 @@ forEachDriver((h) => {
     await task.using(h().db).enqueue({ blob: "small" });
     const summary = await runOnce(app, { db: h().db, now: clock.now });
     expect(summary).toMatchObject({ succeeded: 1, failed: 1 });
-    const [row] = await h().rows<{ state: string; errors: { kind: string; message: string }[] }>("select state, errors from akadze.jobs order by id limit 1");
+    const [row] = await h().rows<{ state: string; errors: { kind: string; message: string }[] }>("select state, errors from akadze.all_jobs order by id limit 1");
     expect(row.state).toBe("failed");
     expect(row.errors[0].kind).toBe("ArgsTooLarge");
     expect(row.errors[0].message).toMatch(/over the \d+ bytes one claim over HTTP Postgres may carry/);

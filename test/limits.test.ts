@@ -59,7 +59,7 @@ forEachDriver((h, driver) => {
 
     const occupiedSlots = async (key: string) =>
       (await h().rows<{ n: number }>(`select count(*)::int as n from akadze.limit_slots where key = '${key}' and job_id is not null`))[0].n;
-    const runningJobs = async () => (await h().rows<{ n: number }>(`select count(*)::int as n from akadze.jobs where state = 'running'`))[0].n;
+    const runningJobs = async () => (await h().rows<{ n: number }>(`select count(*)::int as n from akadze.all_jobs where state = 'running'`))[0].n;
 
     it(`8 concurrent invocations never start more than 10 jobs in any minute under maxStarts 10 per 1m, and all ${SIZES[driver as keyof typeof SIZES].rateJobs} finish`, async () => {
       const clock = new ManualClock();
@@ -80,7 +80,7 @@ forEachDriver((h, driver) => {
 
       expect(starts).toHaveLength(total);
       expect(busiestWindow(starts, MINUTE)).toBe(10);
-      const [{ succeeded }] = await h().rows(`select count(*)::int as succeeded from akadze.jobs where state = 'succeeded'`);
+      const [{ succeeded }] = await h().rows(`select count(*)::int as succeeded from akadze.all_jobs where state = 'succeeded'`);
       expect(succeeded).toBe(total);
     });
 
@@ -185,7 +185,7 @@ forEachDriver((h, driver) => {
         expect((await runOnce(app, { db: h().db, now: clock.now, drain: false, batchSize: 50 })).claimed, `round ${round}`).toBe(50);
         expect(ran.filter((r) => r === "limited"), `round ${round}`).toHaveLength(2);
       }
-      expect(await h().rows(`select count(*)::int as n from akadze.jobs where task = 'free' and state = 'queued'`)).toEqual([{ n: 0 }]);
+      expect(await h().rows(`select count(*)::int as n from akadze.all_jobs where task = 'free' and state = 'queued'`)).toEqual([{ n: 0 }]);
     });
 
     it("a limit set while jobs of its key are running counts them", async () => {

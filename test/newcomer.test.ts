@@ -158,7 +158,7 @@ describe("a newcomer adds akadze to an existing project", () => {
     const id = await sqlOnce((client) => createApp().task("probe", async () => {}).using(drizzle(client) as unknown as Db).enqueue({}));
     const { child, stdout, stderr, exited } = startAkadze(["worker", "probe.ts"], { bin, cwd, env: { DATABASE_URL: urlFor(DATABASE) } });
     children.push(child);
-    const job = () => sqlOnce(async (client) => (await client.query("select state, result, errors from akadze.jobs where id = $1", [id])).rows[0]);
+    const job = () => sqlOnce(async (client) => (await client.query("select state, result, errors from akadze.all_jobs where id = $1", [id])).rows[0]);
     try {
       await waitFor(async () => { const j = await job(); return j.state !== "queued" && j.state !== "running" || j.errors.length > 0; }, "the probe job", { timeoutMs: 60_000 });
     } catch (error) {

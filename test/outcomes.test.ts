@@ -15,7 +15,7 @@ function setup() {
 }
 
 async function job(h: () => { rows: (q: string) => Promise<any[]> }, id: number) {
-  const [row] = await h().rows(`select id, state, attempt, max_attempts, result, errors, run_at, finished_at, cancel_requested from akadze.jobs where id = ${id}`);
+  const [row] = await h().rows(`select id, state, attempt, max_attempts, result, errors, run_at, finished_at, cancel_requested from akadze.all_jobs where id = ${id}`);
   return row;
 }
 
@@ -254,7 +254,7 @@ forEachDriver((h, driver) => {
       await run(app, clock);
       const row = await job(h, id);
       expect(row).toMatchObject({ state: "succeeded", attempt: 1 });
-      expect(await h().rows(`select priority, errors->0->>'kind' as kind from akadze.jobs where id = ${id}`)).toEqual([{ priority: 0, kind: "TransitionHookFailed" }]);
+      expect(await h().rows(`select priority, errors->0->>'kind' as kind from akadze.all_jobs where id = ${id}`)).toEqual([{ priority: 0, kind: "TransitionHookFailed" }]);
     });
   });
 });

@@ -8,7 +8,7 @@ import { waitFor } from "./support/wait-for.js";
 
 forEachDriver((h) => {
   const queued = async (queue: string) =>
-    (await h().rows<{ n: number }>(`select count(*)::int as n from akadze.jobs where queue = '${queue}' and state = 'queued'`))[0].n;
+    (await h().rows<{ n: number }>(`select count(*)::int as n from akadze.all_jobs where queue = '${queue}' and state = 'queued'`))[0].n;
 
   it("a paused queue is not claimed by 8 concurrent invocations, other queues are, and after resume it drains", async () => {
     const clock = new ManualClock();

@@ -11,7 +11,7 @@ import { ManualClock } from "./support/clock.js";
 const LEASE_MS = 30_000;
 
 forEachDriver((h) => {
-  const job = async (id: number) => (await h().rows(`select state, attempt, errors, run_at, lease_owner from akadze.jobs where id = ${id}`))[0];
+  const job = async (id: number) => (await h().rows(`select state, attempt, errors, run_at, lease_owner from akadze.all_jobs where id = ${id}`))[0];
 
   /** An invocation that claims, hands every job to a slot (bodies may have started) and then vanishes, never completing. */
   const vanish = (clock: ManualClock, tasks: string[]) => queryJson<ClaimAnswer>(h().db, claimJobsStatement({
@@ -80,7 +80,7 @@ forEachDriver((h) => {
     const summary = await runOnce(app, { db: h().db, now: clock.now, slots: 1, signal: stop.signal });
     expect(summary).toMatchObject({ claimed: 4, succeeded: 1, released: 3 });
     expect(runs).toBe(1);
-    expect(await h().rows("select state, attempt from akadze.jobs where state = 'queued' order by id"))
+    expect(await h().rows("select state, attempt from akadze.all_jobs where state = 'queued' order by id"))
       .toEqual([{ state: "queued", attempt: 0 }, { state: "queued", attempt: 0 }, { state: "queued", attempt: 0 }]);
   });
 
@@ -91,7 +91,7 @@ forEachDriver((h) => {
     await task.using(h().db).enqueueMany([1, 2, 3, 4, 5].map((n) => ({ n })));
     const first = await runOnce(app, { db: h().db, now: clock.now, slots: 1, budget: "25s" });
     expect(first).toMatchObject({ claimed: 5, succeeded: 2, released: 3 });
-    expect(await h().rows("select attempt from akadze.jobs where state = 'queued'")).toEqual([{ attempt: 0 }, { attempt: 0 }, { attempt: 0 }]);
+    expect(await h().rows("select attempt from akadze.all_jobs where state = 'queued'")).toEqual([{ attempt: 0 }, { attempt: 0 }, { attempt: 0 }]);
     const second = await runOnce(app, { db: h().db, now: clock.now, slots: 1, budget: "35s" });
     expect(second).toMatchObject({ claimed: 3, succeeded: 3, released: 0 });
   });

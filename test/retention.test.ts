@@ -1,4 +1,5 @@
-// Retention: invocations prune old finished jobs in their claim's round trip, a bounded batch at a time.
+// Retention: invocations drop the history's partitions past the horizon (one statement beside a claim that
+// found it due) and prune failed jobs, registry rows and rows no partition holds a bounded batch at a time.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Cancel, createApp, Fail, runOnce } from "../src/index.js";
 import { pruneJobs } from "../src/ops/retention.js";
@@ -24,7 +25,7 @@ function setup() {
 }
 
 const countByState = async () => Object.fromEntries(
-  (await t.rows<{ state: string; n: number }>("select state, count(*)::int as n from akadze.jobs group by state")).map((r) => [r.state, r.n]));
+  (await t.rows<{ state: string; n: number }>("select state, count(*)::int as n from akadze.all_jobs group by state")).map((r) => [r.state, r.n]));
 
 describe("retention", () => {
   it("invocations delete succeeded and cancelled jobs past the retention age and keep failed ones", async () => {
@@ -58,10 +59,12 @@ describe("retention", () => {
     expect(await countByState()).toEqual({});
   });
 
-  it("one invocation deletes at most one batch", async () => {
+  it("rows no partition holds (the default partition's) go one bounded batch per invocation", async () => {
     const { clock, app, ok } = setup();
     await ok.using(t.db).enqueueMany(Array.from({ length: 25 }, () => ({})));
-    await runOnce(app, { db: t.db, now: clock.now });
+    // No retention, so no maintenance made partitions: the jobs finish into the default partition.
+    await runOnce(app, { db: t.db, now: clock.now, retention: false });
+    expect(await t.rows("select count(*)::int as n from akadze.job_history_default")).toEqual([{ n: 25 }]);
     clock.advance(8 * DAY);
     const remaining: number[] = [];
     for (let i = 0; i < 3; i++) {
@@ -71,18 +74,20 @@ describe("retention", () => {
     expect(remaining).toEqual([15, 5, 0]);
   });
 
-  it("pruning rides in the claim's round trip", async () => {
+  it("the history's retention is one statement beside the claim, sent only when a claim finds work for it", async () => {
     const { clock, app, ok } = setup();
     await ok.using(t.db).enqueueMany(Array.from({ length: 5 }, () => ({})));
     await runOnce(app, { db: t.db, now: clock.now });
     clock.advance(8 * DAY);
     await ok.using(t.db).enqueue({});
     const summary = await runOnce(app, { db: t.db, now: clock.now });
-    expect(summary.roundTrips).toBe(2); // the claim (with the prune) and the completion
+    expect(summary.roundTrips).toBe(3); // the claim (with the check and the row pruning), the maintenance, the completion
     expect(await countByState()).toEqual({ succeeded: 1 });
+    await ok.using(t.db).enqueue({});
+    expect((await runOnce(app, { db: t.db, now: clock.now })).roundTrips).toBe(2); // nothing due: the claim and the completion
   });
 
-  it("the jobs table stays bounded under sustained load across many batches", async () => {
+  it("the jobs and their history stay bounded under sustained load across many batches", async () => {
     const { clock, app, ok } = setup();
     const perRound = 40;
     const rounds = 40;
@@ -92,7 +97,7 @@ describe("retention", () => {
       await ok.using(t.db).enqueueMany(Array.from({ length: perRound }, () => ({})));
       const summary = await runOnce(app, { db: t.db, now: clock.now, batchSize: perRound, retention: "6h" });
       expect(summary.succeeded).toBe(perRound);
-      largest = Math.max(largest, (await t.rows("select count(*)::int as n from akadze.jobs"))[0].n);
+      largest = Math.max(largest, (await t.rows("select count(*)::int as n from akadze.all_jobs"))[0].n);
       workersLargest = Math.max(workersLargest, (await t.rows("select count(*)::int as n from akadze.workers"))[0].n);
       clock.advance(HOUR);
     }
@@ -112,7 +117,7 @@ describe("retention", () => {
     await ok.using(t.db).enqueue({});
     clock.advance(365 * DAY);
     await runOnce(app, { db: t.db, now: clock.now, retention: { finished: 0, failed: 0 } });
-    expect(await t.rows("select id, state from akadze.jobs order by id")).toEqual([{ id: String(id), state: "queued" }, { id: "2", state: "succeeded" }]);
+    expect(await t.rows("select id, state from akadze.all_jobs order by id")).toEqual([{ id: String(id), state: "queued" }, { id: "2", state: "succeeded" }]);
   });
 
   it("a bad retention is a clear error and nothing is claimed", async () => {
@@ -147,8 +152,8 @@ describe("retention and the registry on every driver", () => {
       clock.advance(8 * DAY);
       await ok.using(h().db).enqueue({});
       const summary = await runOnce(app, { db: h().db, now: clock.now, id: "inv-b" });
-      expect(summary.roundTrips).toBe(2);
-      expect(await h().rows("select state from akadze.jobs order by id")).toEqual([{ state: "failed" }, { state: "succeeded" }]);
+      expect(summary.roundTrips).toBe(3); // the claim (with the registry), the history's maintenance, the completion
+      expect(await h().rows("select state from akadze.all_jobs order by id")).toEqual([{ state: "failed" }, { state: "succeeded" }]);
       // inv-a's row went too: registry rows last a day.
       expect(await h().rows("select id, kind, jobs_done, stopped_at is not null as stopped from akadze.workers order by id")).toEqual([
         { id: "inv-b", kind: "invocation", jobs_done: 1, stopped: true }]);

@@ -24,7 +24,7 @@ forEachDriver((h) => {
       web.fetch(new Request(`http://test${path}`, { method: "POST", ...init, headers: { authorization: `Bearer ${SECRET}`, ...init.headers as object } }));
     return { app, ok, call };
   }
-  const states = () => h().rows("select state, attempt from akadze.jobs order by id");
+  const states = () => h().rows("select state, attempt from akadze.all_jobs order by id");
 
   it("a failure inside a route is a 500 with a code and a sentence, never the SQL or its parameters; the log has them", async () => {
     const { call } = setup({ metrics: async (db) => { await db.execute(sql`select * from akadze.no_such_table where note = ${"private-param"}`); return ""; } });

@@ -26,7 +26,7 @@ const SIZES: Record<"node-postgres" | "neon-http", { slots: number }> = {
 forEachDriver((h, driver) => {
 
     const slotsOf = async (task: string) =>
-      (await h().rows<{ run_at: string }>(`select run_at from akadze.jobs where task = '${task}' order by run_at, id`)).map((r) => iso(r.run_at));
+      (await h().rows<{ run_at: string }>(`select run_at from akadze.all_jobs where task = '${task}' order by run_at, id`)).map((r) => iso(r.run_at));
     /** One invocation at each instant. */
     const tickAt = async (app: App, clock: ManualClock, at: string[]) => {
       for (const t of at) { clock.set(t); await runOnce(app, { db: h().db, now: clock.now }); }
@@ -159,7 +159,7 @@ forEachDriver((h, driver) => {
       ]);
       await runOnce(app, { db: h().db, now: clock.now });
       expect(seen.sort()).toEqual([1, 2]);
-      expect(await h().rows(`select task, queue, args from akadze.jobs order by id`)).toEqual([
+      expect(await h().rows(`select task, queue, args from akadze.all_jobs order by id`)).toEqual([
         { task: "mail.send", queue: "mail", args: { userId: 1 } },
         { task: "mail.send", queue: "mail", args: { userId: 2 } },
       ]);

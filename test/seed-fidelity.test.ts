@@ -22,7 +22,7 @@ function blockEventLoop(ms: number): void {
 forEachDriver((h, driver) => {
   const run = (app: App, clock: ManualClock, extra: object = {}) => runOnce(app, { db: h().db, now: clock.now, ...extra });
   const job = async (id: number) =>
-    (await h().rows(`select id, state, attempt, result, errors, run_at, finished_at from akadze.jobs where id = ${id}`))[0];
+    (await h().rows(`select id, state, attempt, result, errors, run_at, finished_at from akadze.all_jobs where id = ${id}`))[0];
 
   describe("a timeout is decided by elapsed time", () => {
     it("a body that returns after its timeout by the invocation clock spends an attempt with JobTimeout", async () => {
@@ -126,7 +126,7 @@ forEachDriver((h, driver) => {
       }
       expect(delays).toEqual([2, 4, 5]);
       expect(await job(id)).toMatchObject({ state: "failed", attempt: 4 });
-      expect((await h().rows(`select max_attempts from akadze.jobs where id = ${id}`))[0].max_attempts).toBe(4);
+      expect((await h().rows(`select max_attempts from akadze.all_jobs where id = ${id}`))[0].max_attempts).toBe(4);
     });
 
     it("its error filter fails other errors at once, and composes with the task's retryOn (both must accept)", async () => {
@@ -234,7 +234,7 @@ forEachDriver((h, driver) => {
       expect((await job(held)).state).toBe("rate_limited");
       clock.advance(8 * 24 * 60 * MINUTE); // past the default retention of 7 days
       await run(app, clock);
-      expect(await h().rows("select state from akadze.jobs")).toEqual([]);
+      expect(await h().rows("select state from akadze.all_jobs")).toEqual([]);
     });
 
     it("limitWait without a limitKey is refused, naming the field, and nothing is written", async () => {
@@ -242,7 +242,7 @@ forEachDriver((h, driver) => {
       const error = await vendor(app).using(h().db, { limitWait: "5m" }).enqueue({ n: 1 }).catch((e) => e);
       expect(error).toBeInstanceOf(InvalidInput);
       expect(error.message).toContain("limitWait bounds the wait for a limit: give it with a limitKey");
-      expect(await h().rows("select id from akadze.jobs")).toEqual([]);
+      expect(await h().rows("select id from akadze.all_jobs")).toEqual([]);
     });
   });
 
@@ -263,7 +263,7 @@ forEachDriver((h, driver) => {
       expect(error).toBeInstanceOf(InvalidInput);
       expect(error.message).toContain('uniqueKey "welcome" would be shared by all 2 jobs of this enqueueMany call');
       expect(error.message).not.toContain("already queued or running");
-      expect(await h().rows("select id from akadze.jobs")).toEqual([]);
+      expect(await h().rows("select id from akadze.all_jobs")).toEqual([]);
       expect(await task.using(h().db, { uniqueKey: "welcome" }).enqueueMany([{ userId: 1 }])).toHaveLength(1);
     });
 

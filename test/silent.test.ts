@@ -122,7 +122,7 @@ describe("tasks whose timeout cannot fit the budget", () => {
       await Promise.all(waits);
     });
     expect(warn).toEqual([expect.stringMatching(/^akadze: task report\.build has a timeout longer than the nudge's budget \(10s\).*a cron or worker with a longer budget must run them$/)]);
-    expect(await queryJson(db, sql`select count(*)::int as r from akadze.jobs where state = 'queued'`)).toBe(2);
+    expect(await queryJson(db, sql`select count(*)::int as r from akadze.all_jobs where state = 'queued'`)).toBe(2);
   });
 
   it("the cron log has one line per failed job besides its summary", async () => {
@@ -182,7 +182,7 @@ describe("the database, from code", () => {
       const db = await connect({ DATABASE_URL: database.url });
       expect(isNeonHttp(db)).toBe(false);
       expect(await connect(database.url)).toBe(db);
-      expect(await queryJson(db, sql`select count(*)::int as r from akadze.jobs`)).toBe(0);
+      expect(await queryJson(db, sql`select count(*)::int as r from akadze.all_jobs`)).toBe(0);
     });
 
     it("gives neon-http through NEON_FETCH_ENDPOINT, as under akadze dev", async () => {
@@ -190,7 +190,7 @@ describe("the database, from code", () => {
       url.port = String(endpoint.port);
       const db = await connect({ DATABASE_URL: url.toString(), NEON_FETCH_ENDPOINT: endpoint.fetchEndpoint });
       expect(isNeonHttp(db)).toBe(true);
-      expect(await queryJson(db, sql`select count(*)::int as r from akadze.jobs`)).toBe(0);
+      expect(await queryJson(db, sql`select count(*)::int as r from akadze.all_jobs`)).toBe(0);
     });
 
     it("names the endpoint it could not reach", async () => {

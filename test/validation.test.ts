@@ -26,7 +26,7 @@ function nested(depth: number): unknown {
 }
 
 forEachDriver((h) => {
-  const jobs = () => h().rows<{ state: string; attempt: number }>("select state, attempt from akadze.jobs order by id");
+  const jobs = () => h().rows<{ state: string; attempt: number }>("select state, attempt from akadze.all_jobs order by id");
   const count = async (table: string) => (await h().rows<{ n: number }>(`select count(*)::int as n from akadze.${table}`))[0].n;
 
   for (const [label, options, field] of [
@@ -135,7 +135,7 @@ forEachDriver((h) => {
       const error = await failure(() => call(h().db as never));
       expect(error).toBeInstanceOf(InvalidInput);
       expect(error.message).toMatch(/job id/);
-      expect(await h().rows("select state, cancel_requested from akadze.jobs")).toEqual([{ state: "queued", cancel_requested: false }]);
+      expect(await h().rows("select state, cancel_requested from akadze.all_jobs")).toEqual([{ state: "queued", cancel_requested: false }]);
     });
   }
 

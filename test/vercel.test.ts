@@ -38,7 +38,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-beforeEach(async () => { await pool.query("truncate orders, akadze.jobs restart identity"); });
+beforeEach(async () => { await pool.query("truncate orders, akadze.jobs, akadze.job_history, akadze.failed_jobs restart identity"); });
 
 const rows = async (text: string) => (await pool.query(text)).rows;
 
@@ -58,7 +58,7 @@ describe("the Vercel function", () => {
     const { id } = await res.json();
     await ctx.settled();
     expect(await rows(`select id, status from orders`)).toEqual([{ id, status: "paid" }]);
-    expect(await rows(`select task, state from akadze.jobs order by id`)).toEqual([
+    expect(await rows(`select task, state from akadze.all_jobs order by id`)).toEqual([
       { task: "orders.charge", state: "succeeded" }, { task: "orders.ship", state: "queued" },
     ]);
   });
@@ -72,7 +72,7 @@ describe("the Vercel function", () => {
     const res = await GET(new Request(`https://app.example${cron.path}`, { headers: { authorization: `Bearer ${SECRET}`, "user-agent": "vercel-cron/1.0" } }));
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ claimed: 2, succeeded: 1, failed: 1 });
-    expect(await rows(`select task, state from akadze.jobs order by id`)).toEqual([
+    expect(await rows(`select task, state from akadze.all_jobs order by id`)).toEqual([
       { task: "orders.charge", state: "succeeded" }, { task: "orders.charge", state: "failed" }, { task: "orders.ship", state: "queued" },
     ]);
   });

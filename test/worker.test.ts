@@ -35,7 +35,7 @@ function gatedApp() {
 }
 
 const states = async () => t.rows<{ args: { name: string }; queue: string; state: string; attempt: number }>(
-  "select args, queue, state, attempt from akadze.jobs order by id");
+  "select args, queue, state, attempt from akadze.all_jobs order by id");
 
 describe("runOnce on stop", () => {
   it("releases the claimed jobs that never started to queued with their attempts unspent", async () => {
@@ -83,7 +83,7 @@ describe("runWorker", () => {
     const worker = runWorker(app, { db: t.db, queues: ["a", "b", "c"], slots: 2, signal: stop.signal });
     await Promise.all(["a1", "a2", "b1", "b2", "c1", "c2"].map((name) => gate(name).started.promise));
     // Two bodies run per queue; the third job is prefetched (leased, not started).
-    const running = await t.rows("select queue, count(*) filter (where state = 'running' and started_at is not null)::int as running, count(*) filter (where started_at is null)::int as waiting from akadze.jobs group by queue order by queue");
+    const running = await t.rows("select queue, count(*) filter (where state = 'running' and started_at is not null)::int as running, count(*) filter (where started_at is null)::int as waiting from akadze.all_jobs group by queue order by queue");
     expect(running).toEqual([{ queue: "a", running: 2, waiting: 1 }, { queue: "b", running: 2, waiting: 1 }, { queue: "c", running: 2, waiting: 1 }]);
     for (const name of names) gate(name).finish.resolve();
     await Promise.all(["a3", "b3", "c3"].map((name) => gate(name).started.promise));
@@ -177,7 +177,7 @@ describe("akadze worker (the process)", () => {
     }
     expect(stdout()).toMatch(/worker wrk-\S+ started on .*: gated \(2 slots\), 5 tasks/);
     expect(stdout()).toMatch(/stopped: 2 runs \(2 succeeded, 0 retried, 0 failed\), 3 released/); // prefetched, never started
-    const jobs = await t.rows<{ id: string; state: string; attempt: number }>("select id, state, attempt from akadze.jobs order by id");
+    const jobs = await t.rows<{ id: string; state: string; attempt: number }>("select id, state, attempt from akadze.all_jobs order by id");
     const started = (await t.rows("select job_id from fixture_events where event = 'started' order by job_id")).map((r) => r.job_id);
     const finished = (await t.rows("select job_id from fixture_events where event = 'finished' order by job_id")).map((r) => r.job_id);
     expect(started).toHaveLength(2);

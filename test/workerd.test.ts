@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await pool.query("truncate orders, akadze.jobs restart identity");
+  await pool.query("truncate orders, akadze.jobs, akadze.job_history, akadze.failed_jobs restart identity");
 });
 
 const rows = async (text: string, values: unknown[] = []) => (await pool.query(text, values)).rows;
@@ -57,8 +57,8 @@ describe("the Cloudflare Worker in workerd", () => {
     expect(res.status).toBe(201);
     const { id } = await res.json() as { id: string };
     expect(await rows("select reference, item, quantity from orders")).toEqual([{ reference: "A-1", item: "teapot", quantity: 2 }]);
-    expect(await rows("select task, args from akadze.jobs where task = 'orders.charge'")).toEqual([{ task: "orders.charge", args: { orderId: id, payment: "ok" } }]);
-    await waitFor(async () => (await rows("select 1 from akadze.jobs where state = 'running'")).length === 0);
+    expect(await rows("select task, args from akadze.all_jobs where task = 'orders.charge'")).toEqual([{ task: "orders.charge", args: { orderId: id, payment: "ok" } }]);
+    await waitFor(async () => (await rows("select 1 from akadze.all_jobs where state = 'running'")).length === 0);
   });
 
   it("a write that fails inside the batch leaves neither the order nor the job", async () => {
@@ -71,7 +71,7 @@ describe("the Cloudflare Worker in workerd", () => {
       await pool.query("alter table akadze.jobs drop constraint edge_test_no_declined");
     }
     expect(await rows("select * from orders")).toEqual([]);
-    expect(await rows("select * from akadze.jobs")).toEqual([]);
+    expect(await rows("select * from akadze.all_jobs")).toEqual([]);
 
     const first = await post("/orders", { reference: "B-2", item: "kettle", quantity: 1, payment: "declined" });
     expect(first.status).toBe(201);
@@ -79,8 +79,8 @@ describe("the Cloudflare Worker in workerd", () => {
     expect(again.status).toBe(409);
     expect((await again.json() as any).error.code).toBe("duplicate_order");
     expect(await rows("select item from orders")).toEqual([{ item: "kettle" }]);
-    expect(await rows("select count(*)::int as n from akadze.jobs")).toEqual([{ n: 1 }]);
-    await waitFor(async () => (await rows("select 1 from akadze.jobs where state in ('queued', 'running')")).length === 0);
+    expect(await rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 1 }]);
+    await waitFor(async () => (await rows("select 1 from akadze.all_jobs where state in ('queued', 'running')")).length === 0);
   });
 
   it("a nudged job starts before any scheduled event fires", async () => {
@@ -88,7 +88,7 @@ describe("the Cloudflare Worker in workerd", () => {
     const { id } = await res.json() as { id: string };
     // No scheduled event is dispatched in this test: only the route's waitUntil can run the charge.
     await waitFor(async () => (await rows("select status from orders where id = $1", [id]))[0]?.status === "paid");
-    expect(await rows("select task, state, attempt from akadze.jobs order by id")).toEqual([
+    expect(await rows("select task, state, attempt from akadze.all_jobs order by id")).toEqual([
       { task: "orders.charge", state: "succeeded", attempt: 1 },
       { task: "orders.ship", state: "queued", attempt: 0 },
     ]);
@@ -104,13 +104,13 @@ describe("the Cloudflare Worker in workerd", () => {
     const worker = await mf.getWorker() as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> };
     const result = await worker.scheduled({ cron: CRON });
     expect(result.outcome).toBe("ok");
-    expect(await rows("select task, state, args->>'orderId' as order from akadze.jobs where task = 'orders.charge' order by id")).toEqual([
+    expect(await rows("select task, state, args->>'orderId' as order from akadze.all_jobs where task = 'orders.charge' order by id")).toEqual([
       { task: "orders.charge", state: "succeeded", order: ids[0] },
       { task: "orders.charge", state: "succeeded", order: ids[1] },
       { task: "orders.charge", state: "failed", order: ids[2] },
     ]);
     expect(await rows("select status from orders order by reference")).toEqual([{ status: "paid" }, { status: "paid" }, { status: "placed" }]);
-    expect(await rows("select count(*)::int as n from akadze.jobs where task = 'orders.ship' and state = 'queued'")).toEqual([{ n: 2 }]);
+    expect(await rows("select count(*)::int as n from akadze.all_jobs where task = 'orders.ship' and state = 'queued'")).toEqual([{ n: 2 }]);
   });
 
   it("akadze's routes refuse a request without the secret and serve one with it", async () => {

@@ -216,13 +216,14 @@ const RetentionOptionsSchema = v.strictObject({
   finished: v.optional(DurationRangeSchema("finished", 0, MAX_SPAN_MS)),
   failed: v.optional(v.nullable(DurationRangeSchema("failed", 0, MAX_SPAN_MS))),
   batch: v.optional(CountSchema("batch", MAX_RETENTION_BATCH)),
+  keepSucceeded: v.optional(v.boolean("keepSucceeded must be true or false")),
 });
 /** A `retention` option: `false`, an age for succeeded and cancelled jobs, or `{ finished, failed, batch }`; parsed to `false` or the object in ms. */
 export const RetentionSchema = v.union([
   v.literal(false),
   v.pipe(v.union([v.number(), v.string()]), v.transform((finished): v.InferInput<typeof RetentionOptionsSchema> => ({ finished })), RetentionOptionsSchema),
   RetentionOptionsSchema,
-], "retention must be false, a Duration or { finished, failed, batch }");
+], "retention must be false, a Duration or { finished, failed, batch, keepSucceeded }");
 
 const Budget = v.union([v.literal(Infinity), DurationRangeSchema("budget", 1, MAX_TIMER_MS)], "budget must be a Duration (at most 24.8 days) or Infinity");
 

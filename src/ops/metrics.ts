@@ -49,7 +49,7 @@ function familiesOf(s: MetricsSnapshot, windowMs: number): Family[] {
   const window = windowMs % 3_600_000 === 0 ? `${windowMs / 3_600_000}h` : windowMs % 60_000 === 0 ? `${windowMs / 60_000}m` : `${windowMs / 1000}s`;
   const family = (name: string, help: string, samples: Family["samples"]): Family => ({ name, help, samples });
   return [
-    family("akadze_jobs", "Jobs in the table by queue, task and state (finished ones stay until retention prunes them).",
+    family("akadze_jobs", "Jobs by queue, task and state: live ones, and finished ones until retention drops them.",
       s.jobs.map(([queue, task, state, n]) => ({ labels: { queue, task, state }, value: n }))),
     family("akadze_queue_oldest_due_seconds", "Seconds the longest-waiting due queued job of the queue has waited since its run_at (0 when none is due).",
       s.queues.map(([queue, , oldest]) => ({ labels: { queue }, value: Number(oldest) }))),

@@ -3,12 +3,13 @@ import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
 import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/query.js";
-import { analyzeJobsStatement, statisticsStale } from "../sql/analyze.js";
+import { analyzeJobsStatement, statisticsStale, vacuumDue, vacuumJobsStatement } from "../sql/analyze.js";
 import { claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimResult } from "../sql/claim.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
+import type { HistoryKeeper } from "./history.js";
 
 /** Over neon-http a claim returns at most this many bytes of args (Neon refuses responses over 10 MB). */
 export const MAX_CLAIM_BYTES = 6 * 1024 * 1024;
@@ -32,6 +33,8 @@ export interface ClaimerOptions {
   count: () => void;
   /** How long to wait for a statement's answer now (Infinity: as long as it takes). */
   requestTimeoutMs: () => number;
+  /** The history's retention, checked in claims and maintained beside them (none: `retention: false`). */
+  history?: HistoryKeeper;
 }
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
@@ -43,17 +46,17 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
  * only leaves limited jobs for the next claim, which reports the truth), and when it last let a claim carry
  * retention and last started an ANALYZE of the jobs table.
  */
-interface ProcessHints { limits: boolean; prunedAt: number; analyzedAt: number }
+interface ProcessHints { limits: boolean; prunedAt: number; analyzedAt: number; vacuumedAt: number }
 const hints = new WeakMap<App, ProcessHints>();
 
 function hintsOf(app: App): ProcessHints {
   let h = hints.get(app);
-  if (!h) hints.set(app, (h = { limits: true, prunedAt: -Infinity, analyzedAt: -Infinity }));
+  if (!h) hints.set(app, (h = { limits: true, prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity }));
   return h;
 }
 
 /** Whether `app`'s `at` hint is at least `everyMs` old (on the real clock); if so it is moved to now. */
-function dueEvery(app: App, at: "prunedAt" | "analyzedAt", everyMs: number): boolean {
+function dueEvery(app: App, at: "prunedAt" | "analyzedAt" | "vacuumedAt", everyMs: number): boolean {
   const h = hintsOf(app);
   if (Date.now() - h[at] < everyMs) return false;
   h[at] = Date.now();
@@ -64,6 +67,8 @@ function dueEvery(app: App, at: "prunedAt" | "analyzedAt", everyMs: number): boo
 export const RETENTION_EVERY_MS = 10_000;
 /** How often one process may start an ANALYZE of the jobs table: a role that may not analyze (Postgres skips it with a warning) then adds no statement to every full claim. */
 const ANALYZE_EVERY_MS = 60_000;
+/** How often one process may ask whether the queue table needs a vacuum, and start one. */
+const VACUUM_EVERY_MS = 5_000;
 
 /**
  * Claims batches for one invocation: picks the tasks whose timeout fits the remaining budget, carries the
@@ -116,7 +121,10 @@ export class Claimer {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: withLimits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
       extra: [...extra, ...schedules.extra],
-      report: { ...schedules.report, stale: statisticsStale(batchSize) },
+      report: {
+        ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report(),
+        ...(dueEvery(this.o.app, "vacuumedAt", VACUUM_EVERY_MS) ? { vacuum: vacuumDue() } : {}),
+      },
     });
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonWithin<ClaimAnswer>(db, statement, this.o.requestTimeoutMs(), "a claim")), (r) => [
@@ -125,15 +133,25 @@ export class Claimer {
     ]);
     schedules.answered(result.schedules);
     hintsOf(this.o.app).limits = result.limits;
-    if (result.stale) this.analyze();
+    if (result.vacuum) this.vacuum();
+    else if (result.stale) this.analyze();
+    this.o.history?.answered(result.historyDue, this.o.count);
     // Sent without the limit CTEs, it could not take a limited job; a limit exists now (the process's first
     // setLimit): the next claim, with them, may find that key's due jobs.
     return { ...result, more: result.more || (!withLimits && result.limits), noTaskFits: false };
   }
 
-  /** Resolves when the ANALYZE this claimer started (if any) has ended. */
-  finished(): Promise<void> {
-    return this.analysis;
+  /** Resolves when the ANALYZE and the history maintenance this claimer started (if any) have ended. */
+  async finished(): Promise<void> {
+    await this.analysis;
+    await this.o.history?.finished();
+  }
+
+  /** Reclaims the queue table's dead rows beside the claims (a role that may not vacuum only gets a warning from Postgres). */
+  private vacuum(): void {
+    this.o.count();
+    const before = this.analysis;
+    this.analysis = Promise.all([before, query(this.o.db, vacuumJobsStatement()).then(() => {}, () => {})]).then(() => {});
   }
 
   /** Refreshes the jobs table's statistics beside the claims (its failure only leaves them stale). */

@@ -17,7 +17,9 @@ export class CurrentJob {
 
   constructor(
     readonly id: number,
-    private readonly run: { db: Db; owner: string; now: () => Date; sqlNow: () => SQL; hooks: Hooks; task: string; queue: string; attempt: number },
+    private readonly run: { db: Db; owner: string; now: () => Date; sqlNow: () => SQL; hooks: Hooks; task: string; queue: string; attempt: number;
+      /** False: the completion deletes the job with no history row, and no result is kept. */
+      keepSucceeded?: boolean },
   ) {}
 
   /**
@@ -63,7 +65,7 @@ export class CurrentJob {
           await runAtomically(tx as unknown as Db, build);
         });
       } else {
-        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, timestamp(at), this.id)), ...build(d)]);
+        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, timestamp(at), this.id, null, this.run.keepSucceeded !== false)), ...build(d)]);
         await emitTransitions(hooks, [this.transition()], this.run.db);
       }
     } catch (error) {
@@ -77,7 +79,7 @@ export class CurrentJob {
    * and only for a JSON value (the job is already `succeeded`, so a value JSON cannot hold is not stored).
    */
   async keepResult(value: unknown): Promise<void> {
-    if (!this.completedAt || value === undefined || !isJsonValue(value)) return;
+    if (!this.completedAt || value === undefined || !isJsonValue(value) || this.run.keepSucceeded === false) return;
     await this.run.db.execute(keepResultStatement(this.id, this.completedAt, value));
   }
 
@@ -88,7 +90,7 @@ export class CurrentJob {
 
   private async markSucceeded(tx: Db, at: Date): Promise<void> {
     try {
-      await queryJson(tx, completeOwnedStatement(this.run.owner, timestamp(at), this.id));
+      await queryJson(tx, completeOwnedStatement(this.run.owner, timestamp(at), this.id, null, this.run.keepSucceeded !== false));
     } catch (error) {
       throw asLeaseLost(error, this.id);
     }

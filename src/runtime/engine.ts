@@ -17,6 +17,7 @@ import { releaseUnheldStatement } from "../sql/release-unheld.js";
 import { CLAIM_MARGIN_MS, MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
 import { LocalQueue } from "./local-queue.js";
+import type { HistoryKeeper } from "./history.js";
 import { JobAbort, Latch, Wakeup } from "./signal.js";
 
 /** The wait before an invocation claims again after a failed claim: doubles from the first to the second. */
@@ -58,6 +59,10 @@ export interface EngineOptions {
   firstClaimExtras: SQL[];
   /** CTEs for claims after the first (a worker's retention, when due). */
   laterClaimExtras?: () => SQL[];
+  /** The history's retention, checked in claims and maintained beside them. */
+  history?: HistoryKeeper;
+  /** False: a succeeded job keeps no row (`retention.keepSucceeded`). Default true. */
+  keepSucceeded?: boolean;
   /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
   settleAfter: (unreported: number, final: boolean) => SQL[];
   /**
@@ -121,10 +126,10 @@ export class Engine {
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
-      roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(),
+      roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), history: o.history,
     });
     this.settler = new Settler({
-      db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now,
+      db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now, keepSucceeded: o.keepSucceeded !== false,
       after: () => this.unreported.take((n) => o.settleAfter(n, this.running === 0 && this.queue.length === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent, unsure) => {
@@ -404,6 +409,7 @@ export class Engine {
     let lingering: Promise<unknown> | null = null;
     void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow,
       monotonic: this.o.monotonic,
+      keepSucceeded: this.o.keepSucceeded !== false,
       lingering: (body) => { lingering = body; } })
       .then(async (outcome) => {
         // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run

@@ -37,6 +37,8 @@ export interface JobStart {
   now: () => Date; sqlNow: () => SQL;
   /** See JobRun.monotonic. */
   monotonic?: boolean;
+  /** False: completeTx/completeBatch keep no row of the job (`retention.keepSucceeded`). */
+  keepSucceeded?: boolean;
   /** Where `timeoutMs` came from, for the timeout's message. */
   timeoutFrom?: "task" | "budget";
   /** See JobRun.lingering. */
@@ -52,6 +54,7 @@ export async function runJob(start: JobStart): Promise<Outcome | null> {
   const task = app.tasks.get(job.task)!;
   const current = new CurrentJob(job.id, {
     db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
+    keepSucceeded: start.keepSucceeded !== false,
   });
   const run: JobRun = { job, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
     timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };

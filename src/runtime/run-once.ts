@@ -10,6 +10,7 @@ import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { driverName } from "../db/query.js";
+import { HistoryKeeper } from "./history.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
 export * from "./run-options.js";
@@ -35,10 +36,12 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const startedAt = now();
   const queues = options.queues ?? null;
   let registered: number | null = null;
+  const sqlNow = () => timestamp(sqlClock?.() ?? null);
+  const history = retention ? new HistoryKeeper({ app, db: options.db, plan: retention, sqlNow, callerClock: sqlClock !== null }) : undefined;
   const engine = new Engine({
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
-    now, sqlNow: () => timestamp(sqlClock?.() ?? null), budgetMs: o.budgetMs, monotonic: options.now === undefined && app.sqlClock === null, signal: options.signal,
-    drain: options.drain !== false,
+    now, sqlNow, budgetMs: o.budgetMs, monotonic: options.now === undefined && app.sqlClock === null, signal: options.signal,
+    drain: options.drain !== false, history, keepSucceeded: retention ? retention.keepSucceeded : true,
     // Registry and retention ride along with the first claim: no extra round trip.
     firstClaimExtras: [
       ...(register ? [invocationSeenCte(id, queues, startedAt)] : []),

@@ -9,6 +9,7 @@ import { retentionCtes } from "../sql/retention.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
 import { ensureSchema } from "../db/schema-check.js";
+import { HistoryKeeper } from "./history.js";
 import { DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
 import { sleep } from "./signal.js";
 import { listenForJobs, type JobWakeups } from "./wakeup.js";
@@ -48,7 +49,10 @@ export interface WorkerOptions {
   maxPoll?: Duration;
   /** Wake on enqueue with LISTEN/NOTIFY (node-postgres, neon-serverless, PGlite). Default true; polling goes on either way. */
   listen?: boolean;
-  /** What the worker prunes, once a minute; see `RunOnceOptions.retention`. */
+  /**
+   * What the worker prunes: failed jobs and registry rows once a minute, the history's partitions as often as
+   * their width asks (a second to a minute); see `RunOnceOptions.retention`.
+   */
   retention?: Retention;
   now?: () => Date;
   /** A claim or completion that failed (database unreachable...); the worker backs off and carries on. */
@@ -127,6 +131,8 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     return retentionCtes(retention, now());
   };
 
+  const sqlNow = () => timestamp(sqlClock?.() ?? null);
+
   const lane = async (queue: string | null): Promise<void> => {
     let delay = 0;
     while (!stopping.aborted) {
@@ -152,8 +158,10 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
       };
       engine = new Engine({
         app, db, owner: `${id}.${++seq}`, queues: queue === null ? null : [queue], slots, batchSize: prefetch, adaptiveBatch: true,
-        leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow: () => timestamp(sqlClock?.() ?? null),
+        leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow,
         budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping, drain: true, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
+        history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,
+        keepSucceeded: retention ? retention.keepSucceeded : true,
         settleAfter: () => [], onError,
         idle: async () => {
           const claimed = take();

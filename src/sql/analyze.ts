@@ -22,3 +22,19 @@ export function statisticsStale(batchSize: number): SQL {
 export function analyzeJobsStatement(): SQL {
   return sql`analyze (skip_locked) akadze.jobs`;
 }
+
+/**
+ * The queue table holds more dead row versions than a vacuum's worth (every job leaves two: its claim's
+ * update and its move out), for a claim's report. Autovacuum looks only once a minute, and until a vacuum
+ * records their space as free, new jobs extend the table: at 1,000 jobs/s that is some 10 MB a minute of a
+ * table whose live rows fit in a few pages.
+ */
+export function vacuumDue(): SQL {
+  return sql`(pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+      (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))`;
+}
+
+/** Reclaims the queue table's dead rows (and refreshes its statistics), unless another session is at it. */
+export function vacuumJobsStatement(): SQL {
+  return sql`vacuum (analyze, skip_locked) akadze.jobs`;
+}

@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { recoverExpiredLeasesCtes } from "./recover.js";
 import { tokenFree } from "./start.js";
 import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
+import { archiveCtes } from "./archive.js";
 import { msInterval, mustStop } from "./time.js";
 import type { SlotReport } from "./enqueue-due-slots.js";
 
@@ -92,6 +93,10 @@ export interface ClaimResult {
   schedules?: SlotReport;
   /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */
   stale?: boolean;
+  /** The queue table has a vacuum's worth of dead rows (`vacuumDue`), when the claim was asked. */
+  vacuum?: boolean;
+  /** The history has retention work (`historyDue`), when the claim was asked. */
+  historyDue?: boolean;
 }
 
 /** One queue is an equality, so the planner can walk jobs_claim_idx (queue first) in claim order. */
@@ -165,13 +170,15 @@ function sizedCtes(p: ClaimParams): SQL {
     ),
     oversized as (select id, bytes > ${cap} as alone from sized where bytes > ${cap} or total > ${cap}),
     too_large as (
-      update akadze.jobs j set state = 'failed', finished_at = ${p.now},
-        errors = j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', ${p.now}, 'kind', 'ArgsTooLarge',
+      delete from akadze.jobs j using sized s where j.id = s.id and s.bytes > ${cap}
+      returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested,
+        j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', ${p.now}, 'kind', 'ArgsTooLarge',
           'message', 'its args are ' || s.bytes || ' bytes of JSON, over the ' || ${cap}::int || ' bytes one claim over HTTP Postgres may carry (Neon caps a response at 10 MB): keep large data in your own tables and pass its key',
-          'stack', null))
-      from sized s where j.id = s.id and s.bytes > ${cap}
-      returning j.id, j.task, j.queue, j.attempt
-    )`;
+          'stack', null)) as errors,
+        j.result, j.created_at, j.started_at, ${p.now} as finished_at
+    ),
+    ${sql.join(archiveCtes("too_large", sql`select * from too_large`, "failed"), sql`, `)}`;
 }
 
 /**
@@ -223,11 +230,13 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       from due d where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited
     ),
+    -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
-      update akadze.jobs j set state = 'cancelled', finished_at = ${now}
-      from candidates c where j.id = c.id and c.stop
-      returning j.id, j.task, j.queue, j.attempt
-    )
+      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop
+      returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at
+    ),
+    ${sql.join(archiveCtes("cancelled", sql`select * from cancelled`, "history"), sql`, `)}
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)

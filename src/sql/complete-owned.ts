@@ -1,20 +1,23 @@
 import { sql, type SQL } from "drizzle-orm";
+import { archiveCtes } from "./archive.js";
 
 export const LEASE_LOST_CODE = "AKL01";
 export const LEASE_LOST_PREFIX = "akadze: this run no longer owns job ";
 
 /**
  * Marks one job `succeeded` with `result` if `owner` still holds it, and raises otherwise, so that inside a
- * transaction or a neon-http batch the caller's writes roll back with it.
+ * transaction or a neon-http batch the caller's writes roll back with it. The job moves to the history
+ * (`keepSucceeded: false`: it is only deleted).
  */
-export function completeOwnedStatement(owner: string, at: SQL, jobId: number, result: unknown = null): SQL {
+export function completeOwnedStatement(owner: string, at: SQL, jobId: number, result: unknown = null, keepSucceeded = true): SQL {
   return sql`
     with done as (
-      update akadze.jobs set state = 'succeeded', finished_at = ${at}, lease_owner = null, lease_expires_at = null,
-        result = ${JSON.stringify(result ?? null)}::jsonb
-      where id = ${jobId} and state = 'running' and lease_owner = ${owner}
-      returning id, task, queue, attempt
+      delete from akadze.jobs where id = ${jobId} and state = 'running' and lease_owner = ${owner}
+      returning id, task, queue, args, 'succeeded'::text as state, priority, attempt, max_attempts, run_at, expires_at, unique_key,
+        limit_key, limit_wait_ms, cancel_requested, errors, ${JSON.stringify(result ?? null)}::jsonb as result, created_at, started_at,
+        ${at} as finished_at
     ),
+    ${sql.join(archiveCtes("done", sql`select * from done`, "history", keepSucceeded), sql`, `)},
     freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
     select case when exists (select 1 from done)
       then (select jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt) from done)

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { ErrorEntry } from "../core/errors.js";
 import { startJobsCtes, startReport, type StartResult } from "./start.js";
+import { archiveCtes } from "./archive.js";
 import { msInterval, mustStop } from "./time.js";
 import { lockOwnedInIdOrder } from "./heartbeat.js";
 
@@ -64,10 +65,13 @@ const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fai
 /**
  * One round trip that settles an invocation's jobs: records many outcomes, each only if `owner` still holds
  * the job's lease, frees the limit slots of every job that left `running`, and starts the next prefetched
- * jobs (`start`). `after` adds CTEs (`name as (...)`) that may read `done` (id, task, queue, attempt,
- * state, kind), e.g. the workers registry count.
+ * jobs (`start`). A settled job leaves `akadze.jobs`: a finished one moves to the history or the dead
+ * letters (`keepSucceeded: false`: a succeeded one is only deleted), one that runs again is written back
+ * queued. `after` adds CTEs (`name as (...)`) that may read `done` (id, task, queue, attempt, state, kind),
+ * e.g. the workers registry count.
  */
-export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], start: StartRequest | null = null, after: SQL[] = []): SQL {
+export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], start: StartRequest | null = null, after: SQL[] = [],
+  keepSucceeded = true): SQL {
   // A job that succeeded without a result is sent as its id alone: most are, and the full record cost more
   // to send and to read than the rest of the statement.
   const plain = (o: Outcome) => o.kind === "succeeded" && (o.result === undefined || o.result === null) && !o.error;
@@ -87,6 +91,16 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
   const locked = sql`j.id = any((select ids from settle_locked)::bigint[])`;
   const starts = start && start.ids.length > 0 ? startJobsCtes(owner, now, start.ids, start.limited, locked) : [];
   const ctes = [...starts, ...after].map((cte) => sql`, ${cte}`);
+  // The settled row as it ends: attempt refunded or not, the error appended unless refunded, the result kept.
+  const ended = sql`select id, task, queue, args, state, priority,
+      case when refund then attempt - 1 else attempt end as attempt, max_attempts,
+      case when kind in ('error', 'snooze') and state = 'queued' then at + ${msInterval(sql`delay_ms`)} else run_at end as run_at,
+      expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested,
+      case when o_error is not null and not refund then errors || jsonb_build_array(o_error) else errors end as errors,
+      case when kind = 'succeeded' then o_result else result end as result, created_at,
+      case when kind = 'release' then null else started_at end as started_at,
+      at as finished_at
+    from settled`;
   return sql`
     with ${lockOwnedInIdOrder("settle_locked", owner, sql`${lockIds}::jsonb`)},
     o_now as (select ${now} as now),
@@ -94,20 +108,24 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
           from jsonb_array_elements_text(${succeededIds}::jsonb)
           union all
           select * from jsonb_to_recordset(${payload}::jsonb) as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8)),
-    done as (
-      update akadze.jobs j set
-        state = ${newState},
-        attempt = case when ${REFUND} then j.attempt - 1 else j.attempt end,
-        run_at = case when o.kind in ('error', 'snooze') and ${newState} = 'queued' then o_now.now + ${msInterval(sql`o.delay_ms`)} else j.run_at end,
-        finished_at = case when ${newState} in ('queued') then null else o_now.now end,
-        started_at = case when o.kind = 'release' then null else j.started_at end,
-        result = case when o.kind = 'succeeded' then o.result else j.result end,
-        errors = case when o.error is not null and not ${REFUND} then j.errors || jsonb_build_array(o.error) else j.errors end,
-        lease_owner = null, lease_expires_at = null
-      from o, o_now
+    -- Every settled job leaves the queue table, deciding its next state on the row it deleted (the latest
+    -- version, so a cancel request that committed meanwhile counts); a job that runs again is written back.
+    settled as (
+      delete from akadze.jobs j using o, o_now
       where j.id = o.id and ${locked} and j.state = 'running' and j.lease_owner = ${owner}
-      returning j.id, j.task, j.queue, j.attempt, j.state, o.kind, o.error
+      returning j.id, j.task, j.queue, j.args, ${newState} as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at,
+        o.kind, o.result as o_result, o.error as o_error, o.delay_ms, o_now.now as at, ${REFUND} as refund
     ),
+    requeued as (
+      insert into akadze.jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at) overriding system value
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at
+      from (${ended}) e where e.state = 'queued'
+    ),
+    ${sql.join(archiveCtes("settled", sql`${ended} where state <> 'queued'`, "by-state", keepSucceeded), sql`, `)},
+    done as (select id, task, queue, case when refund then attempt - 1 else attempt end as attempt, state, kind, o_error as error from settled),
     -- (A data-modifying CTE runs to completion whether or not the result reads it. The exists is checked
     -- once: while no limit slot is taken, the done jobs are not looked up one by one.)
     freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id

@@ -4,5 +4,5 @@ import { sql, type SQL } from "drizzle-orm";
 export function countJobsByTaskStatement(): SQL {
   return sql`
     select coalesce(jsonb_agg(jsonb_build_object('task', task, 'state', state, 'n', n) order by task), '[]'::jsonb) as r
-    from (select task, state, count(*)::int as n from akadze.jobs group by task, state) t`;
+    from (select task, state, count(*)::int as n from akadze.all_jobs group by task, state) t`;
 }

@@ -16,6 +16,10 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.limit_tokens" },
   { kind: "table", name: "akadze.schedules" },
   { kind: "table", name: "akadze.workers" },
+  { kind: "table", name: "akadze.job_history" },
+  { kind: "table", name: "akadze.failed_jobs" },
+  { kind: "table", name: "akadze.all_jobs" },
+  { kind: "function", name: "akadze.maintain_history(timestamp with time zone, double precision, bigint, bigint, integer)" },
   { kind: "function", name: "akadze.raise_error(text, text)" },
 ];
 

@@ -7,5 +7,5 @@ export function getJobStatement(jobId: number): SQL {
     select jsonb_build_object(${JOB_SUMMARY_FIELDS}, 'args', args, 'result', result, 'errors', errors, 'expiresAt', expires_at,
       'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'limitWaitMs', limit_wait_ms, 'leaseOwner', lease_owner,
       'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested) as r
-    from akadze.jobs where id = ${jobId}`;
+    from akadze.all_jobs where id = ${jobId}`;
 }

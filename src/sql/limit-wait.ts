@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { archiveCtes } from "./archive.js";
 import { tokenFree } from "./start.js";
 
 /** How many held-back jobs one claim ends at most; the rest end at the next claim. */
@@ -17,7 +18,7 @@ export function heldPastLimitWait(now: SQL): SQL {
 /**
  * The claim's guard: a job it may take is not one `rate_limited` ended. "No room" reads the same tables,
  * in the same snapshot, as the claim's per-key room, so the claim never offers such a job; this makes the
- * two sets disjoint on their face, so one statement never updates a row twice. It sits on the claim's few
+ * two sets disjoint on their face, so one statement never touches a row twice. It sits on the claim's few
  * candidates, not on its scan of the backlog, where the planner would price it per queued job.
  */
 export function notRateLimited(jobId: SQL): SQL {
@@ -26,7 +27,7 @@ export function notRateLimited(jobId: SQL): SQL {
 
 /**
  * Two CTEs. `limit_full`: the limit keys with no room now (every `maxRunning` slot taken, or no
- * `maxStarts` token out of its window), read once per statement. `rate_limited`: ends as `rate_limited`
+ * `maxStarts` token out of its window), read once per statement. `rate_limited`: ends as `rate_limited` (moved to the history)
  * the jobs the claim would consider (`eligible`) that are held back past their bound. A job being
  * cancelled or past `expiresAt` (`stop`) is left to the claim, which cancels it. Locked rows are skipped,
  * so concurrent claims never wait on each other here; jobs_limit_wait_idx keeps the search to the jobs
@@ -41,13 +42,15 @@ export function rateLimitedCtes(p: { eligible: SQL; stop: SQL; now: SQL }): SQL 
           and ${tokenFree(p.now)}))
     ),
     rate_limited as (
-      update akadze.jobs j set state = 'rate_limited', finished_at = ${p.now}
-      from (select j.id from akadze.jobs j
+      delete from akadze.jobs j
+      using (select j.id from akadze.jobs j
             where ${p.eligible} and not ${p.stop} and ${heldPastLimitWait(p.now)}
             order by j.run_at limit ${RATE_LIMIT_END_LIMIT} for update of j skip locked) x
       where j.id = x.id
-      returning j.id, j.task, j.queue, j.attempt
-    )`;
+      returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${p.now} as finished_at
+    ),
+    ${sql.join(archiveCtes("rate_limited", sql`select * from rate_limited`, "history"), sql`, `)}`;
 }
 
 /** The jobs `rateLimitedCtes` ended, as side transitions for the claim's result. */

@@ -13,5 +13,5 @@ export function listJobsStatement(filter: JobListFilter): SQL {
   if (filter.beforeId) where.push(sql`id < ${filter.beforeId}`);
   return sql`
     select jsonb_agg(jsonb_build_object(${JOB_SUMMARY_FIELDS}) order by id desc) as r
-    from (select * from akadze.jobs where ${sql.join(where, sql` and `)} order by id desc limit ${filter.limit}) j`;
+    from (select * from akadze.all_jobs where ${sql.join(where, sql` and `)} order by id desc limit ${filter.limit}) j`;
 }

@@ -24,6 +24,6 @@ export function queueCounts(now: SQL): SQL {
         count(*) filter (where state = 'cancelled') as cancelled,
         count(*) filter (where state = 'rate_limited') as rate_limited,
         min(run_at) filter (where state = 'queued' and run_at <= ${now}) as oldest_due
-      from akadze.jobs group by queue
+      from akadze.all_jobs group by queue
     ) c full join akadze.queues q on q.name = c.queue`;
 }

@@ -28,19 +28,22 @@ const rows = (query: SQL) => sql`coalesce((select jsonb_agg(x.v order by x.v) fr
 /** Everything the metrics show, at `now` and over the window since `since`, in one statement (a `MetricsSnapshot`). */
 export function readMetricsStatement(now: SQL, since: SQL, knownTasks?: string[]): SQL {
   return sql`select jsonb_build_object(
-    'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs group by queue, task, state`)},
+    'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, count(*)) as v from akadze.all_jobs group by queue, task, state`)},
     'queues', ${rows(sql`
       select jsonb_build_array(c.queue, c.paused, c.oldest_due_seconds, c.running, c.expired) as v from (${queueCounts(now)}) c`)},
     'errors', ${rows(sql`
       -- A hook failure is recorded in the errors but is no failed attempt: the change it saw stood.
       select jsonb_build_array(j.queue, j.task, count(*) filter (where e->>'kind' <> ${TRANSITION_HOOK_FAILED}),
         count(*) filter (where e->>'kind' = ${TRANSITION_HOOK_FAILED})) as v
-      from akadze.jobs j cross join lateral jsonb_array_elements(j.errors) e
-      where j.errors <> '[]'::jsonb and (e->>'at')::timestamptz > ${since}
+      from akadze.all_jobs j cross join lateral jsonb_array_elements(j.errors) e
+      -- (An error recorded in the window belongs to a job that is live or finished in it: the finished rows
+      -- read are the window's partitions, not the whole history.)
+      where j.errors <> '[]'::jsonb and (j.finished_at is null or j.finished_at > ${since}) and (e->>'at')::timestamptz > ${since}
       group by j.queue, j.task`)},
     'finished', ${rows(sql`
-      select jsonb_build_array(queue, task, state, count(*)) as v from akadze.jobs
-      where state in ('succeeded', 'failed', 'cancelled', 'rate_limited') and finished_at > ${since}
+      select jsonb_build_array(queue, task, state, count(*)) as v from (
+        select queue, task, state from akadze.job_history where finished_at > ${since}
+        union all select queue, task, state from akadze.failed_jobs where finished_at > ${since}) f
       group by queue, task, state`)},
     'limits', ${rows(sql`
       select jsonb_build_array(u.key, u.max_running, u.running, u.max_starts, u.starts_in_window) as v from (${limitUsage(now)}) u`)},

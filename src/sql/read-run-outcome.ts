@@ -6,10 +6,10 @@ export interface RunOutcome {
   retriedThenSucceeded: number;
 }
 
-/** The `RunOutcome` of everything in akadze.jobs (the demo's closing lines). */
+/** The `RunOutcome` of every job (the demo's closing lines). */
 export function readRunOutcomeStatement(): SQL {
   return sql`select jsonb_build_object(
     'failed', coalesce((select jsonb_agg(jsonb_build_object('id', id, 'task', task, 'attempt', attempt, 'message', errors->-1->>'message') order by id)
-      from akadze.jobs where state = 'failed'), '[]'::jsonb),
-    'retriedThenSucceeded', (select count(*) from akadze.jobs where jsonb_array_length(errors) > 0 and state = 'succeeded')) as r`;
+      from akadze.failed_jobs), '[]'::jsonb),
+    'retriedThenSucceeded', (select count(*) from akadze.job_history where jsonb_array_length(errors) > 0 and state = 'succeeded')) as r`;
 }

@@ -33,9 +33,15 @@ export function setLimitStatement(key: string, change: LimitChange): SQL {
     recent_starts as (
       -- A first maxStarts limit counts the key's latest starts, so jobs started just before it was
       -- set still use up the window. (Later changes keep the tokens' own history.)
-      select j.started_at, row_number() over (order by j.started_at desc) as g
-      from akadze.jobs j
-      where j.limit_key = ${key} and j.started_at is not null and not exists (select 1 from ranked)
+      -- Live and finished ones (the history by its limit-key index, newest first).
+      select s.started_at, row_number() over (order by s.started_at desc) as g
+      from (
+        select j.started_at from akadze.jobs j where j.limit_key = ${key} and j.started_at is not null
+        union all (select h.started_at from akadze.job_history h where h.limit_key = ${key} and h.started_at is not null
+          order by h.started_at desc limit (select coalesce(max_starts, 0) from l))
+        union all (select f.started_at from akadze.failed_jobs f where f.limit_key = ${key} and f.started_at is not null)
+      ) s
+      where not exists (select 1 from ranked)
     ),
     tokens_added as (
       -- New numbers above every existing one: the deletes above run in the same statement.

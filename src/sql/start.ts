@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { archiveCtes } from "./archive.js";
 import { msInterval, mustStop } from "./time.js";
 
 /**
@@ -44,11 +45,13 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
       where j.id in (select value::bigint from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
         and ${locked} and j.state = 'running' and j.lease_owner = ${owner}
     )`;
+  // Cancelled or expired while they waited: out of the queue table, into the history, attempt refunded.
   const stopped = sql`start_stopped as (
-      update akadze.jobs j set state = 'cancelled', attempt = j.attempt - 1, finished_at = ${now}, lease_owner = null, lease_expires_at = null
-      from start_req r where j.id = r.id and r.stop and not r.already
-      returning j.id, j.task, j.queue, j.attempt
-    )`;
+      delete from akadze.jobs j using start_req r where j.id = r.id and r.stop and not r.already
+      returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt - 1 as attempt, j.max_attempts, j.run_at,
+        j.expires_at, j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at,
+        ${now} as finished_at
+    ), ${sql.join(archiveCtes("start_stopped", sql`select * from start_stopped`, "history"), sql`, `)}`;
   if (!limited) {
     return [requested, stopped, sql`started as (
       update akadze.jobs j set started_at = ${now}

@@ -1,0 +1,61 @@
+import type { SQL } from "drizzle-orm";
+import type { App } from "../app/app.js";
+import { historyPartitioning, type HistoryPartitioning, type RetentionPlan } from "../core/retention.js";
+import { queryJson, type Db } from "../db/query.js";
+import { historyDue, maintainHistoryStatement, type HistoryMaintenance } from "../sql/maintain-history.js";
+
+/** When one process last had a claim check the history, per app (on the real clock). */
+const checkedAt = new WeakMap<App, number>();
+/** Said once per process: the role may not create or drop the history's partitions. */
+let deniedSaid = false;
+
+/**
+ * Keeps the history within its retention beside the claims: a claim (at most every `everyMs` per app in this
+ * process, or every first claim of an invocation on a caller's clock) reports whether the history has work
+ * (`akadze.history_due`), and only then one maintenance statement runs beside the next claims: partitions past
+ * the horizon dropped, partitions made ahead, leftover rows deleted. A role that may not create or drop
+ * tables falls back to row deletes, and this says so once in the log.
+ */
+export class HistoryKeeper {
+  private readonly partitioning: HistoryPartitioning;
+  private running: Promise<void> | null = null;
+  private firstDone = false;
+
+  constructor(private readonly o: {
+    app: App; db: Db; plan: RetentionPlan; sqlNow: () => SQL;
+    /** A caller's clock drives the statements: the first claim always checks (tests move the clock by days). */
+    callerClock: boolean;
+  }) {
+    this.partitioning = historyPartitioning(o.plan.finishedMs);
+  }
+
+  /** The claim report that asks whether the history has work, when this claim should ask. */
+  report(): Record<string, SQL> {
+    const first = !this.firstDone;
+    this.firstDone = true;
+    if (this.running) return {};
+    const last = checkedAt.get(this.o.app) ?? -Infinity;
+    if (!(first && this.o.callerClock) && Date.now() - last < this.partitioning.everyMs) return {};
+    checkedAt.set(this.o.app, Date.now());
+    return { historyDue: historyDue(this.o.sqlNow(), this.o.plan.finishedMs, this.partitioning) };
+  }
+
+  /** A claim's answer: runs the maintenance when the history had work (`count` is told of the statement). */
+  answered(due: boolean | undefined, count: () => void): void {
+    if (!due || this.running) return;
+    count();
+    const statement = maintainHistoryStatement(this.o.sqlNow(), this.o.plan.finishedMs, this.partitioning, this.o.plan.batch);
+    this.running = queryJson<HistoryMaintenance>(this.o.db, statement).then((done) => {
+      if (done?.denied && !deniedSaid) {
+        deniedSaid = true;
+        console.warn(`akadze: the history's partitions cannot be made or dropped by this role (${done.denied}); ` +
+          "finished jobs are pruned row by row instead. Run `akadze migrate` as the tables' owner, or grant it.");
+      }
+    }, () => {}).finally(() => { this.running = null; });
+  }
+
+  /** Resolves when the maintenance this keeper started (if any) has ended. */
+  finished(): Promise<void> {
+    return this.running ?? Promise.resolve();
+  }
+}

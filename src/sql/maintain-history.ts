@@ -1,0 +1,31 @@
+import { sql, type SQL } from "drizzle-orm";
+import type { HistoryPartitioning } from "../core/retention.js";
+
+/** What one maintenance of the history did (`akadze.maintain_history`, made by migration 0007_job_history). */
+export interface HistoryMaintenance {
+  /** Partitions past the retention dropped whole. */
+  dropped: number;
+  /** Partitions made ahead of the clock. */
+  created: number;
+  /** Rows no partition could drop (the default partition's, or a plain table's) deleted one by one. */
+  pruned: number;
+  /** Why this role could not create or drop partitions (`must be owner of table ...`), or null. */
+  denied: string | null;
+  /** Whether job_history is partitioned at all (a plain table from an app's own drizzle-kit migrations is not). */
+  partitioned: boolean;
+}
+
+/**
+ * One statement (so it runs over neon-http) that keeps the history within `keepMs` of `now`: drops the
+ * partitions that ended before the horizon, makes partitions of the plan's width ahead, and deletes up to
+ * `batch` old rows that sit outside any droppable partition. Returns a `HistoryMaintenance` as jsonb.
+ */
+export function maintainHistoryStatement(now: SQL, keepMs: number, plan: HistoryPartitioning, batch: number): SQL {
+  return sql`select akadze.maintain_history(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint,
+    ${Math.ceil(plan.aheadMs / 1000)}::bigint, ${batch}::int) as r`;
+}
+
+/** Whether `maintainHistoryStatement` has work now, as a boolean expression for a claim's report. */
+export function historyDue(now: SQL, keepMs: number, plan: HistoryPartitioning): SQL {
+  return sql`akadze.history_due(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint)`;
+}
