@@ -53,6 +53,10 @@ export interface EngineOptions {
   idle?: () => Promise<boolean>;
   /** A claim that failed after the first (the first one's error is thrown). */
   onError?: (error: unknown) => void;
+  /** The first claim also counts the due jobs up to this many (`Claim.backlog`), for fan-out. */
+  backlog?: number;
+  /** Told of every claim's answer and the size it asked for (fan-out watches them). */
+  onClaim?: (claim: Claim, asked: number) => void;
 }
 
 /**
@@ -93,7 +97,7 @@ export class Engine {
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
-      roundTripMs: () => this.pace.roundTripMs,
+      roundTripMs: () => this.pace.roundTripMs, backlog: o.backlog,
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now,
@@ -225,6 +229,7 @@ export class Engine {
 
   private accept(claim: Claim, asked: number): void {
     countClaim(this.summary, claim);
+    this.o.onClaim?.(claim, asked);
     for (const job of claim.claimed) {
       this.held.set(job.id, new JobAbort());
       this.queue.push(job, job.started ? "ready" : "waiting");

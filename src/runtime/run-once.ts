@@ -8,6 +8,8 @@ import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";
+import { FanOutSession } from "./fan-out.js";
+import { emptySummary } from "./summary.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
 export * from "./run-options.js";
@@ -31,10 +33,18 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const startedAt = now();
   const queues = options.queues ?? null;
   let registered: number | null = null;
+  const deadline = startedAt.getTime() + o.budgetMs;
+  const sqlNow = () => timestamp(sqlClock?.() ?? null);
+  const fan = options.fanOut ? new FanOutSession(options.fanOut, {
+    app, db: options.db, id, queues, slots: o.slots, batchSize: o.batchSize, budgetMs: o.budgetMs, leaseMs: o.leaseMs, sqlNow,
+    remainingMs: () => deadline - now().getTime(),
+  }) : null;
+  // A fan-out invocation claims only while it holds a slot: the cap is counted in slots.
+  if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report };
   const engine = new Engine({
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
-    now, sqlNow: () => timestamp(sqlClock?.() ?? null), deadline: startedAt.getTime() + o.budgetMs, signal: options.signal,
-    drain: options.drain !== false,
+    now, sqlNow, deadline, signal: options.signal,
+    drain: options.drain !== false, backlog: fan?.backlogBound(), onClaim: fan ? (claim, asked) => fan.claimed(claim, asked) : undefined,
     // Registry and retention ride along with the first claim: no extra round trip.
     firstClaimExtras: [
       ...(register ? [invocationSeenCte(id, queues, startedAt)] : []),
@@ -48,7 +58,16 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
       return [invocationDoneCte(id, now(), unreported)];
     },
   });
-  return engine.run();
+  if (!fan) return engine.run();
+  let summary;
+  try {
+    summary = await engine.run();
+  } catch (error) {
+    await fan.finish(emptySummary(id), false);
+    throw error;
+  }
+  await fan.finish(summary, options.signal?.aborted !== true && now().getTime() >= deadline);
+  return summary;
 }
 
 /**

@@ -69,5 +69,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE INDEX \"jobs_finished_idx\" ON \"akadze\".\"jobs\" USING btree (\"state\",\"finished_at\") WHERE \"akadze\".\"jobs\".\"state\" in ('succeeded', 'failed', 'cancelled', 'rate_limited');",
       "ALTER TABLE \"akadze\".\"jobs\" ADD CONSTRAINT \"jobs_state_check\" CHECK (\"akadze\".\"jobs\".\"state\" in ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'rate_limited'));"
     ]
+  },
+  {
+    "id": 7,
+    "name": "0007_invocation_slots",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"invocation_slots\" (\n\t\"scope\" text NOT NULL,\n\t\"slot\" integer NOT NULL,\n\t\"holder\" text,\n\t\"chain\" text,\n\t\"taken_at\" timestamp with time zone DEFAULT now() NOT NULL,\n\t\"expires_at\" timestamp with time zone NOT NULL,\n\tCONSTRAINT \"invocation_slots_scope_slot_pk\" PRIMARY KEY(\"scope\",\"slot\")\n);",
+      "ALTER TABLE \"akadze\".\"workers\" ADD COLUMN \"started_by\" text;"
+    ]
   }
 ];
