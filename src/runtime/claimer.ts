@@ -29,8 +29,8 @@ export interface ClaimerOptions {
   roundTripMs: () => number | null;
   /** Told once per statement sent. */
   count: () => void;
-  /** The first claim also counts the due jobs up to this many (fan-out sizes itself on it). */
-  backlog?: number;
+  /** How far a claim of `batchSize` also counts the due jobs (`Claim.backlog`), given whether it is the first; undefined: not at all. */
+  backlog?: (first: boolean, batchSize: number) => number | undefined;
 }
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
@@ -80,7 +80,7 @@ export class Claimer {
   private analysis: Promise<void> = Promise.resolve();
   /** Tasks not claimed because their timeout did not fit the budget, as of the first claim. */
   tooLongForBudget: string[] | null = null;
-  private backlogCounted = false;
+  private claimedOnce = false;
 
   constructor(private readonly o: ClaimerOptions) {
     this.schedules = new ScheduleSlots(o.app);
@@ -114,10 +114,10 @@ export class Claimer {
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: hintsOf(this.o.app).limits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
-      extra: [...extra, ...schedules.extra], backlog: this.backlogCounted ? undefined : this.o.backlog,
+      extra: [...extra, ...schedules.extra], backlog: this.o.backlog?.(!this.claimedOnce, batchSize),
       report: { ...schedules.report, stale: statisticsStale(batchSize) },
     });
-    this.backlogCounted = true;
+    this.claimedOnce = true;
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonPrepared<ClaimAnswer>(db, statement)), (r) => [
       ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),

@@ -53,8 +53,8 @@ export interface EngineOptions {
   idle?: () => Promise<boolean>;
   /** A claim that failed after the first (the first one's error is thrown). */
   onError?: (error: unknown) => void;
-  /** The first claim also counts the due jobs up to this many (`Claim.backlog`), for fan-out. */
-  backlog?: number;
+  /** How far each claim also counts the due jobs (`Claim.backlog`), for fan-out; see ClaimerOptions.backlog. */
+  backlog?: (first: boolean, batchSize: number) => number | undefined;
   /** Told of every claim's answer and the size it asked for (fan-out watches them). */
   onClaim?: (claim: Claim, asked: number) => void;
 }

@@ -80,6 +80,11 @@ export interface FanOutReport {
   successor: string | null;
 }
 
+/** Whether an invocation ended any job (a successor of one that ended none could spin on a limit held elsewhere). */
+function progressed(s: RunSummary): boolean {
+  return s.succeeded + s.failed + s.retried + s.snoozed + s.cancelled > 0;
+}
+
 /** The scope of a set of queues: invocations claiming from the same queues share one cap. */
 export function fanOutScope(queues: string[] | null): string {
   return queues === null ? "*" : [...new Set(queues)].sort().join(",");
@@ -116,6 +121,8 @@ export class FanOutSession {
   private lastFull = false;
   /** No task fitted what was left of the budget: the invocation ended for its budget, not for want of work. */
   private budgetEnded = false;
+  /** The last claim found due work beyond what it took (jobs other invocations held, or limited ones it had no room for). */
+  private moreDue = false;
 
   constructor(private readonly f: FanOutOptions, private readonly o: SessionOptions) {
     this.cap = Math.min(MAX_INVOCATIONS, f.maxInvocations ?? DEFAULT_MAX_INVOCATIONS);
@@ -124,9 +131,12 @@ export class FanOutSession {
     this.report = { slot: null, chain: f.ticket?.chain ?? o.id, generation: f.ticket?.generation ?? 0, backlog: null, started: [], successor: null };
   }
 
-  /** How far the first claim counts due jobs: what `maxInvocations` invocations could run in one budget. */
-  backlogBound(): number {
-    return Math.min(MAX_BACKLOG_COUNT, this.cap * this.perInvocation());
+  /**
+   * How far a claim counts due jobs: the first, what `maxInvocations` invocations could run in one budget (to
+   * size the fan-out); later ones, one more than they ask for (enough to tell whether work is left beyond them).
+   */
+  backlogBound(first: boolean, batchSize: number): number {
+    return first ? Math.min(MAX_BACKLOG_COUNT, this.cap * this.perInvocation()) : batchSize + 1;
   }
 
   /** Takes or confirms this invocation's slot; false: it must not claim (no slot is live in its name, or none is free). */
@@ -148,6 +158,7 @@ export class FanOutSession {
       return;
     }
     this.lastFull = claim.claimed.length >= asked || claim.more || (claim.scheduled ?? 0) > 0;
+    this.moreDue = (claim.backlog ?? 0) > claim.claimed.length;
     if (!this.first) return;
     this.first = false;
     this.report.backlog = claim.backlog ?? null;
@@ -161,7 +172,11 @@ export class FanOutSession {
   async finish(summary: RunSummary, budgetSpent: boolean): Promise<void> {
     if (this.report.slot !== null) {
       try {
-        if ((budgetSpent || this.budgetEnded) && (this.lastFull || summary.released > 0)) await this.handOver();
+        if ((budgetSpent || this.budgetEnded) && (this.lastFull || summary.released > 0)) await this.handOver(false);
+        // Ended early while its last claim saw more due than it took (siblings held those jobs then): the chain's
+        // last live invocation carries on, if it got something done. Jobs a limit holds back are not counted as
+        // due beyond the limit's room (backlog.ts), so a limit never makes the chain spin: they wait for the next tick.
+        else if (this.moreDue && progressed(summary) && await this.handOver(true)) { /* handed over */ }
         else await this.release([this.o.id]);
       } catch (error) {
         // The slot expires on its own; the next tick carries on.
@@ -208,15 +223,17 @@ export class FanOutSession {
     }
   }
 
-  private async handOver(): Promise<void> {
+  /** Hands the slot to a successor (`onlyIfLast`: only if no other invocation of the scope is live); false if it did not. */
+  private async handOver(onlyIfLast: boolean): Promise<boolean> {
     const next = this.mint(this.report.generation + 1);
     this.statements++;
     const slot = await queryJson<number | null>(this.o.db, passInvocationSlotStatement({
-      scope: this.scope, from: this.o.id, to: next, queues: this.o.queues, now: this.o.sqlNow(), ttlMs: this.ttlMs,
+      scope: this.scope, from: this.o.id, to: next, queues: this.o.queues, now: this.o.sqlNow(), ttlMs: this.ttlMs, onlyIfLast,
     }));
-    if (slot === null) return;
+    if (slot === null) return false;
     this.report.successor = next;
     this.invoke({ id: next, kind: "successor", generation: this.report.generation + 1 });
+    return true;
   }
 
   /** Asks the platform for one invocation; if that fails, its slot is freed at once rather than left to expire. */

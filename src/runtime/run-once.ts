@@ -44,7 +44,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const engine = new Engine({
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, deadline, signal: options.signal,
-    drain: options.drain !== false, backlog: fan?.backlogBound(), onClaim: fan ? (claim, asked) => fan.claimed(claim, asked) : undefined,
+    drain: options.drain !== false, backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined, onClaim: fan ? (claim, asked) => fan.claimed(claim, asked) : undefined,
     // Registry and retention ride along with the first claim: no extra round trip.
     firstClaimExtras: [
       ...(register ? [invocationSeenCte(id, queues, startedAt)] : []),
