@@ -6,6 +6,7 @@ import { Hono } from "hono";
 import { createApp, runOnce, type App, type FanOutOptions, type RunSummary, type SiblingRequest, type Task } from "../src/index.js";
 import { akadzeRoutes, ownUrl } from "../src/edge/hono.js";
 import { serveFetch, type Served } from "../src/dev/serve.js";
+import { listWorkers } from "../src/ops/workers.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
@@ -122,6 +123,10 @@ describe("fan-out", () => {
     const siblings = await t.rows("select id, started_by from akadze.workers where started_by is not null order by id");
     expect(siblings.map((r) => r.id)).toEqual([...tick.fanOut!.started].sort());
     expect(siblings.every((r) => r.started_by === tick.id)).toBe(true);
+    // `workers list` (and the dashboard, which reads the same rows) says who started whom.
+    const listed = await listWorkers(t.db, { all: true });
+    expect(listed.filter((w) => w.startedBy === tick.id).map((w) => w.id).sort()).toEqual([...tick.fanOut!.started].sort());
+    expect(listed.find((w) => w.id === tick.id)).toMatchObject({ startedBy: null, status: "stopped" });
     expect(owners.mostAtOnce()).toBeLessThanOrEqual(4);
     expect(await t.rows("select count(*)::int as n from akadze.jobs where state = 'succeeded'")).toEqual([{ n: 200 }]);
   });
