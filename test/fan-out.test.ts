@@ -170,6 +170,19 @@ describe("fan-out", () => {
     expect(await t.rows("select holder from akadze.invocation_slots")).toEqual([{ holder: null }]);
   });
 
+  it("an invocation stopped on purpose starts no sibling and no successor, and frees its slot", async () => {
+    const app = ioApp(5, new Owners());
+    await enqueue(app, 100);
+    const started: SiblingRequest[] = [];
+    const stop = new AbortController();
+    stop.abort(); // SIGTERM before the first claim came back: it still claims, then gives everything back
+    const tick = await runOnce(app, { db: t.db, slots: 4, batchSize: 8, budget: "2m", signal: stop.signal, fanOut: inProcess(app, 8, started) });
+    expect(started).toEqual([]);
+    expect(tick.fanOut).toMatchObject({ slot: 1, started: [], successor: null });
+    expect(await t.rows("select holder from akadze.invocation_slots")).toEqual([{ holder: null }]);
+    expect(await t.rows("select count(*)::int as n from akadze.jobs where state = 'queued'")).toEqual([{ n: 100 }]);
+  });
+
   it("a ticket whose slot is not live runs nothing", async () => {
     const app = ioApp(1, new Owners());
     await enqueue(app, 5);

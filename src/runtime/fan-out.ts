@@ -102,6 +102,8 @@ interface SessionOptions {
   sqlNow: () => SQL;
   /** Milliseconds left of the budget. */
   remainingMs: () => number;
+  /** The invocation's stop signal: once it aborted, nothing more is started. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -165,14 +167,16 @@ export class FanOutSession {
     // A short first claim took all there was (or met siblings' locks: contention): starting more would not help.
     if (!this.lastFull || claim.backlog === undefined) return;
     const need = Math.min(this.cap, Math.ceil(claim.backlog / this.perInvocation()));
-    if (need > 1) this.pending.push(this.startSiblings(need));
+    if (need > 1 && !this.o.signal?.aborted) this.pending.push(this.startSiblings(need));
   }
 
   /** At the end of the invocation: a successor if the budget ended with work due, else the slot is freed; then what it started is handed on. */
   async finish(summary: RunSummary, budgetSpent: boolean): Promise<void> {
     if (this.report.slot !== null) {
       try {
-        if ((budgetSpent || this.budgetEnded) && (this.lastFull || summary.released > 0)) await this.handOver(false);
+        // Stopped on purpose (SIGTERM, the caller's signal): the chain ends here, whatever is due.
+        if (this.o.signal?.aborted) await this.release([this.o.id]);
+        else if ((budgetSpent || this.budgetEnded) && (this.lastFull || summary.released > 0)) await this.handOver(false);
         // Ended early while its last claim saw more due than it took (siblings held those jobs then): the chain's
         // last live invocation carries on, if it got something done. Jobs a limit holds back are not counted as
         // due beyond the limit's room (backlog.ts), so a limit never makes the chain spin: they wait for the next tick.
