@@ -183,6 +183,17 @@ describe("fan-out", () => {
     expect(await t.rows("select count(*)::int as n from akadze.jobs where state = 'queued'")).toEqual([{ n: 100 }]);
   });
 
+  it("a bad maxInvocations is a clear error and changes nothing", async () => {
+    const app = ioApp(1, new Owners());
+    await enqueue(app, 3);
+    for (const maxInvocations of [0, 1.5, 65, Number.NaN]) {
+      await expect(runOnce(app, { db: t.db, fanOut: { maxInvocations, invoke: async () => {} } }))
+        .rejects.toThrow(/fanOut\.maxInvocations must be a whole number from 1 to 64/);
+    }
+    expect(await t.rows("select count(*)::int as n from akadze.jobs where state = 'queued'")).toEqual([{ n: 3 }]);
+    expect(await t.rows("select * from akadze.invocation_slots")).toEqual([]);
+  });
+
   it("a ticket whose slot is not live runs nothing", async () => {
     const app = ioApp(1, new Owners());
     await enqueue(app, 5);

@@ -5,6 +5,7 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { queryJson, type Db } from "../db/query.js";
+import { InvalidInput } from "../core/errors.js";
 import { holdInvocationSlotStatement } from "../sql/hold-invocation-slot.js";
 import { passInvocationSlotStatement } from "../sql/pass-invocation-slot.js";
 import { releaseInvocationSlotsStatement } from "../sql/release-invocation-slots.js";
@@ -127,7 +128,13 @@ export class FanOutSession {
   private moreDue = false;
 
   constructor(private readonly f: FanOutOptions, private readonly o: SessionOptions) {
-    this.cap = Math.min(MAX_INVOCATIONS, f.maxInvocations ?? DEFAULT_MAX_INVOCATIONS);
+    const cap = f.maxInvocations ?? DEFAULT_MAX_INVOCATIONS;
+    // Checked before anything is written: a bad cap is a clear error, not a silent clamp.
+    if (!Number.isInteger(cap) || cap < 1 || cap > MAX_INVOCATIONS) {
+      throw new InvalidInput(`Invalid runOnce options: fanOut.maxInvocations must be a whole number from 1 to ${MAX_INVOCATIONS}, got ${String(cap)}`);
+    }
+    if (typeof f.invoke !== "function") throw new InvalidInput("Invalid runOnce options: fanOut.invoke must be a function that starts one invocation");
+    this.cap = cap;
     this.scope = fanOutScope(o.queues);
     this.ttlMs = o.budgetMs + o.leaseMs + START_GRACE_MS;
     this.report = { slot: null, chain: f.ticket?.chain ?? o.id, generation: f.ticket?.generation ?? 0, backlog: null, started: [], successor: null };
