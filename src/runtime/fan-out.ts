@@ -23,7 +23,7 @@ import type { RunSummary } from "./run-options.js";
 export const DEFAULT_MAX_INVOCATIONS = 8;
 /** The widest fan-out accepted: Cloudflare refuses a Worker chain deeper than 16, and every invocation is one more claimer. */
 export const MAX_INVOCATIONS = 64;
-/** The most due jobs one claim counts for fan-out: the count stays a bounded index scan whatever the queue holds. */
+/** The most due jobs one claim counts for fan-out (rounded up to a power of two, 16,384): the count stays a bounded index scan whatever the queue holds. */
 export const MAX_BACKLOG_COUNT = 10_000;
 /** How long a slot taken for a sibling waits for it to start, beyond its budget and lease. */
 const START_GRACE_MS = 10_000;

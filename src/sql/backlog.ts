@@ -7,8 +7,10 @@ import { sql, type SQL } from "drizzle-orm";
  * snapshot as the claim, so the batch just claimed is part of it. Fan-out sizes the invocations on it.
  */
 export function backlogCte(o: { eligible: SQL; unlimited: SQL; bound: number; limits: boolean }): SQL {
+  // A literal, rounded up to a power of two: a prepared claim keeps few texts, as with its lock limit.
+  const bound = 2 ** Math.ceil(Math.log2(Math.max(1, o.bound)));
   return sql`backlog as (
-      select (select count(*) from (select 1 from akadze.jobs j where ${o.eligible} and ${o.unlimited} limit ${sql.raw(String(Math.max(1, Math.floor(o.bound))))}) b)
+      select (select count(*) from (select 1 from akadze.jobs j where ${o.eligible} and ${o.unlimited} limit ${sql.raw(String(bound))}) b)
         ${o.limits ? sql`+ (select count(*) from limited_candidates)` : sql``} as n
     )`;
 }
