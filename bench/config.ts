@@ -2,6 +2,7 @@
 // the whole harness in under a minute.
 import type { Duration } from "../src/index.js";
 import { AKADZE_DRIVERS, type AkadzeDriver } from "./akadze-db.js";
+import type { FanOutSettings } from "./fan-out.js";
 
 export interface BenchConfig {
   quick: boolean;
@@ -24,6 +25,8 @@ export interface BenchConfig {
   scaleOut: { ks: number[]; jobsPerSlot: number; jobMs: number; neonK: number };
   /** runOnce calls per measured claim shape, EXPLAIN ANALYZE repetitions, and the backlog of the last row. */
   claimCost: { calls: number; explains: number; backlog: number };
+  /** One cron schedule over neon-http for `windowMs` after its tick, at each fan-out width (0: none). */
+  fanOut: FanOutSettings;
 }
 
 export const FULL: BenchConfig = {
@@ -33,6 +36,7 @@ export const FULL: BenchConfig = {
   tick: { budget: "25s", jobMs: 100, backlog: 10_000 },
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 50, jobMs: 20, neonK: 16 },
   claimCost: { calls: 200, explains: 30, backlog: 100_000 },
+  fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 60_000, budget: "25s", jobMs: 100, slots: 6, batchSize: 50 },
 };
 
 export const QUICK: BenchConfig = {
@@ -42,4 +46,5 @@ export const QUICK: BenchConfig = {
   tick: { budget: "5s", jobMs: 100, backlog: 2_000 },
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 6, jobMs: 20, neonK: 16 },
   claimCost: { calls: 30, explains: 5, backlog: 5_000 },
+  fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 10_000, budget: "4s", jobMs: 100, slots: 6, batchSize: 50 },
 };

@@ -5,6 +5,7 @@ import type { CronTick } from "./akadze-worker.js";
 import type { BenchConfig } from "./config.js";
 import type { Latency } from "./latency.js";
 import type { ClaimCost, ScaleOutRow } from "./scale-out.js";
+import type { FanOutRow } from "./fan-out.js";
 import { median } from "./stats.js";
 import type { SweepEntry } from "./sweep.js";
 
@@ -41,6 +42,7 @@ export interface Results {
   tick: CronTick | null;
   scaleOut: ScaleOutRow[];
   claimCost: ClaimCost[];
+  fanOut: FanOutRow[];
   targets: { name: string; goal: string; measured: string; met: boolean }[];
 }
 
@@ -101,6 +103,19 @@ export function targets(r: Omit<Results, "targets">): Target[] {
   const k16 = k(16);
   const k32 = k(32);
   if (k16) out.push({ name: "scale-out K=16: share of slots busy", goal: "≥ 60 %", measured: `${(k16.slotsBusy * 100).toFixed(0)} %`, met: k16.slotsBusy >= 0.6 });
+  const width = (n: number) => r.fanOut.find((f) => f.width === n);
+  const one = width(1);
+  for (const f of r.fanOut.filter((x) => x.width > 1)) {
+    if (one) {
+      const ratio = f.jobsPerMinute / one.jobsPerMinute;
+      out.push({ name: `fan-out ${f.width}: jobs drained per minute vs fan-out 1`, goal: `≥ ${(0.6 * f.width).toFixed(1)}× (60 % of linear)`, measured: times(ratio), met: ratio >= 0.6 * f.width });
+      if (f.pgCpuPerJobMs !== null && one.pgCpuPerJobMs !== null) {
+        const cpu = f.pgCpuPerJobMs / one.pgCpuPerJobMs;
+        out.push({ name: `fan-out ${f.width}: Postgres CPU per job vs fan-out 1`, goal: "≤ 2.00×", measured: times(cpu), met: cpu <= 2 });
+      }
+    }
+    out.push({ name: `fan-out ${f.width}: most invocations live at once`, goal: `≤ ${f.width}`, measured: String(f.peakLive), met: f.peakLive <= f.width });
+  }
   if (k16 && k32) out.push({ name: "scale-out jobs/s from K=16 to K=32", goal: "non-decreasing", measured: `${Math.round(k16.jobsPerSec)} → ${Math.round(k32.jobsPerSec)}`, met: k32.jobsPerSec >= k16.jobsPerSec });
   return out;
 }

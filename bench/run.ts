@@ -1,6 +1,6 @@
 // `npm run bench`: akadze against graphile-worker (its best configuration of a small sweep), pg-boss (tuned the
 // same way) and a raw-SQL floor, on the same local Postgres, each in a fresh database, in one run; then the
-// engine's own measures (latency, a cron tick, statements per job, scale-out, claim cost). Prints tables and
+// engine's own measures (latency, a cron tick, statements per job, scale-out, claim cost, fan-out). Prints tables and
 // writes bench/results.json and bench/RESULTS.md.
 //   npm run bench                 # the full run, ~6 minutes on 2 cores
 //   npm run bench -- --quick      # everything small, under a minute: a smoke test, not results
@@ -23,9 +23,10 @@ import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossLatency, pgbossSettings, pgboss
 import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type Machine, type Results } from "./results.js";
 import { claimCosts, scaleOut } from "./scale-out.js";
+import { fanOutMinute } from "./fan-out.js";
 import { best, type SweepEntry } from "./sweep.js";
 
-const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost"] as const;
+const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out"] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -148,7 +149,7 @@ async function main(): Promise<void> {
   const r: Results = {
     startedAt: new Date().toISOString(), durationS: 0, machine: await machine(),
     settings: { command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), config, systems: {} },
-    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], targets: [],
+    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], fanOut: [], targets: [],
   };
   // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
   let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
@@ -198,6 +199,12 @@ async function main(): Promise<void> {
   if (sections.has("claim-cost")) {
     log("claim cost: idle and 16-job claims");
     r.claimCost = await claimCosts(config.claimCost);
+  }
+  if (sections.has("fan-out")) {
+    for (const width of config.fanOut.widths) {
+      log(`fan-out: neon-http, ${width === 0 ? "none" : `maxInvocations ${width}`}, ${config.fanOut.windowMs / 1000} s after one tick`);
+      r.fanOut.push(await fanOutMinute(width, config.fanOut));
+    }
   }
 
   r.targets = targets(r);

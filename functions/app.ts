@@ -7,7 +7,7 @@ import * as v from "valibot";
 import { eq, sql } from "drizzle-orm";
 import { integer, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import { connect, createApp, current, Fail, Retry, runAtomically, Snooze, type Db, type Duration } from "../src/index.js";
-import { akadzeRoutes, nudge } from "../src/edge/hono.js";
+import { akadzeRoutes, nudge, ownUrl } from "../src/edge/hono.js";
 import type { Dashboard } from "../src/edge/dashboard/index.js";
 
 /** Bindings on Cloudflare, `process.env` on Vercel, set by `akadze dev` locally. */
@@ -93,8 +93,10 @@ const NewOrder = v.strictObject({
  * The HTTP app: the order routes, and akadze's routes under /akadze. `budget` is what one /akadze/work
  * call may spend; keep it inside the platform's time limit. `dashboard` (akadzeDashboard()) adds the web
  * dashboard at /akadze/ui; `akadze dev` serves it (functions/dev.ts), the deployed Worker leaves it out.
+ * `fanOut: true` lets a /akadze/work call start sibling invocations through its own URL when the backlog
+ * needs them (what `akadze dev` and a Vercel deployment do; docs/deploying.md).
  */
-export function createWeb(options: { budget?: Duration; dashboard?: Dashboard } = {}): Hono<{ Bindings: Env }> {
+export function createWeb(options: { budget?: Duration; dashboard?: Dashboard; fanOut?: boolean } = {}): Hono<{ Bindings: Env }> {
   const web = new Hono<{ Bindings: Env }>();
   web.onError((error, c) => {
     console.error(error); // the detail (maybe SQL and its parameters) stays in the log
@@ -132,6 +134,8 @@ export function createWeb(options: { budget?: Duration; dashboard?: Dashboard } 
     getSecret: (c) => c.env.CRON_SECRET,
     budget: options.budget,
     dashboard: options.dashboard,
+    // Siblings are started by calling this same route, with the same secret, at the URL the request came to.
+    fanOut: options.fanOut ? (c) => ({ invoke: ownUrl(new URL(c.req.path, c.req.url), { secret: c.env.CRON_SECRET }) }) : undefined,
   }));
   return web;
 }

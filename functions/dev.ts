@@ -7,8 +7,8 @@ import { createWeb } from "./app.js";
 
 export { app, setup } from "./app.js";
 
-/** The example app with the dashboard at /akadze/ui (sign in with the dev secret). */
-export const web = createWeb({ dashboard: akadzeDashboard() });
+/** The example app with the dashboard at /akadze/ui (sign in with the dev secret); a tick fans out as deployed. */
+export const web = createWeb({ dashboard: akadzeDashboard(), fanOut: true });
 
 const order = (reference: string, item: string, payment: "ok" | "flaky" | "declined") =>
   ({ path: "/orders", body: { reference, item, quantity: 1, payment } });

@@ -29,6 +29,7 @@ export { connect, disconnectAll, neonHttpDb, type ConnectEnv, type ConnectOption
 export { requestCancel, requeue, pauseQueue, resumeQueue, setLimit, deleteLimit, type LimitOptions, type Limit, type HooksOwner } from "./control.js";
 export { current, CurrentJob } from "./runtime/context.js";
 export { runOnce, type RunOnceOptions, type RunSummary, DEFAULT_SLOTS, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE } from "./runtime/run-once.js";
+export { DEFAULT_MAX_INVOCATIONS, fanOutScope, type FanOutOptions, type FanOutReport, type FanOutTicket, type SiblingRequest } from "./runtime/fan-out.js";
 export { runWorker, type WorkerOptions, type WorkerSummary, DEFAULT_MIN_POLL, DEFAULT_MAX_POLL } from "./runtime/run-worker.js";
 export { renderMetrics, PROMETHEUS_CONTENT_TYPE, METRICS_WINDOW } from "./ops/metrics.js";
 export { pruneJobs, type PruneOptions } from "./ops/retention.js";

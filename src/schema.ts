@@ -163,6 +163,8 @@ export const workers = akadze.table("workers", {
   lastSeenAt: tz("last_seen_at").notNull().defaultNow(),
   stoppedAt: tz("stopped_at"),
   jobsDone: integer("jobs_done").notNull().default(0),
+  /** The invocation that started this one by fan-out (a sibling or a successor); null for a cron tick or a worker. */
+  startedBy: text("started_by"),
 }, (t) => [index("workers_last_seen_idx").on(t.lastSeenAt)]);
 
 /**
@@ -193,3 +195,20 @@ export const allJobs = akadze.view("all_jobs", {
   startedAt: tz("started_at"),
   finishedAt: tz("finished_at"),
 }).existing();
+
+/**
+ * Fan-out's cluster-wide cap: slots 1..maxInvocations per scope, each held by at most one live invocation (the
+ * primary key makes two holders of one slot impossible, so racing ticks never start more than the cap). A holder
+ * that dies leaves its slot to expire at `expires_at`.
+ */
+export const invocationSlots = akadze.table("invocation_slots", {
+  /** Which pool of invocations: the queues they claim from ("*" for every queue). */
+  scope: text("scope").notNull(),
+  slot: integer("slot").notNull(),
+  /** The invocation holding it, null once released. */
+  holder: text("holder"),
+  /** The first invocation of the holder's chain (the cron tick that started it all). */
+  chain: text("chain"),
+  takenAt: tz("taken_at").notNull().defaultNow(),
+  expiresAt: tz("expires_at").notNull(),
+}, (t) => [primaryKey({ columns: [t.scope, t.slot] })]);

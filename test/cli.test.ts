@@ -184,7 +184,7 @@ describe("akadze", () => {
     const table = await akadze(["workers", "list"]);
     expect(table).toMatchObject({ code: 0, stderr: "" });
     const lines = table.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^ID\s+KIND\s+STATUS\s+QUEUES\s+RUNNING\s+JOBS DONE\s+STARTED\s+LAST SEEN\s+STOPPED$/);
+    expect(lines[0]).toMatch(/^ID\s+KIND\s+STATUS\s+QUEUES\s+RUNNING\s+JOBS DONE\s+STARTED\s+LAST SEEN\s+STOPPED\s+STARTED BY$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(1, 6)).sort()).toEqual([
       ["invocation", "stopped", "*", "0", "1"], ["invocation", "stopped", "*", "0", "4"]]);
   });

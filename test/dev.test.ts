@@ -15,6 +15,11 @@ import * as example from "../functions/dev.js";
 import { createTestDatabase } from "./support/postgres.js";
 import { waitFor } from "./support/wait-for.js";
 import { bundleWithWrangler } from "./support/workerd.js";
+import { listWorkers } from "../src/ops/workers.js";
+import { Hono } from "hono";
+import { connect, createApp } from "../src/index.js";
+import { akadzeRoutes, ownUrl } from "../src/edge/hono.js";
+import type { DevEnv } from "../src/dev/dev-server.js";
 
 const postOrder = (server: DevServer, body: object) => fetch(`${server.appUrl}/orders`, {
   method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
@@ -122,5 +127,36 @@ describe("akadze dev with DATABASE_URL", () => {
     for (const task of ["orders.charge", "orders.ship", "orders.notify"]) {
       expect(text).toContain(`akadze_jobs{queue="orders",task="${task}",state="succeeded"} 1`);
     }
+  });
+});
+
+describe("akadze dev fans out", () => {
+  // A fresh app (the example's jobs take no time, so one invocation is always enough for them), wired as
+  // functions/app.ts does with `fanOut: true`: siblings are started through the app's own URL.
+  const slowApp = createApp();
+  const slow = slowApp.task("dev.slow", { timeout: "2s" }, async () => { await new Promise((resolve) => setTimeout(resolve, 50)); });
+  const web = new Hono<{ Bindings: DevEnv }>().route("/akadze", akadzeRoutes<{ Bindings: DevEnv }>(slowApp, {
+    getDb: (c) => connect(c.env, { driver: "neon-http" }), getSecret: (c) => c.env.CRON_SECRET, log: "silent",
+    fanOut: (c) => ({ invoke: ownUrl(new URL(c.req.path, c.req.url), { secret: c.env.CRON_SECRET }), maxInvocations: 4 }),
+  }));
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let server: DevServer;
+  beforeAll(async () => {
+    database = await createTestDatabase("edge_dev_fan");
+    server = await startDevServer({ module: { app: slowApp, web }, database: database.url, port: 0, tickMs: 3_600_000 });
+  });
+  afterAll(async () => {
+    await server?.close().catch(() => {});
+    await database?.drop();
+  });
+
+  it("a tick over a backlog starts siblings through the app's own URL, and workers list shows what it started", async () => {
+    await slow.using(server.db).enqueueMany(Array.from({ length: 200 }, () => ({})));
+    const tick = await server.tick();
+    expect(tick?.fanOut?.started).toHaveLength(3);
+    await server.idle(); // the siblings ran in the dev server's waitUntil
+    await waitFor(async () => (await jobStates(server)).every((j) => j.state === "succeeded"), "the backlog to drain");
+    const workers = await listWorkers(server.db, { all: true });
+    expect(workers.filter((w) => w.startedBy === tick!.id).map((w) => w.id).sort()).toEqual([...tick!.fanOut!.started].sort());
   });
 });

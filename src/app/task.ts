@@ -23,6 +23,8 @@ export interface JobContext {
   /** 1 on the first run. */
   attempt: number;
   maxAttempts: number;
+  /** The id of the invocation or worker lane running it (its lease owner), e.g. for logs. */
+  invocation: string;
   /** Aborts on timeout, on a cancel request seen by the heartbeat, and when the lease is lost. */
   signal: AbortSignal;
 }

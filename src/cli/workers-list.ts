@@ -19,6 +19,7 @@ export function registerWorkersList(program: Command, ctx: CliContext): void {
         ["QUEUES", (w) => (w.queues.length ? w.queues.join(",") : "*")], ["RUNNING", (w) => w.running],
         ["JOBS DONE", (w) => w.jobsDone], ["STARTED", (w) => formatAgo(w.startedAt, now)],
         ["LAST SEEN", (w) => formatAgo(w.lastSeenAt, now)], ["STOPPED", (w) => formatAgo(w.stoppedAt, now)],
+        ["STARTED BY", (w) => w.startedBy ?? ""],
       ]);
     }));
 }

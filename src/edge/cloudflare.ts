@@ -4,6 +4,7 @@ import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/query.js";
 import { didAnything, invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { runOnce, type RunOnceOptions, type RunSummary } from "../runtime/run-once.js";
+import type { FanOutOptions } from "../runtime/fan-out.js";
 
 /** What workerd passes to `scheduled` (a subset, so akadze needs no Workers type package). */
 export interface ScheduledEvent { cron: string; scheduledTime: number }
@@ -18,6 +19,11 @@ export interface ScheduledOptions<E> {
   run?: Omit<RunOnceOptions, "db" | "budget">;
   /** "info" (default): the summary of every busy invocation, and one line per failed or retried job; "warn": only those lines; "silent". */
   log?: LogLevel;
+  /**
+   * Fan-out for the cron tick: how it starts siblings, usually `selfBinding(env.SELF, { secret })` with the
+   * Worker bound to itself (the tick's `ctx.waitUntil` keeps them alive), and `maxInvocations`. Default: off.
+   */
+  fanOut?: (env: E) => FanOutOptions | undefined;
 }
 
 /**
@@ -30,7 +36,11 @@ export function scheduledInvocation<E>(app: App, options: ScheduledOptions<E>) {
   const log = options.log ?? "info";
   if (log !== "silent") warnTasksOverBudget(app, options.budget, "the cron handler");
   return (_event: ScheduledEvent, env: E, ctx: WaitUntil): void => {
-    const invocation = (async () => runOnce(app, { ...options.run, db: await options.getDb(env), budget: options.budget }))();
+    const fanOut = options.fanOut?.(env);
+    const invocation = (async () => runOnce(app, {
+      ...options.run, db: await options.getDb(env), budget: options.budget,
+      ...(fanOut ? { fanOut: { waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(promise), ...fanOut } } : {}),
+    }))();
     ctx.waitUntil(invocation.then((summary) => logSummary(summary, log)));
   };
 }

@@ -24,6 +24,7 @@ import { JobIdParam, jsonBody, queryObject, WorkRequest } from "./requests.js";
 import { registerAdminRoutes } from "./admin.js";
 import { controlJob } from "./job-control.js";
 import type { Dashboard } from "./dashboard/index.js";
+import type { FanOutOptions } from "../runtime/fan-out.js";
 
 /** Where `akadzeRoutes` gets its database, secret and limits. */
 export interface AkadzeRoutesOptions<E extends Env = Env> {
@@ -50,6 +51,12 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
   maxBodyBytes?: number;
   /** What `POST /work` logs: "warn" (default) one line per failed or retried job, "info" also a line per busy invocation, or "silent". */
   log?: LogLevel;
+  /**
+   * Fan-out for `/work`: how this request's invocation starts siblings (`ownUrl`, `selfBinding` or your own
+   * `invoke`) and `maxInvocations`. Given, every `/work` call fans out (a cron's call is the tick), and the
+   * siblings' requests are accepted; left out, a request carrying a `fanOut` ticket is refused with 400.
+   */
+  fanOut?: (c: Context<E>) => FanOutOptions | undefined;
 }
 
 /** The largest request body the routes read unless told otherwise: 1 MiB, far above any admin or work request. */
@@ -112,11 +119,25 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
       throw new RouteProblem(400, "invalid_request", `Invalid work request: budget: at most ${maxBudgetMs} ms is allowed here`,
         { issues: [{ path: "budget", message: `at most ${maxBudgetMs} ms is allowed here` }] });
     }
-    const summary = await runOnce(app, {
+    const ticket = request.fanOut;
+    const fanOut = options.fanOut?.(c);
+    if (ticket && !fanOut) throw new RouteProblem(400, "invalid_request", "this work route does not fan out (akadzeRoutes has no fanOut option), so it takes no fanOut ticket");
+    const waitUntil = waitUntilOf(c);
+    const invocation = async () => runOnce(app, {
       ...options.run, db: await getDb(c), queues: request.queues, slots: request.slots, batchSize: request.batchSize, budget,
       ...(request.drain === undefined ? {} : { drain: request.drain }),
+      ...(ticket ? { id: ticket.id } : {}),
+      ...(fanOut ? { fanOut: { ...(waitUntil ? { waitUntil } : {}), ...fanOut, ...(ticket ? { ticket: { chain: ticket.chain, generation: ticket.generation } } : {}) } } : {}),
     });
-    writeLogLines(invocationLogLines(summary, "work route"), log);
+    if (ticket && request.detach) {
+      // The starter does not wait for this invocation: it runs on after the 202 (waitUntil where the platform has one).
+      const running = invocation().then((summary) => writeLogLines(invocationLogLines(summary, "fan-out invocation"), log),
+        (error: unknown) => { console.error(`akadze: fan-out invocation ${ticket.id} failed`, error); });
+      waitUntil?.(running);
+      return c.json({ accepted: true, id: ticket.id }, 202);
+    }
+    const summary = await invocation();
+    writeLogLines(invocationLogLines(summary, ticket ? "fan-out invocation" : "work route"), log);
     return c.json(summary);
   };
   routes.post("/work", work);
@@ -147,7 +168,19 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   return routes;
 }
 
+/** The request's `waitUntil`, if the runtime gave an ExecutionContext (Hono throws when it did not). */
+function waitUntilOf(c: Context): ((promise: Promise<unknown>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx;
+    return (promise) => ctx.waitUntil(promise);
+  } catch {
+    return undefined;
+  }
+}
+
 export { nudge, NUDGE_BUDGET, type NudgeOptions } from "./nudge.js";
+export { ownUrl, selfBinding, siblingBody, type Fetcher } from "./fan-out.js";
+export { DEFAULT_MAX_INVOCATIONS, fanOutScope, type FanOutOptions, type FanOutReport, type FanOutTicket, type SiblingRequest } from "../runtime/fan-out.js";
 export { LOG_LEVELS, type LogLevel } from "../ops/invocation-log.js";
 export { scheduledInvocation, type ScheduledOptions } from "./cloudflare.js";
 export { vercelHandlers } from "./vercel.js";

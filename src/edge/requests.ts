@@ -37,6 +37,14 @@ export const WorkRequest = v.strictObject({
   budget: v.optional(Budget),
   /** `false` (or "false" in a query): exactly one batch instead of working the whole budget. */
   drain: v.optional(v.union([v.boolean(), v.pipe(v.picklist(["true", "false"], "drain is true or false"), v.transform((s) => s === "true"))], "drain is true or false")),
+  /** Set by fan-out when it starts this invocation: the name its slot is held in, and its chain (see SiblingRequest). */
+  fanOut: v.optional(v.strictObject({
+    id: NameSchema,
+    chain: NameSchema,
+    generation: v.pipe(v.number("generation must be a number"), v.integer("generation must be a whole number"), v.minValue(0, "generation must not be negative")),
+  }, "fanOut must be { id, chain, generation }")),
+  /** With `fanOut`: answer 202 once accepted and run on after the response (the `ownUrl` adapter asks for it). */
+  detach: v.optional(v.boolean("detach must be true or false")),
 });
 
 export type WorkRequest = v.InferOutput<typeof WorkRequest>;

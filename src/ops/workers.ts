@@ -22,6 +22,8 @@ export interface WorkerRow {
   jobsDone: number;
   /** Jobs it holds a lease on right now. */
   running: number;
+  /** The invocation whose fan-out started it (a sibling or a successor), or null. */
+  startedBy: string | null;
 }
 
 const ListSchema = v.strictObject({
@@ -42,6 +44,6 @@ export async function listWorkers(db: Db, options: { since?: Duration; all?: boo
   const rows = await queryJson<WorkerRow[] | null>(db, listWorkersStatement(timestamp(o.now), since, o.limit ?? 100));
   return (rows ?? []).map((w) => ({
     id: w.id, kind: w.kind, status: w.status, queues: w.queues, running: Number(w.running), jobsDone: w.jobsDone,
-    startedAt: iso(w.startedAt)!, lastSeenAt: iso(w.lastSeenAt)!, stoppedAt: iso(w.stoppedAt),
+    startedAt: iso(w.startedAt)!, lastSeenAt: iso(w.lastSeenAt)!, stoppedAt: iso(w.stoppedAt), startedBy: w.startedBy ?? null,
   }));
 }

@@ -35,6 +35,8 @@ export interface ClaimerOptions {
   requestTimeoutMs: () => number;
   /** The history's retention, checked in claims and maintained beside them (none: `retention: false`). */
   history?: HistoryKeeper;
+  /** How far a claim of `batchSize` also counts the due jobs (`Claim.backlog`), given whether it is the first; undefined: not at all. */
+  backlog?: (first: boolean, batchSize: number) => number | undefined;
 }
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
@@ -86,6 +88,7 @@ export class Claimer {
   private analysis: Promise<void> = Promise.resolve();
   /** Tasks not claimed because their timeout did not fit the budget, as of the first claim. */
   tooLongForBudget: string[] | null = null;
+  private claimedOnce = false;
 
   constructor(private readonly o: ClaimerOptions) {
     this.schedules = new ScheduleSlots(o.app);
@@ -120,12 +123,13 @@ export class Claimer {
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: withLimits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
-      extra: [...extra, ...schedules.extra],
+      extra: [...extra, ...schedules.extra], backlog: this.o.backlog?.(!this.claimedOnce, batchSize),
       report: {
         ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report(),
         ...(dueEvery(this.o.app, "vacuumedAt", VACUUM_EVERY_MS) ? { vacuum: vacuumDue() } : {}),
       },
     });
+    this.claimedOnce = true;
     this.o.count();
     const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonWithin<ClaimAnswer>(db, statement, this.o.requestTimeoutMs(), "a claim")), (r) => [
       ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),

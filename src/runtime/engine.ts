@@ -72,6 +72,10 @@ export interface EngineOptions {
   idle?: () => Promise<boolean>;
   /** A claim that failed after the first (the first one's error is thrown). */
   onError?: (error: unknown) => void;
+  /** How far each claim also counts the due jobs (`Claim.backlog`), for fan-out; see ClaimerOptions.backlog. */
+  backlog?: (first: boolean, batchSize: number) => number | undefined;
+  /** Told of every claim's answer and the size it asked for (fan-out watches them). */
+  onClaim?: (claim: Claim, asked: number) => void;
 }
 
 /**
@@ -126,7 +130,7 @@ export class Engine {
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
-      roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), history: o.history,
+      roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), history: o.history, backlog: o.backlog,
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now, keepSucceeded: o.keepSucceeded !== false,
@@ -338,6 +342,7 @@ export class Engine {
 
   private accept(claim: Claim, asked: number): void {
     countClaim(this.summary, claim);
+    this.o.onClaim?.(claim, asked);
     for (const job of claim.claimed) {
       if (this.held.has(job.id) && !this.reclaimed(job)) continue;
       this.held.set(job.id, new JobAbort());

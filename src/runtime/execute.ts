@@ -18,6 +18,8 @@ import type { JobAbort } from "./signal.js";
 /** Everything one run of one job needs. */
 export interface JobRun {
   job: ClaimedJob;
+  /** The invocation (lease owner) running it. */
+  owner?: string;
   task: TaskDefinition;
   hooks: Hooks;
   controller: JobAbort;
@@ -56,7 +58,7 @@ export async function runJob(start: JobStart): Promise<Outcome | null> {
     db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
     keepSucceeded: start.keepSucceeded !== false,
   });
-  const run: JobRun = { job, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
+  const run: JobRun = { job, owner: start.owner, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
     timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };
   try {
     return await executeJob(run);
@@ -75,7 +77,7 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
   if (!parsed.success) {
     return { id: job.id, kind: "fail", error: errorEntry(run, new Fail(`args no longer match the task's schema: ${describeIssues(parsed.issues)}`)) };
   }
-  const hookJob: HookJob = Object.assign(jobContext(job, controller), { args: job.args });
+  const hookJob: HookJob = Object.assign(jobContext(job, controller, run.owner), { args: job.args });
   const overran = overrunCheck(run);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let bodyEnded = false;
@@ -135,13 +137,13 @@ function timeoutError(run: JobRun): JobTimeout {
 }
 
 /** What a body (and, with its args, a hook) sees of its job; the signal is made only if it is read. */
-function jobContext(job: ClaimedJob, controller: JobAbort): JobContext {
-  return { id: job.id, task: job.task, queue: job.queue, attempt: job.attempt, maxAttempts: job.max_attempts, get signal() { return controller.signal; } };
+function jobContext(job: ClaimedJob, controller: JobAbort, invocation = ""): JobContext {
+  return { id: job.id, task: job.task, queue: job.queue, attempt: job.attempt, maxAttempts: job.max_attempts, invocation, get signal() { return controller.signal; } };
 }
 
 async function runBody(run: JobRun, args: unknown, hookJob: HookJob, overran: () => boolean): Promise<unknown> {
   for (const hook of run.hooks.before) await hook(hookJob);
-  const result = await run.task.handler(args, jobContext(run.job, run.controller));
+  const result = await run.task.handler(args, jobContext(run.job, run.controller, run.owner));
   if (run.current.completed) return result;
   // afterRun hooks run only inside the timeout: a late body is a timeout before its result is looked at.
   if (overran()) throw timeoutError(run);

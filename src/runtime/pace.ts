@@ -39,6 +39,11 @@ export class Pace {
   }
 }
 
+/** The run time the app's last invocations in this process measured for its jobs (a moving average), or null. */
+export function knownRunMs(app: App): number | null {
+  return warmth.get(app)?.run ?? null;
+}
+
 function average(previous: number | null, ms: number): number {
   return previous === null ? ms : previous * 0.8 + ms * 0.2;
 }

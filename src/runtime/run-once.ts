@@ -11,6 +11,8 @@ import { Engine } from "./engine.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { driverName } from "../db/query.js";
 import { HistoryKeeper } from "./history.js";
+import { FanOutSession } from "./fan-out.js";
+import { emptySummary } from "./summary.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
 export * from "./run-options.js";
@@ -38,10 +40,21 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   let registered: number | null = null;
   const sqlNow = () => timestamp(sqlClock?.() ?? null);
   const history = retention ? new HistoryKeeper({ app, db: options.db, plan: retention, sqlNow, callerClock: sqlClock !== null }) : undefined;
+  const monotonic = options.now === undefined && app.sqlClock === null;
+  // Fan-out reads the budget on the engine's clock: monotonic for the real clock, else the caller's.
+  const startedMono = performance.now();
+  const elapsedMs = () => monotonic ? performance.now() - startedMono : now().getTime() - startedAt.getTime();
+  const fan = options.fanOut ? new FanOutSession(options.fanOut, {
+    app, db: options.db, id, queues, slots: o.slots, batchSize: o.batchSize, budgetMs: o.budgetMs, leaseMs: o.leaseMs, sqlNow,
+    remainingMs: () => o.budgetMs - elapsedMs(), signal: options.signal,
+  }) : null;
+  // A fan-out invocation claims only while it holds a slot: the cap is counted in slots.
+  if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report, driver: driverName(options.db) };
   const engine = new Engine({
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
-    now, sqlNow, budgetMs: o.budgetMs, monotonic: options.now === undefined && app.sqlClock === null, signal: options.signal,
+    now, sqlNow, budgetMs: o.budgetMs, monotonic, signal: options.signal,
     drain: options.drain !== false, history, keepSucceeded: retention ? retention.keepSucceeded : true,
+    backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined, onClaim: fan ? (claim, asked) => fan.claimed(claim, asked) : undefined,
     // Registry and retention ride along with the first claim: no extra round trip.
     firstClaimExtras: [
       ...(register ? [invocationSeenCte(id, queues, startedAt)] : []),
@@ -55,7 +68,17 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
       return [invocationDoneCte(id, now(), unreported)];
     },
   });
-  return { ...await engine.run(), driver: driverName(options.db) };
+  const driver = driverName(options.db);
+  if (!fan) return { ...await engine.run(), driver };
+  let summary;
+  try {
+    summary = await engine.run();
+  } catch (error) {
+    await fan.finish(emptySummary(id), false);
+    throw error;
+  }
+  await fan.finish(summary, options.signal?.aborted !== true && elapsedMs() >= o.budgetMs);
+  return { ...summary, driver };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/query.js";
 import type { JobState } from "../core/states.js";
 import type { Retention } from "../core/retention.js";
+import type { FanOutOptions, FanOutReport } from "./fan-out.js";
 
 /** Jobs an invocation runs at once unless told. @example runOnce(app, { db, slots: DEFAULT_SLOTS * 2 }) */
 export const DEFAULT_SLOTS = 8;
@@ -59,6 +60,12 @@ export interface RunOnceOptions {
    * claim finds less than it asked for. Default true. `false` runs exactly one batch.
    */
   drain?: boolean;
+  /**
+   * Start sibling invocations through the platform when the backlog needs more than this one, up to
+   * `maxInvocations` live across the cluster, and a successor when the budget ends with work due (see
+   * docs/deploying.md). Default: off.
+   */
+  fanOut?: FanOutOptions;
 }
 
 /** A job whose run failed: it went back to `queued` to retry, or ended `failed`. @example for (const p of summary.problems) console.warn(p.task, p.error.message); */
@@ -96,4 +103,6 @@ export interface RunSummary {
   durationMs: number;
   /** The drizzle driver the invocation ran on (`node-postgres`, `neon-http`, `neon-serverless`, `pglite`), for logs. */
   driver?: string;
+  /** What fan-out did (only with the `fanOut` option). */
+  fanOut?: FanOutReport;
 }

@@ -5,6 +5,7 @@ import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit
 import { archiveCtes } from "./archive.js";
 import { msInterval, mustStop } from "./time.js";
 import type { SlotReport } from "./enqueue-due-slots.js";
+import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
 
@@ -40,6 +41,8 @@ export interface ClaimParams {
    * They run in the same snapshot, so they must not touch the queued or running jobs the claim moves.
    */
   extra?: SQL[];
+  /** Also count the due claimable jobs, up to this many (`backlog.ts`), for fan-out. */
+  backlog?: number;
   /** Values the extra CTEs report, as `name: (select ... from some_cte)`; they appear under those names in the result. */
   report?: Record<string, SQL>;
 }
@@ -97,6 +100,8 @@ export interface ClaimResult {
   vacuum?: boolean;
   /** The history has retention work (`historyDue`), when the claim was asked. */
   historyDue?: boolean;
+  /** Due claimable jobs, the claimed ones included, counted up to `ClaimParams.backlog` (only when asked). */
+  backlog?: number;
 }
 
 /** One queue is an equality, so the planner can walk jobs_claim_idx (queue first) in claim order. */
@@ -219,6 +224,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       limit ${p.batchSize}
     ),
     ${sizedCtes(p)},
+    ${p.backlog === undefined ? sql`` : sql`${backlogCte({ eligible, unlimited, bound: p.backlog, limits: p.limits })},`}
     due as (
       select c.id, c.limited, row_number() over (order by c.limited, ${ORDER}) <= ${p.startCount} and not c.limited as start
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
@@ -249,6 +255,6 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       'tooLarge', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'failed')) from too_large), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
-      'limits', exists (select 1 from akadze.limits)${sql.join(report, sql``)}
+      'limits', exists (select 1 from akadze.limits)${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}
     ) as r`;
 }

@@ -92,5 +92,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "ALTER TABLE \"akadze\".\"jobs\" ADD CONSTRAINT \"jobs_state_check\" CHECK (\"akadze\".\"jobs\".\"state\" in ('queued', 'running'));",
       "-- Every job whatever its state, with a job's columns (what getJob, listJobs, the CLI and the metrics read).\nCREATE VIEW \"akadze\".\"all_jobs\" AS\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", \"lease_owner\", \"lease_expires_at\", \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\"\nFROM \"akadze\".\"jobs\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\"\nFROM \"akadze\".\"job_history\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\"\nFROM \"akadze\".\"failed_jobs\";"
     ]
+  },
+  {
+    "id": 8,
+    "name": "0008_invocation_slots",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"invocation_slots\" (\n\t\"scope\" text NOT NULL,\n\t\"slot\" integer NOT NULL,\n\t\"holder\" text,\n\t\"chain\" text,\n\t\"taken_at\" timestamp with time zone DEFAULT now() NOT NULL,\n\t\"expires_at\" timestamp with time zone NOT NULL,\n\tCONSTRAINT \"invocation_slots_scope_slot_pk\" PRIMARY KEY(\"scope\",\"slot\")\n);",
+      "ALTER TABLE \"akadze\".\"workers\" ADD COLUMN \"started_by\" text;"
+    ]
   }
 ];

@@ -15,6 +15,8 @@ export function workerStatus(now: SQL, where: SQL): SQL {
   return sql`
     select w.*, case
       when w.stopped_at is not null then 'stopped'
+      -- An invocation fan-out started is live from the moment its slot is taken, before it holds any lease.
+      when w.kind = 'invocation' and exists (select 1 from akadze.invocation_slots s where s.holder = w.id and s.expires_at >= ${now}) then 'live'
       when w.kind = 'worker' then case when w.last_seen_at >= ${now} - ${msInterval(sql`${parseDuration(LIVE_WITHIN)}`)} then 'live' else 'lost' end
       when w.held > 0 then 'live'
       when w.expired > 0 then 'lost'

@@ -37,6 +37,8 @@ export interface WorkerdHarness {
 export async function startWorkerd(o: {
   scriptPath: string; modulesRoot: string; database: Awaited<ReturnType<typeof createTestDatabase>>; secret: string;
   setup: (db: Db) => Promise<unknown>;
+  /** The Worker's name and service bindings, e.g. `{ SELF: name }` to bind it to itself. */
+  name?: string; serviceBindings?: Record<string, string>;
 }): Promise<WorkerdHarness> {
   const { database } = o;
   const pool = new pg.Pool({ connectionString: database.url });
@@ -55,6 +57,8 @@ export async function startWorkerd(o: {
     mf = new Miniflare({
       scriptPath: o.scriptPath,
       modules: true,
+      ...(o.name ? { name: o.name } : {}),
+      ...(o.serviceBindings ? { serviceBindings: o.serviceBindings } : {}),
       modulesRoot: o.modulesRoot, // module names are paths relative to it; the default (cwd) cannot reach /tmp
       compatibilityDate: "2026-04-01",
       compatibilityFlags: ["nodejs_compat"],

@@ -129,7 +129,7 @@ function WorkersCard(props: { workers: WorkerRow[]; ctx: PageContext }) {
       head={<><th>Id</th><th>Kind</th><th>Status</th><th>Queues</th><th class="n">Running</th><th class="n">Jobs done</th><th>Started</th><th>Last seen</th></>}
       rows={props.workers.map((w) => (
         <tr>
-          <td>{w.id}</td><td>{w.kind}</td><td><Badge value={w.status} /></td>
+          <td>{w.id}{w.startedBy ? <div class="muted">started by {w.startedBy}</div> : null}</td><td>{w.kind}</td><td><Badge value={w.status} /></td>
           <td>{w.queues.length === 0 ? <span class="muted">all</span> : w.queues.join(", ")}</td>
           <td class="n">{w.running}</td><td class="n">{w.jobsDone}</td>
           <td><Ago at={w.startedAt} now={now} /></td><td><Ago at={w.lastSeenAt} now={now} /></td>

@@ -1,0 +1,98 @@
+// Issue 24's fan-out: how many jobs one cron schedule drains in a minute over neon-http (the local endpoint)
+// when its tick fans out to 1, 4, 8 or 16 invocations (each continued by successors while work is due), against
+// one plain invocation per tick, and what each costs Postgres in CPU per job.
+import { setMaxListeners } from "node:events";
+import { createApp, runOnce, type Duration, type FanOutOptions, type RunOnceOptions, type Task } from "../src/index.js";
+import { parseDuration } from "../src/core/duration.js";
+import { openAkadze } from "./akadze-db.js";
+import { cpuSpentMs, snapshotCpu } from "./pg-cpu.js";
+import { sleep } from "./stats.js";
+
+export interface FanOutSettings {
+  /** Fan-out widths (`maxInvocations`); 0 is one plain invocation per tick (no fan-out). */
+  widths: number[];
+  /** How long one schedule is watched after its tick: a minute, the cron's period. */
+  windowMs: number;
+  budget: Duration;
+  jobMs: number;
+  slots: number;
+  batchSize: number;
+}
+
+export interface FanOutRow {
+  /** `maxInvocations`, or 0 for no fan-out. */
+  width: number;
+  windowMs: number;
+  /** Jobs whose body ended inside the window. */
+  drained: number;
+  jobsPerMinute: number;
+  /** Invocations that ran (tick, siblings and successors). */
+  invocations: number;
+  /** The most invocations running jobs at one moment (each from its first job's start to its last job's end). */
+  peakLive: number;
+  /** Budgets the chain reached (1 + the highest successor generation). */
+  budgets: number;
+  /** Statements the invocations sent (their summaries' roundTrips). */
+  statements: number;
+  /** Postgres backends' CPU over the window (null where /proc cannot see them). */
+  pgCpuMs: number | null;
+  pgCpuPerJobMs: number | null;
+}
+
+function mostAtOnce(spans: { from: number; to: number }[]): number {
+  const edges = spans.flatMap((s) => [{ at: s.from, d: 1 }, { at: s.to, d: -1 }]).sort((a, b) => a.at - b.at || a.d - b.d);
+  let open = 0, most = 0;
+  for (const e of edges) { open += e.d; most = Math.max(most, open); }
+  return most;
+}
+
+/** One cron tick at fan-out `width` over a backlog larger than the window can drain; the chain is stopped when the window ends. */
+export async function fanOutMinute(width: number, s: FanOutSettings): Promise<FanOutRow> {
+  const target = await openAkadze("neon-http", `fo${width}`);
+  try {
+    const budgetMs = parseDuration(s.budget);
+    let deadline = Infinity;
+    let drained = 0;
+    const spans = new Map<string, { from: number; to: number }>();
+    const app = createApp();
+    const io: Task = app.task("bench.fan", { timeout: Math.max(1000, s.jobMs * 10) }, async (_args, job) => {
+      const from = performance.now();
+      await sleep(s.jobMs);
+      const to = performance.now();
+      if (to <= deadline) drained++;
+      const span = spans.get(job.invocation);
+      spans.set(job.invocation, span ? { from: Math.min(span.from, from), to: Math.max(span.to, to) } : { from, to });
+    });
+    // More than the widest fan-out could run in the window, so the backlog never runs dry.
+    const jobs = Math.ceil(Math.max(1, width) * s.slots * (s.windowMs / s.jobMs) * 1.3);
+    const args = Array.from({ length: 1000 }, () => ({}));
+    for (let i = 0; i < jobs; i += 1000) await io.using(target.db).enqueueMany(args.slice(0, Math.min(1000, jobs - i)));
+
+    const stop = new AbortController();
+    setMaxListeners(1000, stop.signal); // every invocation of the chain listens to it
+    let invocations = 0, statements = 0, budgets = 1;
+    const count = (summary: { roundTrips: number; fanOut?: { generation: number } }) => {
+      invocations++; statements += summary.roundTrips;
+      budgets = Math.max(budgets, (summary.fanOut?.generation ?? 0) + 1);
+    };
+    const shape: RunOnceOptions = { db: target.db, slots: s.slots, batchSize: s.batchSize, budget: budgetMs, signal: stop.signal };
+    const fanOut: FanOutOptions = {
+      maxInvocations: width,
+      // The platform's part, in process: each sibling or successor is one more runOnce.
+      invoke: async (r) => count(await runOnce(app, { ...shape, id: r.id, fanOut: { ...fanOut, ticket: { chain: r.chain, generation: r.generation } } })),
+    };
+    const before = await snapshotCpu(target.database!);
+    deadline = performance.now() + s.windowMs;
+    const timer = setTimeout(() => stop.abort(), s.windowMs);
+    // Without fan-out the tick is one invocation, and the schedule does nothing else until the next minute.
+    count(await runOnce(app, width === 0 ? shape : { ...shape, fanOut }));
+    const pgCpuMs = cpuSpentMs(before, await snapshotCpu(target.database!));
+    clearTimeout(timer);
+    return {
+      width, windowMs: s.windowMs, drained, jobsPerMinute: drained * (60_000 / s.windowMs), invocations, budgets,
+      peakLive: mostAtOnce([...spans.values()]), statements, pgCpuMs, pgCpuPerJobMs: pgCpuMs === null || drained === 0 ? null : pgCpuMs / drained,
+    };
+  } finally {
+    await target.close();
+  }
+}

@@ -1,0 +1,268 @@
+// Fan-out: an invocation that finds more due work than it can run in its budget starts sibling invocations
+// through the platform, up to `maxInvocations` live across the cluster, and one whose budget ends with work
+// due hands its slot to a successor. The cap lives in the database (akadze.invocation_slots), so racing
+// ticks can never hold more slots than there are.
+import type { SQL } from "drizzle-orm";
+import type { App } from "../app/app.js";
+import { queryJson, type Db } from "../db/query.js";
+import { InvalidInput } from "../core/errors.js";
+import { holdInvocationSlotStatement } from "../sql/hold-invocation-slot.js";
+import { passInvocationSlotStatement } from "../sql/pass-invocation-slot.js";
+import { releaseInvocationSlotsStatement } from "../sql/release-invocation-slots.js";
+import { takeInvocationSlotsStatement } from "../sql/take-invocation-slots.js";
+import type { Claim } from "./claimer.js";
+import { knownRunMs } from "./pace.js";
+import type { RunSummary } from "./run-options.js";
+
+/**
+ * Invocations live at once across the cluster unless told: each holds a connection or two and sends a claim
+ * every batch, so 8 claimers are where the scale-out bench still gains from each one added on a small
+ * Postgres; 8 invocations of 8 slots run 64 jobs at once, more than most APIs a job calls let one client run.
+ * @example runOnce(app, { db, fanOut: { invoke, maxInvocations: DEFAULT_MAX_INVOCATIONS * 2 } })
+ */
+export const DEFAULT_MAX_INVOCATIONS = 8;
+/** The widest fan-out accepted: Cloudflare refuses a Worker chain deeper than 16, and every invocation is one more claimer. */
+export const MAX_INVOCATIONS = 64;
+/** The most due jobs one claim counts for fan-out (rounded up to a power of two, 16,384): the count stays a bounded index scan whatever the queue holds. */
+export const MAX_BACKLOG_COUNT = 10_000;
+/** How long a slot taken for a sibling waits for it to start, beyond its budget and lease. */
+const START_GRACE_MS = 10_000;
+
+/** One invocation fan-out asks the platform to start: its name, chain and shape; the adapter sends it to the work route. */
+export interface SiblingRequest {
+  /** The new invocation's id: its slot is held in this name, and it must run under it. */
+  id: string;
+  /** Started beside its starter (`sibling`) or after it, with its slot (`successor`). */
+  kind: "sibling" | "successor";
+  /** The id of the first invocation of the chain (the cron tick). */
+  chain: string;
+  /** Budgets since the tick: the tick and the siblings it starts are 0, each successor one more. */
+  generation: number;
+  startedBy: string;
+  queues?: string[];
+  slots: number;
+  batchSize: number;
+  /** The invocation's budget in milliseconds (the same as its starter's). */
+  budgetMs: number;
+}
+
+/** What an invocation started by fan-out was given: its chain (its id is `runOnce`'s `id`). */
+export interface FanOutTicket { chain: string; generation: number }
+
+/** `runOnce`'s `fanOut` option. @example runOnce(app, { db, fanOut: { invoke: ownUrl(url, { secret }), maxInvocations: 8 } }) */
+export interface FanOutOptions {
+  /**
+   * Starts one invocation for `request` (see the adapters in akadze/hono: `selfBinding`, `ownUrl`), or runs it
+   * any way you like: `runOnce(app, { ..., id: request.id, fanOut: { ...options, ticket } })`. A rejection frees its slot.
+   */
+  invoke: (request: SiblingRequest) => Promise<unknown>;
+  /** Live invocations across the cluster (per set of queues), this one included. Default `DEFAULT_MAX_INVOCATIONS` (8). */
+  maxInvocations?: number;
+  /**
+   * Keeps the process alive for what `invoke` returned (Cloudflare's `ctx.waitUntil`: a service-binding call
+   * must be awaited by its caller). Without it, `runOnce` waits for every `invoke` before it returns.
+   */
+  waitUntil?: (promise: Promise<unknown>) => void;
+  /** Set when fan-out started this invocation (the work route does it from the request). */
+  ticket?: FanOutTicket;
+}
+
+/** What fan-out did in one invocation, in its summary. */
+export interface FanOutReport {
+  /** The slot it held, or null: a sibling whose slot was gone, or a tick that found every slot taken, ran nothing. */
+  slot: number | null;
+  chain: string;
+  generation: number;
+  /** Due jobs its first claim counted (bounded), or null if it claimed nothing. */
+  backlog: number | null;
+  /** Siblings it started. */
+  started: string[];
+  /** The successor it handed its slot to, if its budget ended with work due. */
+  successor: string | null;
+}
+
+/** Whether an invocation ended any job (a successor of one that ended none could spin on a limit held elsewhere). */
+function progressed(s: RunSummary): boolean {
+  return s.succeeded + s.failed + s.retried + s.snoozed + s.cancelled > 0;
+}
+
+/** The scope of a set of queues: invocations claiming from the same queues share one cap. */
+export function fanOutScope(queues: string[] | null): string {
+  return queues === null ? "*" : [...new Set(queues)].sort().join(",");
+}
+
+interface SessionOptions {
+  app: App;
+  db: Db;
+  id: string;
+  queues: string[] | null;
+  slots: number;
+  batchSize: number;
+  budgetMs: number;
+  leaseMs: number;
+  sqlNow: () => SQL;
+  /** Milliseconds left of the budget. */
+  remainingMs: () => number;
+  /** The invocation's stop signal: once it aborted, nothing more is started. */
+  signal?: AbortSignal;
+}
+
+/**
+ * One invocation's part in fan-out: `enter` takes (a tick) or confirms (a sibling, a successor) its slot before
+ * it claims; `claimed` sizes the fan-out on the first claim's backlog and starts siblings beside the work;
+ * `finish` hands the slot to a successor when the budget ended with work due, or frees it.
+ */
+export class FanOutSession {
+  readonly report: FanOutReport;
+  private readonly scope: string;
+  private readonly cap: number;
+  private readonly ttlMs: number;
+  private readonly pending: Promise<unknown>[] = [];
+  private statements = 0;
+  private first = true;
+  /** Whether the last claim that reached the database took all it asked for (so more is likely due). */
+  private lastFull = false;
+  /** No task fitted what was left of the budget: the invocation ended for its budget, not for want of work. */
+  private budgetEnded = false;
+  /** The last claim found due work beyond what it took (jobs other invocations held, or limited ones it had no room for). */
+  private moreDue = false;
+
+  constructor(private readonly f: FanOutOptions, private readonly o: SessionOptions) {
+    const cap = f.maxInvocations ?? DEFAULT_MAX_INVOCATIONS;
+    // Checked before anything is written: a bad cap is a clear error, not a silent clamp.
+    if (!Number.isInteger(cap) || cap < 1 || cap > MAX_INVOCATIONS) {
+      throw new InvalidInput(`Invalid runOnce options: fanOut.maxInvocations must be a whole number from 1 to ${MAX_INVOCATIONS}, got ${String(cap)}`);
+    }
+    if (typeof f.invoke !== "function") throw new InvalidInput("Invalid runOnce options: fanOut.invoke must be a function that starts one invocation");
+    this.cap = cap;
+    this.scope = fanOutScope(o.queues);
+    this.ttlMs = o.budgetMs + o.leaseMs + START_GRACE_MS;
+    this.report = { slot: null, chain: f.ticket?.chain ?? o.id, generation: f.ticket?.generation ?? 0, backlog: null, started: [], successor: null };
+  }
+
+  /**
+   * How far a claim counts due jobs: the first, what `maxInvocations` invocations could run in one budget (to
+   * size the fan-out); later ones, one more than they ask for (enough to tell whether work is left beyond them).
+   */
+  backlogBound(first: boolean, batchSize: number): number {
+    return first ? Math.min(MAX_BACKLOG_COUNT, this.cap * this.perInvocation()) : batchSize + 1;
+  }
+
+  /** Takes or confirms this invocation's slot; false: it must not claim (no slot is live in its name, or none is free). */
+  async enter(): Promise<boolean> {
+    this.statements++;
+    if (this.f.ticket) {
+      this.report.slot = await queryJson<number | null>(this.o.db, holdInvocationSlotStatement(this.scope, this.o.id, this.o.sqlNow(), this.ttlMs));
+    } else {
+      const [mine] = await this.take(1, null, [this.o.id], null);
+      this.report.slot = mine?.slot ?? null;
+    }
+    return this.report.slot !== null;
+  }
+
+  /** Told of every claim: the first sizes the fan-out. */
+  claimed(claim: Claim, asked: number): void {
+    if (claim.noTaskFits) {
+      this.budgetEnded = true; // no statement was sent: it says nothing of the backlog
+      return;
+    }
+    this.lastFull = claim.claimed.length >= asked || claim.more || (claim.scheduled ?? 0) > 0;
+    this.moreDue = (claim.backlog ?? 0) > claim.claimed.length;
+    if (!this.first) return;
+    this.first = false;
+    this.report.backlog = claim.backlog ?? null;
+    // A short first claim took all there was (or met siblings' locks: contention): starting more would not help.
+    if (!this.lastFull || claim.backlog === undefined) return;
+    const need = Math.min(this.cap, Math.ceil(claim.backlog / this.perInvocation()));
+    if (need > 1 && !this.o.signal?.aborted) this.pending.push(this.startSiblings(need));
+  }
+
+  /** At the end of the invocation: a successor if the budget ended with work due, else the slot is freed; then what it started is handed on. */
+  async finish(summary: RunSummary, budgetSpent: boolean): Promise<void> {
+    if (this.report.slot !== null) {
+      try {
+        // Stopped on purpose (SIGTERM, the caller's signal): the chain ends here, whatever is due.
+        if (this.o.signal?.aborted) await this.release([this.o.id]);
+        else if ((budgetSpent || this.budgetEnded) && (this.lastFull || summary.released > 0)) await this.handOver(false);
+        // Ended early while its last claim saw more due than it took (siblings held those jobs then): the chain's
+        // last live invocation carries on, if it got something done. Jobs a limit holds back are not counted as
+        // due beyond the limit's room (backlog.ts), so a limit never makes the chain spin: they wait for the next tick.
+        else if (this.moreDue && progressed(summary) && await this.handOver(true)) { /* handed over */ }
+        else await this.release([this.o.id]);
+      } catch (error) {
+        // The slot expires on its own; the next tick carries on.
+        console.error("akadze: fan-out could not hand over or free its slot", error);
+      }
+    }
+    // (Starting siblings adds the requests it sent to `pending` once their slots are taken.)
+    while (this.pending.length > 0) await Promise.allSettled(this.pending.splice(0));
+    summary.roundTrips += this.statements;
+    summary.fanOut = this.report;
+  }
+
+  /** Jobs one invocation runs in what is left of its budget: its slots times the jobs each runs, once their run time is known. */
+  private perInvocation(): number {
+    const runMs = knownRunMs(this.o.app);
+    return runMs === null ? this.o.slots : Math.max(this.o.slots, Math.floor(this.o.slots * Math.max(0, this.o.remainingMs()) / Math.max(runMs, 1)));
+  }
+
+  private take(count: number, total: number | null, holders: string[], startedBy: string | null): Promise<{ slot: number; holder: string }[]> {
+    return queryJson(this.o.db, takeInvocationSlotsStatement({
+      scope: this.scope, cap: this.cap, count, total, holders, chain: this.report.chain, startedBy,
+      queues: this.o.queues, now: this.o.sqlNow(), ttlMs: this.ttlMs,
+    }));
+  }
+
+  private release(holders: string[]): Promise<unknown> {
+    this.statements++;
+    return queryJson(this.o.db, releaseInvocationSlotsStatement(this.scope, holders, this.o.sqlNow()));
+  }
+
+  private async startSiblings(need: number): Promise<void> {
+    const names = Array.from({ length: need - 1 }, () => this.mint(this.report.generation));
+    this.statements++;
+    let taken: { slot: number; holder: string }[];
+    try {
+      taken = await this.take(need - 1, need, names, this.o.id);
+    } catch (error) {
+      console.error("akadze: fan-out could not take slots for siblings", error);
+      return;
+    }
+    for (const { holder } of taken) {
+      this.report.started.push(holder);
+      this.invoke({ id: holder, kind: "sibling", generation: this.report.generation });
+    }
+  }
+
+  /** Hands the slot to a successor (`onlyIfLast`: only if no other invocation of the scope is live); false if it did not. */
+  private async handOver(onlyIfLast: boolean): Promise<boolean> {
+    const next = this.mint(this.report.generation + 1);
+    this.statements++;
+    const slot = await queryJson<number | null>(this.o.db, passInvocationSlotStatement({
+      scope: this.scope, from: this.o.id, to: next, queues: this.o.queues, now: this.o.sqlNow(), ttlMs: this.ttlMs, onlyIfLast,
+    }));
+    if (slot === null) return false;
+    this.report.successor = next;
+    this.invoke({ id: next, kind: "successor", generation: this.report.generation + 1 });
+    return true;
+  }
+
+  /** Asks the platform for one invocation; if that fails, its slot is freed at once rather than left to expire. */
+  private invoke(r: { id: string; kind: SiblingRequest["kind"]; generation: number }): void {
+    const request: SiblingRequest = {
+      ...r, chain: this.report.chain, startedBy: this.o.id, ...(this.o.queues ? { queues: this.o.queues } : {}),
+      slots: this.o.slots, batchSize: this.o.batchSize, budgetMs: this.o.budgetMs,
+    };
+    const started = Promise.resolve().then(() => this.f.invoke(request)).catch(async (error: unknown) => {
+      console.error(`akadze: fan-out could not start invocation ${r.id}; its slot is freed`, error);
+      await this.release([r.id]).catch(() => {});
+    });
+    if (this.f.waitUntil) this.f.waitUntil(started);
+    else this.pending.push(started);
+  }
+
+  /** A new invocation id: the chain, the budget it belongs to, and a random part (ids double as lease owners). */
+  private mint(generation: number): string {
+    return `${this.report.chain}.${generation}.${crypto.randomUUID().slice(0, 8)}`;
+  }
+}

@@ -1,0 +1,19 @@
+import { sql, type SQL } from "drizzle-orm";
+
+/**
+ * `backlog`: how many due jobs this claim could have taken, counted up to `bound` (so its cost never grows
+ * with the queue): the unlimited ones by the claim's own condition and index, plus the limited ones this claim
+ * took (each key brings at most what it has room for, so more of them would wait anyway). It reads the same
+ * snapshot as the claim, so the batch just claimed is part of it. Fan-out sizes the invocations on it.
+ */
+export function backlogCte(o: { eligible: SQL; unlimited: SQL; bound: number; limits: boolean }): SQL {
+  // A literal, rounded up to a power of two: a prepared claim keeps few texts, as with its lock limit.
+  const bound = 2 ** Math.ceil(Math.log2(Math.max(1, o.bound)));
+  return sql`backlog as (
+      select (select count(*) from (select 1 from akadze.jobs j where ${o.eligible} and ${o.unlimited} limit ${sql.raw(String(bound))}) b)
+        ${o.limits ? sql`+ (select count(*) from limited_candidates)` : sql``} as n
+    )`;
+}
+
+/** The claim's `backlog` output column (null when the claim did not count it). */
+export const BACKLOG_REPORT = sql`(select n from backlog)`;
