@@ -24,7 +24,7 @@ describe("a task without a timeout at the budget's end", () => {
     await task.using(t.db).enqueueMany(Array.from({ length: 30 }, () => ({})));
     const summary = await runOnce(app, { db: t.db, now: clock.now, slots: 1, batchSize: 30, budget: 1020 });
     expect(summary.failed).toBe(0);
-    const jobs = await t.rows<{ state: string; attempt: number; errors: unknown[] }>("select state, attempt, errors from akadze.jobs order by id");
+    const jobs = await t.rows<{ state: string; attempt: number; errors: unknown[] }>("select state, attempt, errors from akadze.all_jobs order by id");
     expect(jobs.filter((j) => j.state === "failed")).toEqual([]);
     const queued = jobs.filter((j) => j.state === "queued");
     expect(queued.length).toBeGreaterThan(0);
@@ -74,6 +74,6 @@ describe("wall-clock steps on the real clock", () => {
     expect(took).toBeLessThan(4_000);
     expect(summary.durationMs).toBeGreaterThan(1_000);
     expect(summary.durationMs).toBeLessThanOrEqual(took + 50);
-    expect((await t.rows("select count(*)::int as n from akadze.jobs where state = 'queued'"))[0].n).toBeGreaterThan(0);
+    expect((await t.rows("select count(*)::int as n from akadze.all_jobs where state = 'queued'"))[0].n).toBeGreaterThan(0);
   }, 60_000);
 });

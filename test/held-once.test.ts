@@ -57,12 +57,12 @@ describe("a live engine whose own leases lapsed", () => {
     a.clock.advance(60_000);
     await waitFor(() => (a.claims.get(quickId!) ?? 0) >= 2, "quick claimed again by the same worker");
     a.gate.resolve();
-    await waitFor(async () => (await t.rows("select state from akadze.jobs where id = $1", [quickId]))[0].state === "succeeded", "quick's success");
+    await waitFor(async () => (await t.rows("select state from akadze.all_jobs where id = $1", [quickId]))[0].state === "succeeded", "quick's success");
     stop.abort();
     await worker;
     expect(errors.map(String)).toEqual([]);
     expect(a.runs.filter((r) => r.task === "quick")).toEqual([{ task: "quick", id: quickId, attempt: 1 }]);
-    expect(await t.rows("select task, state, attempt from akadze.jobs order by id")).toEqual([
+    expect(await t.rows("select task, state, attempt from akadze.all_jobs order by id")).toEqual([
       { task: "block", state: "failed", attempt: 1 }, { task: "quick", state: "succeeded", attempt: 1 }]);
   });
 
@@ -77,11 +77,11 @@ describe("a live engine whose own leases lapsed", () => {
     // The lease lapses and is recovered (attempt 1 spent, LeaseExpired, backoff up to 1 s); past the backoff the
     // same worker claims it again while the first body still runs.
     a.clock.advance(60_000);
-    await waitFor(async () => (await t.rows("select state from akadze.jobs where id = $1", [blockId]))[0].state === "queued", "block recovered");
+    await waitFor(async () => (await t.rows("select state from akadze.all_jobs where id = $1", [blockId]))[0].state === "queued", "block recovered");
     a.clock.advance(5_000);
     await waitFor(() => (a.claims.get(blockId!) ?? 0) >= 2, "block claimed again by the same worker");
     a.gate.resolve();
-    await waitFor(async () => (await t.rows("select state from akadze.jobs where id = $1", [blockId]))[0].state === "succeeded", "block's success");
+    await waitFor(async () => (await t.rows("select state from akadze.all_jobs where id = $1", [blockId]))[0].state === "succeeded", "block's success");
     stop.abort();
     await worker;
     expect(errors.map(String)).toEqual([]);

@@ -28,7 +28,7 @@ forEachDriver((h) => {
     await task.using(h().db).enqueueMany(Array.from({ length: 40 }, () => ({})));
     const summary = await within(runOnce(app, { db: h().db, now: clock.now, slots: 40, batchSize: 40, budget: "2s" }), 10_000, "runOnce");
     expect(summary.succeeded).toBe(40);
-    const jobs = await h().rows<{ state: string; errors: { kind: string; message: string }[] }>("select state, errors from akadze.jobs order by id");
+    const jobs = await h().rows<{ state: string; errors: { kind: string; message: string }[] }>("select state, errors from akadze.all_jobs order by id");
     expect(jobs.map((j) => j.state)).toEqual(Array(40).fill("succeeded"));
     // The first call timed out; the calls after it were not made once the statement's deadline had passed.
     const kinds = jobs.flatMap((j) => j.errors.map((e) => e.kind));
@@ -50,6 +50,6 @@ forEachDriver((h) => {
     const outcome = await within(requestCancel(h().db, id!, app).then(() => "returned", (e: Error) => e.name), 10_000, "requestCancel");
     if (h().name === "neon-http") return; // committed before the hooks run: the caller still hears of the timeout
     expect(outcome).toBe("HookTimeout");
-    expect((await h().rows("select state from akadze.jobs"))[0].state).toBe("queued");
+    expect((await h().rows("select state from akadze.all_jobs"))[0].state).toBe("queued");
   });
 }, ["node-postgres", "neon-http"]);

@@ -53,7 +53,7 @@ describe("neon-http faults", () => {
     const took = performance.now() - began;
     expect(took).toBeLessThan(6_000); // the budget, and one MIN_REQUEST_TIMEOUT_MS for the last settle
     // What ran is recorded; what the budget's end left never started and is back in queued, attempt unspent.
-    const jobs = (await pool.query("select state, attempt from akadze.jobs order by id")).rows;
+    const jobs = (await pool.query("select state, attempt from akadze.all_jobs order by id")).rows;
     const succeeded = jobs.filter((j) => j.state === "succeeded");
     expect(succeeded.length).toBeGreaterThan(0);
     expect(jobs.filter((j) => j.state !== "succeeded")).toEqual(Array(20 - succeeded.length).fill({ state: "queued", attempt: 0 }));
@@ -69,11 +69,11 @@ describe("neon-http faults", () => {
     plan = nth(2, isClaim, "drop"); // the second claim leases 4 jobs, marks 2 started, and is never answered
     const summary = await runOnce(app, { db: http, now: clock.now, slots: 2, batchSize: 4 });
     expect(summary.succeeded).toBe(12);
-    expect(await pool.query("select count(*)::int as n from akadze.jobs where state = 'running'").then((r) => r.rows[0].n)).toBe(0);
+    expect(await pool.query("select count(*)::int as n from akadze.all_jobs where state = 'running'").then((r) => r.rows[0].n)).toBe(0);
     // Past every lease, nothing is recovered, charged or failed: each job ran once and succeeded.
     clock.advance(3600_000);
     await runOnce(app, { db: http, now: clock.now });
-    const jobs = (await pool.query("select id::int, state, attempt, errors from akadze.jobs order by id")).rows;
+    const jobs = (await pool.query("select id::int, state, attempt, errors from akadze.all_jobs order by id")).rows;
     expect(jobs).toEqual(ids.map((id) => ({ id, state: "succeeded", attempt: 1, errors: [] })));
     expect([...runs.values()]).toEqual(Array(12).fill(1));
   });
@@ -84,7 +84,7 @@ describe("neon-http faults", () => {
     await task.using(http).enqueueMany(Array.from({ length: 6 }, () => ({})));
     plan = nth(1, isClaim, "drop");
     await expect(runOnce(app, { db: http, now: clock.now, slots: 2, batchSize: 6 })).rejects.toThrow();
-    const jobs = (await pool.query("select state, attempt, started_at from akadze.jobs order by id")).rows;
+    const jobs = (await pool.query("select state, attempt, started_at from akadze.all_jobs order by id")).rows;
     expect(jobs).toEqual(Array(6).fill({ state: "queued", attempt: 0, started_at: null }));
   });
 });

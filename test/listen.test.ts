@@ -34,7 +34,7 @@ it("a worker on a pool with max 1 runs jobs and stops on abort", async () => {
     const stop = new AbortController();
     const warnings: string[] = [];
     const worker = runWorker(app, { db, slots: 1, signal: stop.signal, onError: (e) => warnings.push(String(e)) });
-    await within(waitFor(async () => (await t.rows("select state from akadze.jobs"))[0].state === "succeeded", "the job", { timeoutMs: 8_000 }), 10_000, "the job had not run");
+    await within(waitFor(async () => (await t.rows("select state from akadze.all_jobs"))[0].state === "succeeded", "the job", { timeoutMs: 8_000 }), 10_000, "the job had not run");
     stop.abort();
     expect(await within(worker, 5_000, "the worker had not stopped")).toMatchObject({ succeeded: 1 });
     expect(warnings.some((w) => /polls for enqueues instead/.test(w))).toBe(true);
@@ -55,7 +55,7 @@ it("listens again after its listening connection dies, and an enqueue wakes it t
     await t.pool.query("select pg_terminate_backend($1)", [first]);
     await waitFor(async () => { const now = await listeners(); return now.length === 1 && now[0] !== first; }, "a new LISTEN", { timeoutMs: 10_000 });
     await task.using(t.db).enqueue({});
-    await waitFor(async () => (await t.rows("select state from akadze.jobs"))[0]?.state === "succeeded", "the woken job", { timeoutMs: 10_000 });
+    await waitFor(async () => (await t.rows("select state from akadze.all_jobs"))[0]?.state === "succeeded", "the woken job", { timeoutMs: 10_000 });
   } finally {
     stop.abort();
     await within(worker, 5_000, "the worker had not stopped");
