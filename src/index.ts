@@ -42,3 +42,8 @@ export { listLimits, type LimitRow } from "./ops/limits.js";
 export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
 export type { ScheduleTiming, ScheduleEntry } from "./schedules/definition.js";
+export { sendEvent, sendEventQuery, type SendEventOptions, type SentEvent } from "./workflow/events.js";
+export { type Step, type StepContext, type StepOptions, type WaitForEventOptions, DEFAULT_MIN_STEP_TIME } from "./workflow/step.js";
+export { type WorkflowOptions, type WorkflowHandler } from "./workflow/define.js";
+export { type StoredStep } from "./workflow/types.js";
+export { StepFailed, StepMisuse, StepParked, WorkflowNondeterminism } from "./workflow/errors.js";

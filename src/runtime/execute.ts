@@ -47,6 +47,7 @@ export async function runJob(start: JobStart): Promise<Outcome | null> {
   const task = app.tasks.get(job.task)!;
   const current = new CurrentJob(job.id, {
     db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
+    timeoutMs: start.timeoutMs,
   });
   const run: JobRun = { job, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now,
     timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };

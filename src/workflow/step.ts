@@ -1,0 +1,326 @@
+import { backoffMs, type BackoffPolicy } from "../core/backoff.js";
+import { parseDuration, type Duration } from "../core/duration.js";
+import { Cancel, Fail, InvalidInput, LeaseLost, Retry, Snooze, type ErrorEntry } from "../core/errors.js";
+import { errorText, jsonProblem } from "../core/json.js";
+import { resolveRetryPolicy, type RetryPolicy } from "../core/retry-policy.js";
+import { MaxAttemptsSchema, NameSchema, parseOrThrow } from "../core/validate.js";
+import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
+import type { CurrentJob } from "../runtime/context.js";
+import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
+import { loadStepsStatement } from "../sql/load-steps.js";
+import { saveStepStatement, type StepWrite } from "../sql/save-step.js";
+import { timeOutWaitStatement } from "../sql/time-out-wait.js";
+import { timestamp } from "../sql/time.js";
+import { StepFailed, StepMisuse, StepParked, WorkflowNondeterminism } from "./errors.js";
+import type { StoredStep, StepPolicy } from "./types.js";
+
+/** What a step's function sees. @example await step.run("charge", ({ attempt }) => charge(order, { idempotencyKey: `o-${order}-${attempt}` })); */
+export interface StepContext {
+  /** 1 the first time this step runs, counted per step (not the job's attempt). */
+  attempt: number;
+}
+
+/** A step's own retry policy; each field defaults to the workflow task's. @example await step.run("mail", send, { maxAttempts: 5, backoff: { wait: "10s", backoff: 2 } }); */
+export interface StepOptions {
+  /** Runs of this step including the first. */
+  maxAttempts?: number;
+  /** Delay per failed run of this step: a function of the step's attempt, or a declarative `RetryPolicy`. */
+  backoff?: BackoffPolicy | RetryPolicy;
+  /** Only errors it accepts are retried; others fail the workflow at once. */
+  retryOn?: (error: unknown) => boolean;
+}
+
+/** What `waitForEvent` waits for. @example await step.waitForEvent("shipped", { event: "order.shipped", match: { orderId: 7 }, timeout: "7d" }); */
+export interface WaitForEventOptions {
+  /** The event's name, as `sendEvent` gives it. Default: the step's name. */
+  event?: string;
+  /** A JSON object the event's payload must contain (Postgres `@>`: `{ orderId: 7 }` matches `{ orderId: 7, carrier: "ups" }`). Default: any payload. */
+  match?: Record<string, unknown>;
+  /** How long to wait; past it the step returns `null`. */
+  timeout: Duration;
+}
+
+/**
+ * The steps of one run of a workflow: each call is memoized in `akadze.steps` under its name, and a replay
+ * gets the stored result without running it again. Step names must be unique within a workflow and reached
+ * in the same order on every run.
+ * @example const charge = await step.run("charge", () => payments.charge(order));
+ */
+export interface Step {
+  /** Runs `fn` once; its JSON result is stored and returned on every later run. A throw retries this step alone. */
+  run<T>(name: string, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>>;
+  /**
+   * Runs `fn` in a transaction that also stores the step's result: the app's writes through `tx` commit with
+   * it or not at all (exactly once). Not on neon-http (no interactive transactions): use `batch` there.
+   */
+  transaction<T>(name: string, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T>;
+  /** Runs the queries `build` returns and stores the step as done, all as one transaction (`db.batch` on neon-http). */
+  batch(name: string, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void>;
+  /** Parks the run for `duration` (no slot, lease or connection held, no attempt spent). */
+  sleep(name: string, duration: Duration): Promise<void>;
+  /** Parks the run until `at`. */
+  sleepUntil(name: string, at: Date): Promise<void>;
+  /** Parks the run until `sendEvent` delivers a matching event (its payload is returned) or the timeout passes (`null`). */
+  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null>;
+}
+
+/** The deadline is this close or closer: the run yields before a new step instead of starting it. */
+export const DEFAULT_MIN_STEP_TIME = "5s";
+
+/** One run's steps. The workflow runtime builds it, runs the handler with it, then asks `outcome()`. */
+export class StepRunner implements Step {
+  private stored = new Map<string, StoredStep>();
+  private bySeq = new Map<number, StoredStep>();
+  private seen = new Set<string>();
+  private seq = 0;
+  private executed = 0;
+  private parkMs: number | null = null;
+  private failure: Error | null = null;
+  private inflight: Promise<unknown>[] = [];
+  /** Event waits this run left waiting: re-read before parking, so an event that came meanwhile is not slept through. */
+  private waiting = new Set<string>();
+  private readonly db: Db;
+
+  constructor(private readonly current: CurrentJob, private readonly policy: StepPolicy, private readonly minStepTimeMs: number) {
+    this.db = current.runtime.db;
+  }
+
+  /** Reads the job's stored steps (one statement). */
+  async load(): Promise<void> {
+    const rows = await queryJson<StoredStep[]>(this.db, loadStepsStatement(this.current.id));
+    for (const row of rows ?? []) { this.stored.set(row.name, row); this.bySeq.set(row.seq, row); }
+  }
+
+  run<T>(name: string, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>> {
+    return this.runStep(name, options, async (seq, ctx) => {
+      const value = await fn(ctx);
+      this.assertJson(name, value);
+      await this.save(this.db, { name, seq, kind: "run", state: "done", result: value, attempts: ctx.attempt });
+      return value;
+    });
+  }
+
+  transaction<T>(name: string, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T> {
+    if (isNeonHttp(this.db)) {
+      return this.refuse(new StepMisuse(`step ${JSON.stringify(name)}: step.transaction needs an interactive transaction, which neon-http does not have: use step.batch(name, (db) => [...queries])`));
+    }
+    return this.runStep(name, options, (seq, ctx) => this.db.transaction(async (tx) => {
+      const value = await fn(tx as unknown as Db, ctx);
+      this.assertJson(name, value);
+      await this.save(tx as unknown as Db, { name, seq, kind: "run", state: "done", result: value, attempts: ctx.attempt });
+      return value;
+    }));
+  }
+
+  batch(name: string, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void> {
+    return this.runStep(name, options, async (seq, ctx) => {
+      const at = timestamp(this.current.runtime.now());
+      const { owner } = this.current.runtime;
+      try {
+        await runAtomically(this.db, (d) => [...build(d), d.execute(saveStepStatement(owner, this.current.id, at, { name, seq, kind: "run", state: "done", attempts: ctx.attempt }))]);
+      } catch (error) {
+        throw this.leaseLostOr(error);
+      }
+    });
+  }
+
+  sleep(name: string, duration: Duration): Promise<void> {
+    let ms: number;
+    try { ms = parseDuration(duration, `step ${JSON.stringify(name)}: sleep duration`); } catch (error) { return this.refuse(new InvalidInput((error as Error).message)); }
+    return this.sleepUntil(name, new Date(this.now() + ms));
+  }
+
+  async sleepUntil(name: string, at: Date): Promise<void> {
+    const seq = this.enter(name, "sleep");
+    const stored = this.stored.get(name);
+    if (stored?.state === "done") return;
+    const wakeAt = stored?.wakeAt ? new Date(stored.wakeAt) : at;
+    if (!(wakeAt instanceof Date) || Number.isNaN(wakeAt.getTime())) throw this.fail(new InvalidInput(`step ${JSON.stringify(name)}: sleepUntil needs a valid Date`));
+    if (wakeAt.getTime() <= this.now()) {
+      await this.save(this.db, { name, seq, kind: "sleep", state: "done", attempts: 1, wakeAt });
+      return;
+    }
+    if (!stored) await this.save(this.db, { name, seq, kind: "sleep", state: "waiting", attempts: 1, wakeAt });
+    throw this.park(wakeAt.getTime() - this.now());
+  }
+
+  async waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null> {
+    const seq = this.enter(name, "event");
+    const stored = this.stored.get(name);
+    if (stored?.state === "done") return stored.result as T;
+    if (stored?.state === "timed_out") return null;
+    if (!stored) {
+      const { event, match, timeoutMs } = this.checkWait(name, options);
+      const wakeAt = new Date(this.now() + timeoutMs);
+      await this.save(this.db, { name, seq, kind: "event", state: "waiting", attempts: 1, wakeAt, event, match: match ?? undefined });
+      this.waiting.add(name);
+      throw this.park(timeoutMs);
+    }
+    const wakeAt = new Date(stored.wakeAt!).getTime();
+    if (wakeAt > this.now()) {
+      this.waiting.add(name);
+      throw this.park(wakeAt - this.now());
+    }
+    const won = await queryJson<boolean>(this.db, timeOutWaitStatement(this.current.id, name, timestamp(this.current.runtime.now())));
+    if (won) return null;
+    // An event reached the step just before its timeout was recorded: it counts.
+    await this.load();
+    return this.stored.get(name)!.result as T;
+  }
+
+  /**
+   * Waits for every step still running, then says how the run ends: `{ throw }` (a step failure, or a park
+   * as a Snooze) or nothing (the handler's own return or throw stands).
+   */
+  async outcome(): Promise<Error | null> {
+    while (this.inflight.length > 0) await Promise.allSettled(this.inflight.splice(0));
+    if (this.failure) return this.failure;
+    if (this.parkMs === null) return null;
+    if (this.waiting.size > 0 && this.parkMs > 0) {
+      // One more read: an event delivered while this run went on would otherwise wait for the next wake.
+      const fresh = await queryJson<StoredStep[]>(this.db, loadStepsStatement(this.current.id));
+      if ((fresh ?? []).some((s) => this.waiting.has(s.name) && s.state !== "waiting")) this.parkMs = 0;
+    }
+    return new StepParked(this.parkMs);
+  }
+
+  /** A run-kind step: memoized, yields on a short budget, retried with the step's own policy. */
+  private runStep<T>(name: string, options: StepOptions | undefined, exec: (seq: number, ctx: StepContext) => Promise<T>): Promise<Awaited<T>> {
+    let seq: number;
+    try { seq = this.enter(name, "run"); } catch (error) { return Promise.reject(error); }
+    const stored = this.stored.get(name);
+    if (stored?.state === "done") return Promise.resolve((stored.hasResult ? stored.result : undefined) as Awaited<T>);
+    // A workflow requeued after a step gave up starts that step's attempts afresh.
+    const attempt = (stored?.state === "retrying" ? stored.attempts : 0) + 1;
+    if (this.executed > 0 && this.current.deadline - this.now() < this.minStepTimeMs) return Promise.reject(this.park(0));
+    const policy = resolveStepPolicy(name, this.policy, options);
+    const running = (async (): Promise<Awaited<T>> => {
+      try {
+        const value = await exec(seq, { attempt });
+        this.executed++;
+        return value as Awaited<T>;
+      } catch (error) {
+        throw await this.failed(name, seq, attempt, policy, error);
+      }
+    })();
+    this.inflight.push(running.catch(() => {}));
+    return running;
+  }
+
+  /** Records a step's failure and returns what to throw: a park for the backoff, or the workflow's failure. */
+  private async failed(name: string, seq: number, attempt: number, policy: ResolvedStepPolicy, error: unknown): Promise<Error> {
+    if (error instanceof StepParked || error instanceof LeaseLost) return error;
+    if (error instanceof Snooze) return this.park(error.delayMs); // polling inside a step: no attempt counted
+    if (error instanceof Fail || error instanceof Cancel) return this.fail(error);
+    const retryable = error instanceof Retry || !policy.retryOn || safePredicate(policy.retryOn, error);
+    const spent = !retryable || attempt >= policy.maxAttempts;
+    try {
+      await this.save(this.db, { name, seq, kind: "run", state: spent ? "failed" : "retrying", attempts: attempt, error: errorEntry(attempt, this.current.runtime.now(), error) });
+    } catch (saveError) {
+      return saveError as Error; // the lease is lost or the database is away: the job's own retry handles it
+    }
+    if (spent) return this.fail(new StepFailed(name, attempt, error));
+    return this.park(error instanceof Retry ? error.delayMs : backoffMs(attempt, policy.backoff));
+  }
+
+  /** Checks the name (valid, unused in this run, at the position it had when stored) and takes the next position. */
+  private enter(name: string, kind: StoredStep["kind"]): number {
+    if (this.failure) throw this.failure;
+    if (this.parkMs !== null) throw new StepParked(this.parkMs);
+    try { parseOrThrow(NameSchema, name, "step name"); } catch (error) { throw this.fail(new StepMisuse((error as Error).message)); }
+    if (this.seen.has(name)) {
+      throw this.fail(new WorkflowNondeterminism(`step name ${JSON.stringify(name)} is used twice in this workflow: give each step its own name (e.g. \`mail-\${i}\` in a loop)`));
+    }
+    this.seen.add(name);
+    const seq = this.seq++;
+    const stored = this.stored.get(name);
+    const atSeq = this.bySeq.get(seq);
+    if ((stored && (stored.seq !== seq || stored.kind !== kind)) || (atSeq && atSeq.name !== name)) {
+      const was = atSeq ? `${JSON.stringify(atSeq.name)} (${atSeq.kind})` : "no step";
+      throw this.fail(new WorkflowNondeterminism(`workflow replay reached step ${JSON.stringify(name)} (${kind}) as step #${seq + 1}, where the stored run had ${was}: ` +
+        "a workflow must reach its steps in the same order on every run (branch only on step results)"));
+    }
+    return seq;
+  }
+
+  private checkWait(name: string, options: WaitForEventOptions): { event: string; match: Record<string, unknown> | null; timeoutMs: number } {
+    const what = `step ${JSON.stringify(name)}: waitForEvent`;
+    if (typeof options !== "object" || options === null) throw this.fail(new InvalidInput(`${what} needs options { timeout }`));
+    const event = options.event ?? name;
+    let timeoutMs: number;
+    try {
+      parseOrThrow(NameSchema, event, `${what} event name`);
+      timeoutMs = parseDuration(options.timeout, `${what} timeout`);
+    } catch (error) { throw this.fail(new InvalidInput((error as Error).message)); }
+    const match = options.match ?? null;
+    if (match !== null && (typeof match !== "object" || Array.isArray(match) || jsonProblem(match, "match") !== null)) {
+      throw this.fail(new InvalidInput(`${what} match must be a JSON object (the payload must contain it)`));
+    }
+    return { event, match, timeoutMs };
+  }
+
+  private async save(db: Db, write: StepWrite): Promise<void> {
+    const { owner, now } = this.current.runtime;
+    try {
+      await queryJson(db, saveStepStatement(owner, this.current.id, timestamp(now()), write));
+    } catch (error) {
+      throw this.leaseLostOr(error);
+    }
+  }
+
+  private leaseLostOr(error: unknown): unknown {
+    const chain: any[] = [];
+    for (let e: any = error; e && chain.length < 10; e = e.cause) chain.push(e);
+    return chain.some((e) => e.code === LEASE_LOST_CODE)
+      ? new LeaseLost(`this run no longer owns job ${this.current.id}; the step's writes were rolled back`, { cause: error }) : error;
+  }
+
+  private assertJson(name: string, value: unknown): void {
+    const problem = value === undefined ? null : jsonProblem(value, "result");
+    if (problem !== null) throw this.fail(new StepMisuse(`step ${JSON.stringify(name)} returned a value that is not JSON: ${problem}`));
+  }
+
+  /** Parks the run (the earliest of its parks wins) and returns what the step call throws. */
+  private park(ms: number): StepParked {
+    this.parkMs = Math.max(0, Math.min(this.parkMs ?? Infinity, ms));
+    return new StepParked(this.parkMs);
+  }
+
+  private fail(error: Error): Error {
+    this.failure ??= error;
+    return this.failure;
+  }
+
+  private refuse<T>(error: Error): Promise<T> {
+    return Promise.reject(this.fail(error));
+  }
+
+  private now(): number {
+    return this.current.runtime.now().getTime();
+  }
+}
+
+interface ResolvedStepPolicy { maxAttempts: number; backoff: BackoffPolicy | undefined; retryOn: ((error: unknown) => boolean) | undefined }
+
+function resolveStepPolicy(name: string, base: StepPolicy, options: StepOptions | undefined): ResolvedStepPolicy {
+  if (!options) return base;
+  const maxAttempts = options.maxAttempts === undefined ? undefined : parseOrThrow(MaxAttemptsSchema, options.maxAttempts, `step ${name} maxAttempts`);
+  if (options.backoff === undefined || typeof options.backoff === "function") {
+    return { maxAttempts: maxAttempts ?? base.maxAttempts, backoff: options.backoff ?? base.backoff, retryOn: options.retryOn ?? base.retryOn };
+  }
+  const policy = resolveRetryPolicy(options.backoff);
+  return { maxAttempts: maxAttempts ?? policy.maxAttempts ?? base.maxAttempts, backoff: policy.backoff, retryOn: options.retryOn ?? policy.retryOn ?? base.retryOn };
+}
+
+function safePredicate(predicate: (error: unknown) => boolean, error: unknown): boolean {
+  try { return Boolean(predicate(error)); } catch { return true; }
+}
+
+function errorEntry(attempt: number, at: Date, error: unknown): ErrorEntry {
+  let kind = "Error", message: string, stack: string | null = null;
+  try {
+    if (error instanceof Error) { kind = error.name; message = error.message; stack = error.stack ?? null; }
+    else { kind = error === null ? "null" : `NonError(${typeof error})`; message = JSON.stringify(error) ?? String(error); }
+  } catch { message = "a value that cannot be turned into text"; }
+  return { attempt, at: at.toISOString(), kind, message: errorText(message), stack: stack === null ? null : errorText(stack) };
+}

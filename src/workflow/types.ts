@@ -1,0 +1,32 @@
+import type { BackoffPolicy } from "../core/backoff.js";
+import type { ErrorEntry } from "../core/errors.js";
+
+/** A step as stored in `akadze.steps` and shown by `getJob` (timestamps are ISO strings). */
+export interface StoredStep {
+  name: string;
+  /** Its position in the handler's order of step calls, from 0. */
+  seq: number;
+  kind: "run" | "sleep" | "event" | "jobs";
+  /** `done`; `retrying` (failed, parked for its backoff); `failed` (gave up); `waiting` (a sleep or event wait); `timed_out` (a wait that got no event). */
+  state: "done" | "retrying" | "failed" | "waiting" | "timed_out";
+  result: unknown;
+  /** False when the step returned nothing (`undefined`). */
+  hasResult: boolean;
+  errors: ErrorEntry[];
+  /** Runs of this step so far (since the workflow was last requeued). */
+  attempts: number;
+  /** When a sleep ends or a wait times out. */
+  wakeAt: string | null;
+  /** The event an event wait waits for, and the object its payload must contain. */
+  event: string | null;
+  match: unknown;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+/** The retry policy steps get from their workflow task. */
+export interface StepPolicy {
+  maxAttempts: number;
+  backoff: BackoffPolicy | undefined;
+  retryOn: ((error: unknown) => boolean) | undefined;
+}
