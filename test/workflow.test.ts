@@ -3,7 +3,7 @@
 import { beforeEach, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
-import { createApp, getJob, requestCancel, runOnce, sendEvent, sendEventQuery, type Db } from "../src/index.js";
+import { createApp, getJob, pruneJobs, requestCancel, runOnce, sendEvent, sendEventQuery, type Db } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
@@ -272,5 +272,22 @@ forEachDriver((h, driver) => {
     }
     expect(runsPerInvocation).toEqual([2, 1]);
     expect(await job(slow)).toMatchObject({ state: "succeeded", attempt: 1 });
+  });
+
+  it("retention deletes a finished workflow's steps with its job, and keeps those of a job it keeps", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const flow = app.workflow("short", async (_a, step) => step.run("only", () => 1));
+    const old = await flow.using(h().db).enqueue({});
+    await invoke(app, clock);
+    clock.advance(10 * DAY);
+    const recent = await flow.using(h().db).enqueue({});
+    await invoke(app, clock); // its claim's retention (7 days by default) prunes the old job
+    expect(await job(old)).toBeUndefined();
+    expect(await steps(old)).toEqual([]);
+    expect(await steps(recent)).toHaveLength(1);
+    clock.advance(DAY);
+    expect(await pruneJobs(h().db, { olderThan: "1h", now: clock.now() })).toEqual({ deleted: 1 });
+    expect(await steps(recent)).toEqual([]);
   });
 });

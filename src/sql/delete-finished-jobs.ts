@@ -10,7 +10,8 @@ function stateLiteral(state: FinishedState): string {
 /**
  * A CTE `name` that deletes up to `limit` jobs in `states` that finished before `cutoff`, returning their
  * ids. The (state, finished_at) index makes this a short range scan; SKIP LOCKED lets concurrent
- * invocations share the work instead of waiting.
+ * invocations share the work instead of waiting. The steps of deleted workflow jobs go with them (a
+ * second CTE, `<name>_steps`): steps have no foreign key to their job, so nothing else removes them.
  */
 export function deleteFinishedJobsCte(name: string, states: readonly FinishedState[], cutoff: SQL, limit: number): SQL {
   return sql`${sql.identifier(name)} as (
@@ -18,5 +19,6 @@ export function deleteFinishedJobsCte(name: string, states: readonly FinishedSta
       select id from akadze.jobs
       where state in (${sql.raw(states.map(stateLiteral).join(", "))}) and finished_at < ${cutoff}
       limit ${limit} for update skip locked)
-    returning id)`;
+    returning id),
+    ${sql.identifier(`${name}_steps`)} as (delete from akadze.steps where job_id in (select id from ${sql.identifier(name)}))`;
 }
