@@ -47,3 +47,4 @@ export { type Step, type StepContext, type StepOptions, type WaitForEventOptions
 export { type WorkflowOptions, type WorkflowHandler } from "./workflow/define.js";
 export { type StoredStep } from "./workflow/types.js";
 export { StepFailed, StepMisuse, StepParked, WorkflowNondeterminism } from "./workflow/errors.js";
+export { type ChildJob, type ChildJobsOptions, ChildJobFailed, DEFAULT_CHILD_POLL } from "./workflow/children.js";

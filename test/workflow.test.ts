@@ -3,7 +3,7 @@
 import { beforeEach, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
-import { createApp, getJob, pruneJobs, requestCancel, runOnce, sendEvent, sendEventQuery, type Db } from "../src/index.js";
+import { ChildJobFailed, createApp, Fail, getJob, pruneJobs, requestCancel, runOnce, sendEvent, sendEventQuery, type Db } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
@@ -289,5 +289,44 @@ forEachDriver((h, driver) => {
     clock.advance(DAY);
     expect(await pruneJobs(h().db, { olderThan: "1h", now: clock.now() })).toEqual({ deleted: 1 });
     expect(await steps(recent)).toEqual([]);
+  });
+
+  it("fan-out and fan-in: child jobs are enqueued once with their step, and the parked parent gets their outcomes", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const resize = app.task("image.resize", { args: v.object({ width: v.number() }), maxAttempts: 1 }, async ({ width }) => {
+      if (width === 0) throw new Fail("no width");
+      return { url: `img-${width}.png` };
+    });
+    const child = app.workflow("child.flow", { args: v.object({ n: v.number() }) }, async ({ n }, step) => step.run("double", () => n * 2));
+    let replays = 0;
+    const id = await app.workflow("parent", async (_a, step) => {
+      replays++;
+      const [group, doubled] = await Promise.all([
+        step.runJobs("resize", resize, [{ width: 100 }, { width: 0 }, { width: 300 }], { poll: "5s" }),
+        step.invoke<typeof child.definition.schema, number>("child", child, { n: 21 }, { poll: "5s" }),
+      ]);
+      let failed: string | null = null;
+      try { await step.invoke("bad", resize, { width: 0 }, { poll: "5s" }); } catch (error) { if (error instanceof ChildJobFailed) failed = error.message; else throw error; }
+      return { states: group.map((c) => c.state), urls: group.map((c) => (c.result as { url: string } | null)?.url ?? null), doubled, failed };
+    }).using(h().db).enqueue({});
+
+    await invoke(app, clock); // the parent enqueues 4 children and parks
+    await invoke(app, clock); // the children run
+    expect(await h().rows("select task, state from akadze.jobs where id <> " + id + " order by id")).toEqual([
+      { task: "image.resize", state: "succeeded" }, { task: "image.resize", state: "failed" }, { task: "image.resize", state: "succeeded" },
+      { task: "child.flow", state: "succeeded" },
+    ]);
+    clock.advance(5000);
+    await invoke(app, clock); // collects them, starts "bad", parks
+    await invoke(app, clock); // "bad" fails
+    clock.advance(5000);
+    await invoke(app, clock);
+    expect(await job(id)).toMatchObject({ state: "succeeded", result: {
+      states: ["succeeded", "failed", "succeeded"], urls: ["img-100.png", null, "img-300.png"], doubled: 42,
+      failed: expect.stringMatching(/^child job \d+ ended failed: no width$/),
+    } });
+    expect(await h().rows("select count(*)::int as n from akadze.jobs")).toEqual([{ n: 6 }]); // 5 children, each enqueued once
+    expect(replays).toBe(3);
   });
 });

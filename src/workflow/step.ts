@@ -13,6 +13,9 @@ import { timeOutWaitStatement } from "../sql/time-out-wait.js";
 import { timestamp } from "../sql/time.js";
 import { StepFailed, StepMisuse, StepParked, WorkflowNondeterminism } from "./errors.js";
 import type { StoredStep, StepPolicy } from "./types.js";
+import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } from "./children.js";
+import type * as v from "valibot";
+import type { ArgsSchema, Task } from "../app/task.js";
 
 /** What a step's function sees. @example await step.run("charge", ({ attempt }) => charge(order, { idempotencyKey: `o-${order}-${attempt}` })); */
 export interface StepContext {
@@ -62,6 +65,13 @@ export interface Step {
   sleepUntil(name: string, at: Date): Promise<void>;
   /** Parks the run until `sendEvent` delivers a matching event (its payload is returned) or the timeout passes (`null`). */
   waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null>;
+  /**
+   * Enqueues one child job per args (exactly once, with the step) and parks until all have finished;
+   * returns each child's state, result and last error, in order (Celery's group and chord).
+   */
+  runJobs<S extends ArgsSchema>(name: string, task: Task<S>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob[]>;
+  /** One child job: its result once it succeeded; `ChildJobFailed` if it failed, was cancelled or ended rate_limited. */
+  invoke<S extends ArgsSchema, R = unknown>(name: string, task: Task<S>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R>;
 }
 
 /** The deadline is this close or closer: the run yields before a new step instead of starting it. */
@@ -69,7 +79,8 @@ export const DEFAULT_MIN_STEP_TIME = "5s";
 
 /** One run's steps. The workflow runtime builds it, runs the handler with it, then asks `outcome()`. */
 export class StepRunner implements Step {
-  private stored = new Map<string, StoredStep>();
+  /** @internal The steps stored before this run, by name. */
+  readonly stored = new Map<string, StoredStep>();
   private bySeq = new Map<number, StoredStep>();
   private seen = new Set<string>();
   private seq = 0;
@@ -79,9 +90,10 @@ export class StepRunner implements Step {
   private inflight: Promise<unknown>[] = [];
   /** Event waits this run left waiting: re-read before parking, so an event that came meanwhile is not slept through. */
   private waiting = new Set<string>();
-  private readonly db: Db;
+  /** @internal */
+  readonly db: Db;
 
-  constructor(private readonly current: CurrentJob, private readonly policy: StepPolicy, private readonly minStepTimeMs: number) {
+  constructor(/** @internal */ readonly current: CurrentJob, private readonly policy: StepPolicy, private readonly minStepTimeMs: number) {
     this.db = current.runtime.db;
   }
 
@@ -168,6 +180,22 @@ export class StepRunner implements Step {
     return this.stored.get(name)!.result as T;
   }
 
+  runJobs<S extends ArgsSchema>(name: string, task: Task<S>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob[]> {
+    return this.tracked(runChildJobs(this, name, task, args, options));
+  }
+
+  async invoke<S extends ArgsSchema, R = unknown>(name: string, task: Task<S>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R> {
+    const [child] = await this.runJobs(name, task, [args], options);
+    if (child.state !== "succeeded") throw new ChildJobFailed(child);
+    return child.result as R;
+  }
+
+  /** A step promise the run waits for before it ends, even if the handler stopped awaiting it. */
+  private tracked<T>(step: Promise<T>): Promise<T> {
+    this.inflight.push(step.catch(() => {}));
+    return step;
+  }
+
   /**
    * Waits for every step still running, then says how the run ends: `{ throw }` (a step failure, or a park
    * as a Snooze) or nothing (the handler's own return or throw stands).
@@ -224,7 +252,8 @@ export class StepRunner implements Step {
   }
 
   /** Checks the name (valid, unused in this run, at the position it had when stored) and takes the next position. */
-  private enter(name: string, kind: StoredStep["kind"]): number {
+  /** @internal */
+  enter(name: string, kind: StoredStep["kind"]): number {
     if (this.failure) throw this.failure;
     if (this.parkMs !== null) throw new StepParked(this.parkMs);
     try { parseOrThrow(NameSchema, name, "step name"); } catch (error) { throw this.fail(new StepMisuse((error as Error).message)); }
@@ -259,7 +288,8 @@ export class StepRunner implements Step {
     return { event, match, timeoutMs };
   }
 
-  private async save(db: Db, write: StepWrite): Promise<void> {
+  /** @internal */
+  async save(db: Db, write: StepWrite): Promise<void> {
     const { owner, now } = this.current.runtime;
     try {
       await queryJson(db, saveStepStatement(owner, this.current.id, timestamp(now()), write));
@@ -268,7 +298,8 @@ export class StepRunner implements Step {
     }
   }
 
-  private leaseLostOr(error: unknown): unknown {
+  /** @internal */
+  leaseLostOr(error: unknown): unknown {
     const chain: any[] = [];
     for (let e: any = error; e && chain.length < 10; e = e.cause) chain.push(e);
     return chain.some((e) => e.code === LEASE_LOST_CODE)
@@ -281,12 +312,14 @@ export class StepRunner implements Step {
   }
 
   /** Parks the run (the earliest of its parks wins) and returns what the step call throws. */
-  private park(ms: number): StepParked {
+  /** @internal */
+  park(ms: number): StepParked {
     this.parkMs = Math.max(0, Math.min(this.parkMs ?? Infinity, ms));
     return new StepParked(this.parkMs);
   }
 
-  private fail(error: Error): Error {
+  /** @internal */
+  fail(error: Error): Error {
     this.failure ??= error;
     return this.failure;
   }
@@ -295,7 +328,8 @@ export class StepRunner implements Step {
     return Promise.reject(this.fail(error));
   }
 
-  private now(): number {
+  /** @internal */
+  now(): number {
     return this.current.runtime.now().getTime();
   }
 }

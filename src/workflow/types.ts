@@ -33,11 +33,12 @@ export interface StepPolicy {
 
 /**
  * What a step waits for, in words, or null when it waits for nothing: `until <time>` for a sleep or a
- * retry's backoff, `event "<name>" matching <json> until <time>` for an event wait.
+ * retry's backoff, `child jobs <ids> to finish`, `event "<name>" matching <json> until <time>` for an event wait.
  * @example stepWaitText(step) // 'event "order.shipped" matching {"orderId":7} until 2026-06-08T12:00:00.000Z'
  */
 export function stepWaitText(step: StoredStep): string | null {
   if (step.state !== "waiting") return null;
+  if (step.kind === "jobs") return `child jobs ${(step.result as unknown[] | null ?? []).join(", ")} to finish`;
   if (step.kind !== "event") return `until ${step.wakeAt}`;
   return `event ${JSON.stringify(step.event)}${step.match == null ? "" : ` matching ${JSON.stringify(step.match)}`} until ${step.wakeAt}`;
 }
