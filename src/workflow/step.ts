@@ -1,9 +1,10 @@
-import { backoffMs, type BackoffPolicy } from "../core/backoff.js";
+import { backoffMs } from "../core/backoff.js";
 import { parseDuration, type Duration } from "../core/duration.js";
-import { Cancel, Fail, InvalidInput, LeaseLost, Retry, Snooze, type ErrorEntry } from "../core/errors.js";
-import { errorText, jsonProblem } from "../core/json.js";
-import { resolveRetryPolicy, type RetryPolicy } from "../core/retry-policy.js";
-import { MaxAttemptsSchema, NameSchema, parseOrThrow } from "../core/validate.js";
+import type { Step, StepContext, StepOptions, WaitForEventOptions } from "./api.js";
+import { errorEntry, resolveStepPolicy, safePredicate, type ResolvedStepPolicy } from "./step-policy.js";
+import { Cancel, Fail, InvalidInput, LeaseLost, Retry, Snooze } from "../core/errors.js";
+import { jsonProblem } from "../core/json.js";
+import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import type { CurrentJob } from "../runtime/context.js";
 import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
@@ -14,65 +15,10 @@ import { timestamp } from "../sql/time.js";
 import { StepFailed, StepMisuse, StepParked, WorkflowNondeterminism } from "./errors.js";
 import type { StoredStep, StepPolicy } from "./types.js";
 import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } from "./children.js";
+
+export type { Step, StepContext, StepOptions, WaitForEventOptions } from "./api.js";
 import type * as v from "valibot";
 import type { ArgsSchema, Task } from "../app/task.js";
-
-/** What a step's function sees. @example await step.run("charge", ({ attempt }) => charge(order, { idempotencyKey: `o-${order}-${attempt}` })); */
-export interface StepContext {
-  /** 1 the first time this step runs, counted per step (not the job's attempt). */
-  attempt: number;
-}
-
-/** A step's own retry policy; each field defaults to the workflow task's. @example await step.run("mail", send, { maxAttempts: 5, backoff: { wait: "10s", backoff: 2 } }); */
-export interface StepOptions {
-  /** Runs of this step including the first. */
-  maxAttempts?: number;
-  /** Delay per failed run of this step: a function of the step's attempt, or a declarative `RetryPolicy`. */
-  backoff?: BackoffPolicy | RetryPolicy;
-  /** Only errors it accepts are retried; others fail the workflow at once. */
-  retryOn?: (error: unknown) => boolean;
-}
-
-/** What `waitForEvent` waits for. @example await step.waitForEvent("shipped", { event: "order.shipped", match: { orderId: 7 }, timeout: "7d" }); */
-export interface WaitForEventOptions {
-  /** The event's name, as `sendEvent` gives it. Default: the step's name. */
-  event?: string;
-  /** A JSON object the event's payload must contain (Postgres `@>`: `{ orderId: 7 }` matches `{ orderId: 7, carrier: "ups" }`). Default: any payload. */
-  match?: Record<string, unknown>;
-  /** How long to wait; past it the step returns `null`. */
-  timeout: Duration;
-}
-
-/**
- * The steps of one run of a workflow: each call is memoized in `akadze.steps` under its name, and a replay
- * gets the stored result without running it again. Step names must be unique within a workflow and reached
- * in the same order on every run.
- * @example const charge = await step.run("charge", () => payments.charge(order));
- */
-export interface Step {
-  /** Runs `fn` once; its JSON result is stored and returned on every later run. A throw retries this step alone. */
-  run<T>(name: string, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>>;
-  /**
-   * Runs `fn` in a transaction that also stores the step's result: the app's writes through `tx` commit with
-   * it or not at all (exactly once). Not on neon-http (no interactive transactions): use `batch` there.
-   */
-  transaction<T>(name: string, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T>;
-  /** Runs the queries `build` returns and stores the step as done, all as one transaction (`db.batch` on neon-http). */
-  batch(name: string, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void>;
-  /** Parks the run for `duration` (no slot, lease or connection held, no attempt spent). */
-  sleep(name: string, duration: Duration): Promise<void>;
-  /** Parks the run until `at`. */
-  sleepUntil(name: string, at: Date): Promise<void>;
-  /** Parks the run until `sendEvent` delivers a matching event (its payload is returned) or the timeout passes (`null`). */
-  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null>;
-  /**
-   * Enqueues one child job per args (exactly once, with the step) and parks until all have finished;
-   * returns each child's state, result and last error, in order (Celery's group and chord).
-   */
-  runJobs<S extends ArgsSchema>(name: string, task: Task<S>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob[]>;
-  /** One child job: its result once it succeeded; `ChildJobFailed` if it failed, was cancelled or ended rate_limited. */
-  invoke<S extends ArgsSchema, R = unknown>(name: string, task: Task<S>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R>;
-}
 
 /** The deadline is this close or closer: the run yields before a new step instead of starting it. */
 export const DEFAULT_MIN_STEP_TIME = "5s";
@@ -332,29 +278,4 @@ export class StepRunner implements Step {
   now(): number {
     return this.current.runtime.now().getTime();
   }
-}
-
-interface ResolvedStepPolicy { maxAttempts: number; backoff: BackoffPolicy | undefined; retryOn: ((error: unknown) => boolean) | undefined }
-
-function resolveStepPolicy(name: string, base: StepPolicy, options: StepOptions | undefined): ResolvedStepPolicy {
-  if (!options) return base;
-  const maxAttempts = options.maxAttempts === undefined ? undefined : parseOrThrow(MaxAttemptsSchema, options.maxAttempts, `step ${name} maxAttempts`);
-  if (options.backoff === undefined || typeof options.backoff === "function") {
-    return { maxAttempts: maxAttempts ?? base.maxAttempts, backoff: options.backoff ?? base.backoff, retryOn: options.retryOn ?? base.retryOn };
-  }
-  const policy = resolveRetryPolicy(options.backoff);
-  return { maxAttempts: maxAttempts ?? policy.maxAttempts ?? base.maxAttempts, backoff: policy.backoff, retryOn: options.retryOn ?? policy.retryOn ?? base.retryOn };
-}
-
-function safePredicate(predicate: (error: unknown) => boolean, error: unknown): boolean {
-  try { return Boolean(predicate(error)); } catch { return true; }
-}
-
-function errorEntry(attempt: number, at: Date, error: unknown): ErrorEntry {
-  let kind = "Error", message: string, stack: string | null = null;
-  try {
-    if (error instanceof Error) { kind = error.name; message = error.message; stack = error.stack ?? null; }
-    else { kind = error === null ? "null" : `NonError(${typeof error})`; message = JSON.stringify(error) ?? String(error); }
-  } catch { message = "a value that cannot be turned into text"; }
-  return { attempt, at: at.toISOString(), kind, message: errorText(message), stack: stack === null ? null : errorText(stack) };
 }
