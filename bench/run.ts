@@ -23,8 +23,9 @@ import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type Machine, type Results } from "./results.js";
 import { claimCosts, scaleOut } from "./scale-out.js";
 import { best, type SweepEntry } from "./sweep.js";
+import { workflowBench } from "./workflows.js";
 
-const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost"] as const;
+const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "workflows"] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -140,7 +141,7 @@ async function main(): Promise<void> {
   const r: Results = {
     startedAt: new Date().toISOString(), durationS: 0, machine: await machine(),
     settings: { command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), config, systems: {} },
-    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], targets: [],
+    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], workflows: [], targets: [],
   };
   // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
   let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
@@ -190,6 +191,16 @@ async function main(): Promise<void> {
   if (sections.has("claim-cost")) {
     log("claim cost: idle and 16-job claims");
     r.claimCost = await claimCosts(config.claimCost);
+  }
+
+  if (sections.has("workflows")) {
+    const workflows = config.quick ? 100 : 1000;
+    for (const driver of (["neon-http", "node-postgres"] as AkadzeDriver[])) {
+      for (const shape of ["all steps in one run", "one step per run"] as const) {
+        log(`workflows: ${driver}, ${workflows} x 5 steps, ${shape}`);
+        r.workflows.push(await workflowBench(driver, shape, workflows, 5, { batchSize: 50, slots: 10 }));
+      }
+    }
   }
 
   r.targets = targets(r);
