@@ -249,6 +249,23 @@ forEachDriver((h, driver) => {
     expect((await steps(id))[1]).toMatchObject({ name: "announce", result: { delivered: 1, woken: 0 } });
   });
 
+  it("a cancel request reaches a running workflow: the step sees its signal, no later step starts, the job ends cancelled", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ran: string[] = [];
+    const id = await app.workflow("long", async (_a, step, job) => {
+      await step.run("one", async ({ signal }) => {
+        ran.push("one");
+        await requestCancel(h().db, job.id);
+        await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve())); // the heartbeat saw it
+      });
+      await step.run("two", () => { ran.push("two"); });
+    }).using(h().db).enqueue({});
+    await runOnce(app, { db: h().db, now: clock.now, heartbeat: 20 });
+    expect(ran).toEqual(["one"]);
+    expect(await job(id)).toMatchObject({ state: "cancelled", attempt: 0 });
+  });
+
   it("a parked workflow is cancellable, and the run yields between steps when its budget is short", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

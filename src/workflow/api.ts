@@ -10,6 +10,8 @@ import type { ChildJob, ChildJobsOptions } from "./children.js";
 export interface StepContext {
   /** 1 the first time this step runs, counted per step (not the job's attempt). */
   attempt: number;
+  /** The job's signal: aborts on a cancel request seen by the heartbeat, the run's timeout, a lost lease. */
+  signal: AbortSignal;
 }
 
 /** A step's own retry policy; each field defaults to the workflow task's. @example await step.run("mail", send, { maxAttempts: 5, backoff: { wait: "10s", backoff: 2 } }); */

@@ -34,7 +34,8 @@ export function workflowBody<S extends ArgsSchema>(name: string, options: Workfl
   }
   const body: Handler<S> = async (args, job) => {
     const d = definition();
-    const steps = new StepRunner(current(), { maxAttempts: d.maxAttempts, backoff: d.backoff, retryOn: d.retryOn }, minStepTimeMs);
+    const steps = new StepRunner(current(), { maxAttempts: d.maxAttempts, backoff: d.backoff, retryOn: d.retryOn }, minStepTimeMs,
+      () => job.signal);
     await steps.load();
     let result: unknown;
     let thrown: { error: unknown } | null = null;

@@ -39,7 +39,8 @@ export class StepRunner implements Step {
   /** @internal */
   readonly db: Db;
 
-  constructor(/** @internal */ readonly current: CurrentJob, private readonly policy: StepPolicy, private readonly minStepTimeMs: number) {
+  constructor(/** @internal */ readonly current: CurrentJob, private readonly policy: StepPolicy, private readonly minStepTimeMs: number,
+    private readonly signal: () => AbortSignal) {
     this.db = current.runtime.db;
   }
 
@@ -167,10 +168,12 @@ export class StepRunner implements Step {
     // A workflow requeued after a step gave up starts that step's attempts afresh.
     const attempt = (stored?.state === "retrying" ? stored.attempts : 0) + 1;
     if (this.executed > 0 && this.current.deadline - this.now() < this.minStepTimeMs) return Promise.reject(this.park(0));
+    // Cancelled, timed out or lease lost: start nothing more (a cancel request then ends the job cancelled).
+    if (this.signal().aborted) return Promise.reject(this.park(0));
     const policy = resolveStepPolicy(name, this.policy, options);
     const running = (async (): Promise<Awaited<T>> => {
       try {
-        const value = await exec(seq, { attempt });
+        const value = await exec(seq, { attempt, signal: this.signal() });
         this.executed++;
         return value as Awaited<T>;
       } catch (error) {
