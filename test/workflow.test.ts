@@ -3,7 +3,7 @@
 import { beforeEach, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
-import { ChildJobFailed, createApp, Fail, getJob, pruneJobs, requestCancel, runOnce, sendEvent, sendEventQuery, type Db } from "../src/index.js";
+import { ChildJobFailed, createApp, Fail, getJob, pruneJobs, requestCancel, requeue, runOnce, sendEvent, sendEventQuery, type Db } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
@@ -158,6 +158,10 @@ forEachDriver((h, driver) => {
     expect(row).toMatchObject({ state: "failed" });
     expect(row.errors.at(-1)).toMatchObject({ kind: "StepFailed", message: 'step "always" failed after 2 attempts: no such card' });
     expect(await steps(id)).toMatchObject([{ name: "ok", state: "done" }, { name: "always", state: "failed", attempts: 2 }]);
+    // requeue gives the failed step a fresh round of attempts; the stored step still does not run again
+    expect(await requeue(h().db, id)).toBe(true);
+    await invoke(app, clock);
+    expect(await steps(id)).toMatchObject([{ name: "ok", state: "done" }, { name: "always", state: "retrying", attempts: 1 }]);
 
     const refused = await app.workflow("refused", { retryOn: (e) => !(e instanceof TypeError) }, async (_a, step) => {
       await step.run("bad", () => { throw new TypeError("a bug"); });
