@@ -89,7 +89,15 @@ export class StepRunner implements Step {
     return this.sleepUntil(name, new Date(this.now() + ms));
   }
 
-  async sleepUntil(name: string, at: Date): Promise<void> {
+  sleepUntil(name: string, at: Date): Promise<void> {
+    return this.tracked(this.sleepStep(name, at));
+  }
+
+  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null> {
+    return this.tracked(this.waitStep<T>(name, options));
+  }
+
+  private async sleepStep(name: string, at: Date): Promise<void> {
     const seq = this.enter(name, "sleep");
     const stored = this.stored.get(name);
     if (stored?.state === "done") return;
@@ -103,7 +111,7 @@ export class StepRunner implements Step {
     throw this.park(wakeAt.getTime() - this.now());
   }
 
-  async waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null> {
+  private async waitStep<T>(name: string, options: WaitForEventOptions): Promise<T | null> {
     const seq = this.enter(name, "event");
     const stored = this.stored.get(name);
     if (stored?.state === "done") return stored.result as T;
