@@ -63,6 +63,14 @@ function engineSections(r: Results): Section[] {
     head: ["driver", "batch size", "jobs", "runOnce statements", "enqueue statements", "statements/job", "HTTP requests/job"],
     rows: r.statementsPerJob.map((s) => [s.driver, String(s.batchSize), fmt(s.jobs), fmt(s.processing), fmt(s.enqueue), fmt(s.perJob, 4), fmt(s.httpRequestsPerJob, 4)]),
   });
+  if (r.workflows?.length) {
+    out.push({
+      title: "Workflows: N workflows x 5 no-op steps, runOnce loops (batch 50, slots 10) until a claim comes back empty",
+      head: ["driver", "shape", "workflows", "steps", "steps/s", "statements/step", "invocations"],
+      rows: r.workflows.map((w) => [w.driver, w.shape, fmt(w.workflows), String(w.steps), fmt(w.stepsPerSec), fmt(w.statementsPerStep, 3), fmt(w.invocations)]),
+      notes: ["statements: counted by the driver (node-postgres) or as HTTP requests at the local Neon endpoint (neon-http); enqueue, claims, step loads, step results and settles included"],
+    });
+  }
   return out;
 }
 

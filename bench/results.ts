@@ -1,4 +1,5 @@
 // The shape of bench/results.json, and the ratios and targets derived from the measurements.
+import type { WorkflowBench } from "./workflows.js";
 import type { StatementsPerJob, Throughput } from "./akadze.js";
 import type { AkadzeDriver } from "./akadze-db.js";
 import type { CronTick } from "./akadze-worker.js";
@@ -43,6 +44,8 @@ export interface Results {
   scaleOut: ScaleOutRow[];
   claimCost: ClaimCost[];
   fanOut: FanOutRow[];
+  /** Workflows of 5 no-op steps (bench/workflows.ts). */
+  workflows: WorkflowBench[];
   targets: { name: string; goal: string; measured: string; met: boolean }[];
 }
 

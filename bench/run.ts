@@ -25,8 +25,9 @@ import { medianThroughput, ratios, targets, type Machine, type Results } from ".
 import { claimCosts, scaleOut } from "./scale-out.js";
 import { fanOutMinute } from "./fan-out.js";
 import { best, type SweepEntry } from "./sweep.js";
+import { workflowBench } from "./workflows.js";
 
-const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out"] as const;
+const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "workflows"] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -149,7 +150,7 @@ async function main(): Promise<void> {
   const r: Results = {
     startedAt: new Date().toISOString(), durationS: 0, machine: await machine(),
     settings: { command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), config, systems: {} },
-    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], fanOut: [], targets: [],
+    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], fanOut: [], workflows: [], targets: [],
   };
   // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
   let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
@@ -204,6 +205,16 @@ async function main(): Promise<void> {
     for (const width of config.fanOut.widths) {
       log(`fan-out: neon-http, ${width === 0 ? "none" : `maxInvocations ${width}`}, ${config.fanOut.windowMs / 1000} s after one tick`);
       r.fanOut.push(await fanOutMinute(width, config.fanOut));
+    }
+  }
+
+  if (sections.has("workflows")) {
+    const workflows = config.quick ? 100 : 1000;
+    for (const driver of (["neon-http", "node-postgres"] as AkadzeDriver[])) {
+      for (const shape of ["all steps in one run", "one step per run"] as const) {
+        log(`workflows: ${driver}, ${workflows} x 5 steps, ${shape}`);
+        r.workflows.push(await workflowBench(driver, shape, workflows, 5, { batchSize: 50, slots: 10 }));
+      }
     }
   }
 

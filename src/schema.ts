@@ -212,3 +212,33 @@ export const invocationSlots = akadze.table("invocation_slots", {
   takenAt: tz("taken_at").notNull().defaultNow(),
   expiresAt: tz("expires_at").notNull(),
 }, (t) => [primaryKey({ columns: [t.scope, t.slot] })]);
+
+/**
+ * One row per step of a workflow job (see `app.workflow`): a step's stored result, its failures, and what a
+ * parked run waits for. No foreign key to `jobs`: a finished job's row may move or be pruned while its steps
+ * stay readable; retention deletes them with their job.
+ */
+export const steps = akadze.table("steps", {
+  jobId: bigint("job_id", { mode: "number" }).notNull(),
+  name: text("name").notNull(),
+  /** The step's position in the handler's order of calls: a replay reaching another name here is an error. */
+  seq: integer("seq").notNull(),
+  kind: text("kind").notNull(),
+  state: text("state").notNull(),
+  result: jsonb("result"),
+  errors: jsonb("errors").$type<ErrorEntry[]>().notNull().default([]),
+  attempts: integer("attempts").notNull().default(0),
+  /** When a sleep ends or a wait times out. */
+  wakeAt: tz("wake_at"),
+  /** The event a `waitForEvent` waits for, and the JSON object its payload must contain. */
+  event: text("event"),
+  match: jsonb("match"),
+  createdAt: tz("created_at").notNull().defaultNow(),
+  finishedAt: tz("finished_at"),
+}, (t) => [
+  primaryKey({ columns: [t.jobId, t.name] }),
+  check("steps_kind_check", sql`${t.kind} in ('run', 'sleep', 'event', 'jobs')`),
+  check("steps_state_check", sql`${t.state} in ('done', 'retrying', 'failed', 'waiting', 'timed_out')`),
+  // sendEvent finds the runs waiting for an event by this index; it holds only the waiting steps.
+  index("steps_waiting_event_idx").on(t.event).where(sql`${t.state} = 'waiting' and ${t.kind} = 'event'`),
+]);

@@ -2,6 +2,7 @@ import { InvalidInput } from "../core/errors.js";
 import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type ScheduleTiming } from "../schedules/definition.js";
 import { DEFAULT_TRANSITION_HOOK_TIMEOUT, Hooks } from "./hooks.js";
 import { tryParseDuration, type Duration } from "../core/duration.js";
+import { workflowBody, type WorkflowHandler, type WorkflowOptions } from "../workflow/define.js";
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
 
 /** Options of `createApp`. @example const app = createApp({ clock: () => new Date() }); */
@@ -50,6 +51,21 @@ export class App {
     const definition = defineTask(name, options as TaskOptions<S>, handler);
     this.tasks.set(name, definition);
     return new Task<S>(definition, this.sqlClock);
+  }
+
+  /**
+   * Declares a workflow: a task whose handler gets `step`, whose results are stored and replayed, so one job
+   * can sleep, wait for events and retry its parts across many invocations (see docs/workflows.md).
+   * @example app.workflow("order.fulfil", { args: Order }, async ({ orderId }, step) => { await step.run("charge", () => charge(orderId)); });
+   */
+  workflow<S extends ArgsSchema>(name: string, handler: WorkflowHandler<S>): Task<S>;
+  workflow<S extends ArgsSchema>(name: string, options: WorkflowOptions<S>, handler: WorkflowHandler<S>): Task<S>;
+  workflow<S extends ArgsSchema>(name: string, a: WorkflowOptions<S> | WorkflowHandler<S>, b?: WorkflowHandler<S>): Task<S> {
+    const [options, handler] = typeof a === "function" ? [{}, a] : [a ?? {}, b as WorkflowHandler<S>];
+    let task: Task<S> | undefined;
+    const { taskOptions, body } = workflowBody(name, options as WorkflowOptions<S>, handler, () => task!.definition);
+    task = this.task(name, taskOptions, body);
+    return task;
   }
 
   /** Registers a plain function as a task (for factories and legacy code). @example app.register("legacy.fn", plainFunction, { queue: "legacy" }); */

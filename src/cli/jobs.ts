@@ -2,6 +2,7 @@ import { Option, type Command } from "commander";
 import { requestCancel, requeue } from "../control.js";
 import { JOB_STATES } from "../core/states.js";
 import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.js";
+import { stepWaitText } from "../workflow/types.js";
 import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT } from "../core/retention.js";
 import { pruneJobs, type PruneOptions } from "../ops/retention.js";
 import { findMisfits, type UnknownTaskRow } from "../ops/misfits.js";
@@ -114,6 +115,12 @@ function renderJob(job: JobDetail): string {
   else {
     out.push("", `errors (${job.errors.length}):`, renderTable(job.errors, [
       ["ATTEMPT", (e) => e.attempt], ["AT", (e) => formatTime(e.at)], ["KIND", (e) => e.kind], ["MESSAGE", (e) => errorHeadline(e.message, 100)],
+    ]));
+  }
+  if (job.steps) {
+    out.push("", `steps (${job.steps.length}):`, renderTable(job.steps, [
+      ["#", (st) => st.seq + 1], ["NAME", (st) => st.name], ["KIND", (st) => st.kind], ["STATE", (st) => st.state], ["ATTEMPTS", (st) => st.attempts],
+      ["RESULT / WAITING FOR", (st) => errorHeadline(stepWaitText(st) ?? (st.state === "done" && st.hasResult ? JSON.stringify(st.result) : st.errors.at(-1)?.message ?? "-"), 100)],
     ]));
   }
   return out.join("\n");

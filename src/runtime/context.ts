@@ -19,8 +19,19 @@ export class CurrentJob {
     readonly id: number,
     private readonly run: { db: Db; owner: string; now: () => Date; sqlNow: () => SQL; hooks: Hooks; task: string; queue: string; attempt: number;
       /** False: the completion deletes the job with no history row, and no result is kept. */
-      keepSucceeded?: boolean },
-  ) {}
+      keepSucceeded?: boolean; timeoutMs?: number },
+  ) {
+    this.deadline = run.now().getTime() + (run.timeoutMs ?? Infinity);
+  }
+
+  /** When this run's timeout (or its invocation's budget) ends, by the invocation's clock; a workflow yields before it. */
+  readonly deadline: number;
+
+  /** What a workflow's steps need to store their results as this run: its database, lease owner and clocks. */
+  get runtime(): { db: Db; owner: string; now: () => Date; sqlNow: () => SQL } {
+    const { db, owner, now, sqlNow } = this.run;
+    return { db, owner, now, sqlNow };
+  }
 
   /**
    * Runs `block` in a transaction that also marks this job `succeeded`: both commit or neither does.

@@ -12,7 +12,8 @@ function stateLiteral(state: FinishedState): string {
  * finished before `cutoff`, returning their ids: failed ones from the dead letters (by their finished_at
  * index), the others from the history (the partitions before `cutoff`, by their block-range index).
  * SKIP LOCKED lets concurrent invocations share the work instead of waiting. Retention drops the history's
- * partitions whole instead; this is for `pruneJobs` and the failed jobs' own horizon.
+ * partitions whole instead; this is for `pruneJobs` and the failed jobs' own horizon. The steps of deleted
+ * workflow jobs go with them (`<name>_steps`): steps have no foreign key to their job, so nothing else removes them.
  */
 export function deleteFinishedJobsCte(name: string, states: readonly FinishedState[], cutoff: SQL, limit: number): SQL {
   const literals = states.map(stateLiteral);
@@ -35,5 +36,6 @@ export function deleteFinishedJobsCte(name: string, states: readonly FinishedSta
     selects.push(sql`select id from ${sql.identifier(`${name}_history`)}`);
   }
   parts.push(sql`${sql.identifier(name)} as (${sql.join(selects, sql` union all `)})`);
+  parts.push(sql`${sql.identifier(`${name}_steps`)} as (delete from akadze.steps where job_id in (select id from ${sql.identifier(name)}))`);
   return sql.join(parts, sql`, `);
 }

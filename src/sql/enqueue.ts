@@ -26,7 +26,15 @@ export interface JobBatch {
  */
 export function insertJobsStatement(batch: JobBatch, args: unknown[]): SQL {
   return sql`
-    with inserted as (
+    with ${insertedJobsCte(batch, args)},
+    -- Wakes listening workers when the enqueue commits (never before, never if it rolls back).
+    notified as (select pg_notify(${JOBS_CHANNEL}, ${batch.queue}::text) where exists (select 1 from inserted))
+    select coalesce(json_agg(id order by id), '[]'::json) as r, (select count(*) from notified) as notified from inserted`;
+}
+
+/** The CTE `inserted (id)` that inserts one job per args, for statements that enqueue as part of more (a workflow's child jobs). */
+export function insertedJobsCte(batch: JobBatch, args: unknown[]): SQL {
+  return sql`inserted as (
       insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, created_at)
       select ${batch.task}::text, ${batch.queue}::text, a.args, ${batch.priority}::smallint, ${batch.maxAttempts}::int,
         -- expires_at is not timestamp(): no expiry must stay null, where timestamp(null) means now().
@@ -35,8 +43,5 @@ export function insertJobsStatement(batch: JobBatch, args: unknown[]): SQL {
       from jsonb_array_elements(${JSON.stringify(args)}::jsonb) with ordinality as a(args, ord)
       order by a.ord
       returning id
-    ),
-    -- Wakes listening workers when the enqueue commits (never before, never if it rolls back).
-    notified as (select pg_notify(${JOBS_CHANNEL}, ${batch.queue}::text) where exists (select 1 from inserted))
-    select coalesce(json_agg(id order by id), '[]'::json) as r, (select count(*) from notified) as notified from inserted`;
+    )`;
 }

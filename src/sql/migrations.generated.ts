@@ -100,5 +100,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE TABLE \"akadze\".\"invocation_slots\" (\n\t\"scope\" text NOT NULL,\n\t\"slot\" integer NOT NULL,\n\t\"holder\" text,\n\t\"chain\" text,\n\t\"taken_at\" timestamp with time zone DEFAULT now() NOT NULL,\n\t\"expires_at\" timestamp with time zone NOT NULL,\n\tCONSTRAINT \"invocation_slots_scope_slot_pk\" PRIMARY KEY(\"scope\",\"slot\")\n);",
       "ALTER TABLE \"akadze\".\"workers\" ADD COLUMN \"started_by\" text;"
     ]
+  },
+  {
+    "id": 9,
+    "name": "0009_workflow_steps",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"steps\" (\n\t\"job_id\" bigint NOT NULL,\n\t\"name\" text NOT NULL,\n\t\"seq\" integer NOT NULL,\n\t\"kind\" text NOT NULL,\n\t\"state\" text NOT NULL,\n\t\"result\" jsonb,\n\t\"errors\" jsonb DEFAULT '[]'::jsonb NOT NULL,\n\t\"attempts\" integer DEFAULT 0 NOT NULL,\n\t\"wake_at\" timestamp with time zone,\n\t\"event\" text,\n\t\"match\" jsonb,\n\t\"created_at\" timestamp with time zone DEFAULT now() NOT NULL,\n\t\"finished_at\" timestamp with time zone,\n\tCONSTRAINT \"steps_job_id_name_pk\" PRIMARY KEY(\"job_id\",\"name\"),\n\tCONSTRAINT \"steps_kind_check\" CHECK (\"akadze\".\"steps\".\"kind\" in ('run', 'sleep', 'event', 'jobs')),\n\tCONSTRAINT \"steps_state_check\" CHECK (\"akadze\".\"steps\".\"state\" in ('done', 'retrying', 'failed', 'waiting', 'timed_out'))\n);",
+      "CREATE INDEX \"steps_waiting_event_idx\" ON \"akadze\".\"steps\" USING btree (\"event\") WHERE \"akadze\".\"steps\".\"state\" = 'waiting' and \"akadze\".\"steps\".\"kind\" = 'event';"
+    ]
   }
 ];

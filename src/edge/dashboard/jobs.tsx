@@ -1,4 +1,5 @@
 // The jobs list (filtered, newest first, paged by id) and one job with its args, result and errors.
+import { stepWaitText } from "../../workflow/types.js";
 import { JOB_STATES } from "../../core/states.js";
 import { formatSpan, formatTime } from "../../core/time-text.js";
 import type { JobDetail, JobSummary } from "../../ops/jobs.js";
@@ -85,6 +86,22 @@ export function JobPage(props: { ctx: PageContext; job: JobDetail; notice?: stri
         <div class="card"><h2>Args</h2><pre id="args">{json(job.args)}</pre></div>
         <div class="card"><h2>Result</h2>{job.result === null ? <p class="empty">No result.</p> : <pre id="result">{json(job.result)}</pre>}</div>
       </div>
+      {job.steps && (
+        <div class="card" style="margin-top:18px" id="steps">
+          <h2>Steps ({job.steps.length})</h2>
+          <table>
+            <thead><tr><th>#</th><th>Step</th><th>Kind</th><th>State</th><th>Attempts</th><th>Result, error or what it waits for</th></tr></thead>
+            <tbody>{job.steps.map((st) => (
+              <tr>
+                <td>{st.seq + 1}</td><td>{st.name}</td><td>{st.kind}</td><td><Badge value={st.state} /></td><td>{st.attempts}</td>
+                <td>{stepWaitText(st) ?? (st.state === "done" || st.state === "timed_out"
+                  ? (st.hasResult ? <pre>{json(st.result)}</pre> : <span class="muted">-</span>)
+                  : <pre class="message">{st.errors.at(-1)?.message ?? "-"}</pre>)}</td>
+              </tr>
+            ))}</tbody>
+          </table>
+        </div>
+      )}
       <div class="card" style="margin-top:18px" id="errors">
         <h2>Errors ({job.errors.length})</h2>
         {job.errors.length === 0 ? <p class="empty">No failed attempts.</p> : [...job.errors].reverse().map((e) => (

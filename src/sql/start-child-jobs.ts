@@ -1,0 +1,26 @@
+import { sql, type SQL } from "drizzle-orm";
+import { LEASE_LOST_CODE, LEASE_LOST_PREFIX } from "./complete-owned.js";
+import { insertedJobsCte, JOBS_CHANNEL, type JobBatch } from "./enqueue.js";
+
+/**
+ * A workflow's child jobs and the step that waits for them, in one statement: the children are enqueued
+ * exactly when the step is stored, and only while `owner` holds the parent's lease (otherwise it raises and
+ * nothing is inserted). Answers the children's ids in order.
+ */
+export function startChildJobsStatement(owner: string, parentId: number, at: SQL, step: { name: string; seq: number; wakeAt: Date },
+  batch: JobBatch, args: unknown[]): SQL {
+  return sql`
+    with owned as (select id from akadze.jobs where id = ${parentId} and state = 'running' and lease_owner = ${owner} for share),
+    ${insertedJobsCte(batch, args)},
+    notified as (select pg_notify(${JOBS_CHANNEL}, ${batch.queue}::text) where exists (select 1 from inserted)),
+    saved as (
+      insert into akadze.steps (job_id, name, seq, kind, state, result, attempts, wake_at, created_at)
+      select id, ${step.name}, ${step.seq}, 'jobs', 'waiting', (select coalesce(jsonb_agg(id order by id), '[]'::jsonb) from inserted), 1,
+        ${step.wakeAt.toISOString()}::timestamptz, ${at}
+      from owned
+      returning 1
+    )
+    select case when exists (select 1 from saved) and (select count(*) from notified) >= 0
+      then (select coalesce(jsonb_agg(id order by id), '[]'::jsonb) from inserted)
+      else to_jsonb(akadze.raise_error(${LEASE_LOST_PREFIX + parentId}, ${LEASE_LOST_CODE})) end as r`;
+}

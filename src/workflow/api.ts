@@ -1,0 +1,66 @@
+import type * as v from "valibot";
+import type { BackoffPolicy } from "../core/backoff.js";
+import type { Duration } from "../core/duration.js";
+import type { RetryPolicy } from "../core/retry-policy.js";
+import type { BatchItem, Db } from "../db/query.js";
+import type { ArgsSchema, Task } from "../app/task.js";
+import type { ChildJob, ChildJobsOptions } from "./children.js";
+
+/** What a step's function sees. @example await step.run("charge", ({ attempt }) => charge(order, { idempotencyKey: `o-${order}-${attempt}` })); */
+export interface StepContext {
+  /** 1 the first time this step runs, counted per step (not the job's attempt). */
+  attempt: number;
+  /** The job's signal: aborts on a cancel request seen by the heartbeat, the run's timeout, a lost lease. */
+  signal: AbortSignal;
+}
+
+/** A step's own retry policy; each field defaults to the workflow task's. @example await step.run("mail", send, { maxAttempts: 5, backoff: { wait: "10s", backoff: 2 } }); */
+export interface StepOptions {
+  /** Runs of this step including the first. */
+  maxAttempts?: number;
+  /** Delay per failed run of this step: a function of the step's attempt, or a declarative `RetryPolicy`. */
+  backoff?: BackoffPolicy | RetryPolicy;
+  /** Only errors it accepts are retried; others fail the workflow at once. */
+  retryOn?: (error: unknown) => boolean;
+}
+
+/** What `waitForEvent` waits for. @example await step.waitForEvent("shipped", { event: "order.shipped", match: { orderId: 7 }, timeout: "7d" }); */
+export interface WaitForEventOptions {
+  /** The event's name, as `sendEvent` gives it. Default: the step's name. */
+  event?: string;
+  /** A JSON object the event's payload must contain (Postgres `@>`: `{ orderId: 7 }` matches `{ orderId: 7, carrier: "ups" }`). Default: any payload. */
+  match?: Record<string, unknown>;
+  /** How long to wait; past it the step returns `null`. */
+  timeout: Duration;
+}
+
+/**
+ * The steps of one run of a workflow: each call is memoized in `akadze.steps` under its name, and a replay
+ * gets the stored result without running it again. Step names must be unique within a workflow and reached
+ * in the same order on every run.
+ * @example const charge = await step.run("charge", () => payments.charge(order));
+ */
+export interface Step {
+  /** Runs `fn` once; its JSON result is stored and returned on every later run. A throw retries this step alone. */
+  run<T>(name: string, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>>;
+  /**
+   * Runs `fn` in a transaction that also stores the step's result: the app's writes through `tx` commit with
+   * it or not at all (exactly once). Not on neon-http (no interactive transactions): use `batch` there.
+   */
+  transaction<T>(name: string, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T>;
+  /** Runs the queries `build` returns and stores the step as done, all as one transaction (`db.batch` on neon-http). */
+  batch(name: string, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void>;
+  /** Parks the run for `duration` (no slot, lease or connection held, no attempt spent). */
+  sleep(name: string, duration: Duration): Promise<void>;
+  /** Parks the run until `at`. */
+  sleepUntil(name: string, at: Date): Promise<void>;
+  /** Parks the run until `sendEvent` delivers a matching event (its payload is returned) or the timeout passes (`null`). */
+  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null>;
+  /**
+   * Enqueues one child job per args (exactly once, with the step) and parks until all have finished;
+   * returns each child's state, result and last error, in order (Celery's group and chord).
+   */
+  runJobs<S extends ArgsSchema>(name: string, task: Task<S>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob[]>;
+  /** One child job: its result once it succeeded; `ChildJobFailed` if it failed, was cancelled or ended rate_limited. */
+  invoke<S extends ArgsSchema, R = unknown>(name: string, task: Task<S>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R>;
+}

@@ -1,0 +1,31 @@
+import { Fail, Snooze } from "../core/errors.js";
+
+/**
+ * A workflow step spent its attempts (or its `retryOn` refused the error): the workflow's job fails.
+ * @example if (job.errors.at(-1)?.kind === "StepFailed") console.log("a step gave up");
+ */
+export class StepFailed extends Fail {
+  constructor(readonly step: string, readonly attempts: number, cause: unknown) {
+    super(`step ${JSON.stringify(step)} failed after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${messageOf(cause)}`, { cause });
+  }
+}
+
+/**
+ * The handler reached its steps in another order than when its steps were stored (the code changed, or it
+ * branches on something other than step results), or used one step name twice: the job fails at once.
+ * @example step.run(`mail-${i}`, send) // a name per iteration, not one name in a loop
+ */
+export class WorkflowNondeterminism extends Fail {}
+
+/** A workflow step was used wrongly (a result JSON cannot hold, `transaction` on neon-http): the job fails at once. */
+export class StepMisuse extends Fail {}
+
+/**
+ * Thrown out of a step call to park the run (a sleep, a wait, a retry's backoff, a short budget); the
+ * workflow runtime turns it into a snooze. Catching it does not keep the run going: every later step throws it again.
+ */
+export class StepParked extends Snooze {}
+
+function messageOf(error: unknown): string {
+  try { return error instanceof Error ? error.message : JSON.stringify(error) ?? String(error); } catch { return "an error that cannot be turned into text"; }
+}

@@ -1,0 +1,292 @@
+import { backoffMs } from "../core/backoff.js";
+import { parseDuration, type Duration } from "../core/duration.js";
+import type { Step, StepContext, StepOptions, WaitForEventOptions } from "./api.js";
+import { errorEntry, resolveStepPolicy, safePredicate, type ResolvedStepPolicy } from "./step-policy.js";
+import { Cancel, Fail, InvalidInput, LeaseLost, Retry, Snooze } from "../core/errors.js";
+import { jsonProblem } from "../core/json.js";
+import { NameSchema, parseOrThrow } from "../core/validate.js";
+import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
+import type { CurrentJob } from "../runtime/context.js";
+import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
+import { loadStepsStatement } from "../sql/load-steps.js";
+import { saveStepStatement, type StepWrite } from "../sql/save-step.js";
+import { timeOutWaitStatement } from "../sql/time-out-wait.js";
+import { timestamp } from "../sql/time.js";
+import { StepFailed, StepMisuse, StepParked, WorkflowNondeterminism } from "./errors.js";
+import type { StoredStep, StepPolicy } from "./types.js";
+import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } from "./children.js";
+
+export type { Step, StepContext, StepOptions, WaitForEventOptions } from "./api.js";
+import type * as v from "valibot";
+import type { ArgsSchema, Task } from "../app/task.js";
+
+/** The deadline is this close or closer: the run yields before a new step instead of starting it. */
+export const DEFAULT_MIN_STEP_TIME = "5s";
+
+/** One run's steps. The workflow runtime builds it, runs the handler with it, then asks `outcome()`. */
+export class StepRunner implements Step {
+  /** @internal The steps stored before this run, by name. */
+  readonly stored = new Map<string, StoredStep>();
+  private bySeq = new Map<number, StoredStep>();
+  private seen = new Set<string>();
+  private seq = 0;
+  private executed = 0;
+  private parkMs: number | null = null;
+  private failure: Error | null = null;
+  private inflight: Promise<unknown>[] = [];
+  /** Event waits this run left waiting: re-read before parking, so an event that came meanwhile is not slept through. */
+  private waiting = new Set<string>();
+  /** @internal */
+  readonly db: Db;
+
+  constructor(/** @internal */ readonly current: CurrentJob, private readonly policy: StepPolicy, private readonly minStepTimeMs: number,
+    private readonly signal: () => AbortSignal) {
+    this.db = current.runtime.db;
+  }
+
+  /** Reads the job's stored steps (one statement). */
+  async load(): Promise<void> {
+    const rows = await queryJson<StoredStep[]>(this.db, loadStepsStatement(this.current.id));
+    for (const row of rows ?? []) { this.stored.set(row.name, row); this.bySeq.set(row.seq, row); }
+  }
+
+  run<T>(name: string, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>> {
+    return this.runStep(name, options, async (seq, ctx) => {
+      const value = await fn(ctx);
+      this.assertJson(name, value);
+      await this.save(this.db, { name, seq, kind: "run", state: "done", result: value, attempts: ctx.attempt });
+      return value;
+    });
+  }
+
+  transaction<T>(name: string, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T> {
+    if (isNeonHttp(this.db)) {
+      return this.refuse(new StepMisuse(`step ${JSON.stringify(name)}: step.transaction needs an interactive transaction, which neon-http does not have: use step.batch(name, (db) => [...queries])`));
+    }
+    return this.runStep(name, options, (seq, ctx) => this.db.transaction(async (tx) => {
+      const value = await fn(tx as unknown as Db, ctx);
+      this.assertJson(name, value);
+      await this.save(tx as unknown as Db, { name, seq, kind: "run", state: "done", result: value, attempts: ctx.attempt });
+      return value;
+    }));
+  }
+
+  batch(name: string, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void> {
+    return this.runStep(name, options, async (seq, ctx) => {
+      const at = timestamp(this.current.runtime.now());
+      const { owner } = this.current.runtime;
+      try {
+        await runAtomically(this.db, (d) => [...build(d), d.execute(saveStepStatement(owner, this.current.id, at, { name, seq, kind: "run", state: "done", attempts: ctx.attempt }))]);
+      } catch (error) {
+        throw this.leaseLostOr(error);
+      }
+    });
+  }
+
+  sleep(name: string, duration: Duration): Promise<void> {
+    let ms: number;
+    try { ms = parseDuration(duration, `step ${JSON.stringify(name)}: sleep duration`); } catch (error) { return this.refuse(new InvalidInput((error as Error).message)); }
+    return this.sleepUntil(name, new Date(this.now() + ms));
+  }
+
+  sleepUntil(name: string, at: Date): Promise<void> {
+    return this.tracked(this.sleepStep(name, at));
+  }
+
+  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null> {
+    return this.tracked(this.waitStep<T>(name, options));
+  }
+
+  private async sleepStep(name: string, at: Date): Promise<void> {
+    const seq = this.enter(name, "sleep");
+    const stored = this.stored.get(name);
+    if (stored?.state === "done") return;
+    const wakeAt = stored?.wakeAt ? new Date(stored.wakeAt) : at;
+    if (!(wakeAt instanceof Date) || Number.isNaN(wakeAt.getTime())) throw this.fail(new InvalidInput(`step ${JSON.stringify(name)}: sleepUntil needs a valid Date`));
+    if (wakeAt.getTime() <= this.now()) {
+      await this.save(this.db, { name, seq, kind: "sleep", state: "done", attempts: 1, wakeAt });
+      return;
+    }
+    if (!stored) await this.save(this.db, { name, seq, kind: "sleep", state: "waiting", attempts: 1, wakeAt });
+    throw this.park(wakeAt.getTime() - this.now());
+  }
+
+  private async waitStep<T>(name: string, options: WaitForEventOptions): Promise<T | null> {
+    const seq = this.enter(name, "event");
+    const stored = this.stored.get(name);
+    if (stored?.state === "done") return stored.result as T;
+    if (stored?.state === "timed_out") return null;
+    if (!stored) {
+      const { event, match, timeoutMs } = this.checkWait(name, options);
+      const wakeAt = new Date(this.now() + timeoutMs);
+      await this.save(this.db, { name, seq, kind: "event", state: "waiting", attempts: 1, wakeAt, event, match: match ?? undefined });
+      this.waiting.add(name);
+      throw this.park(timeoutMs);
+    }
+    const wakeAt = new Date(stored.wakeAt!).getTime();
+    if (wakeAt > this.now()) {
+      this.waiting.add(name);
+      throw this.park(wakeAt - this.now());
+    }
+    const won = await queryJson<boolean>(this.db, timeOutWaitStatement(this.current.id, name, timestamp(this.current.runtime.now())));
+    if (won) return null;
+    // An event reached the step just before its timeout was recorded: it counts.
+    await this.load();
+    return this.stored.get(name)!.result as T;
+  }
+
+  runJobs<S extends ArgsSchema>(name: string, task: Task<S>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob[]> {
+    return this.tracked(runChildJobs(this, name, task, args, options));
+  }
+
+  async invoke<S extends ArgsSchema, R = unknown>(name: string, task: Task<S>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R> {
+    const [child] = await this.runJobs(name, task, [args], options);
+    if (child.state !== "succeeded") throw new ChildJobFailed(child);
+    return child.result as R;
+  }
+
+  /** A step promise the run waits for before it ends, even if the handler stopped awaiting it. */
+  private tracked<T>(step: Promise<T>): Promise<T> {
+    this.inflight.push(step.catch(() => {}));
+    return step;
+  }
+
+  /**
+   * Waits for every step still running, then says how the run ends: `{ throw }` (a step failure, or a park
+   * as a Snooze) or nothing (the handler's own return or throw stands).
+   */
+  async outcome(): Promise<Error | null> {
+    while (this.inflight.length > 0) await Promise.allSettled(this.inflight.splice(0));
+    if (this.failure) return this.failure;
+    if (this.parkMs === null) return null;
+    if (this.waiting.size > 0 && this.parkMs > 0) {
+      // One more read: an event delivered while this run went on would otherwise wait for the next wake.
+      const fresh = await queryJson<StoredStep[]>(this.db, loadStepsStatement(this.current.id));
+      if ((fresh ?? []).some((s) => this.waiting.has(s.name) && s.state !== "waiting")) this.parkMs = 0;
+    }
+    return new StepParked(this.parkMs);
+  }
+
+  /** A run-kind step: memoized, yields on a short budget, retried with the step's own policy. */
+  private runStep<T>(name: string, options: StepOptions | undefined, exec: (seq: number, ctx: StepContext) => Promise<T>): Promise<Awaited<T>> {
+    let seq: number;
+    try { seq = this.enter(name, "run"); } catch (error) { return Promise.reject(error); }
+    const stored = this.stored.get(name);
+    if (stored?.state === "done") return Promise.resolve((stored.hasResult ? stored.result : undefined) as Awaited<T>);
+    // A workflow requeued after a step gave up starts that step's attempts afresh.
+    const attempt = (stored?.state === "retrying" ? stored.attempts : 0) + 1;
+    if (this.executed > 0 && this.current.deadline - this.now() < this.minStepTimeMs) return Promise.reject(this.park(0));
+    // Cancelled, timed out or lease lost: start nothing more (a cancel request then ends the job cancelled).
+    if (this.signal().aborted) return Promise.reject(this.park(0));
+    const policy = resolveStepPolicy(name, this.policy, options);
+    const running = (async (): Promise<Awaited<T>> => {
+      try {
+        const value = await exec(seq, { attempt, signal: this.signal() });
+        this.executed++;
+        return value as Awaited<T>;
+      } catch (error) {
+        throw await this.failed(name, seq, attempt, policy, error);
+      }
+    })();
+    this.inflight.push(running.catch(() => {}));
+    return running;
+  }
+
+  /** Records a step's failure and returns what to throw: a park for the backoff, or the workflow's failure. */
+  private async failed(name: string, seq: number, attempt: number, policy: ResolvedStepPolicy, error: unknown): Promise<Error> {
+    if (error instanceof StepParked || error instanceof LeaseLost) return error;
+    if (error instanceof Snooze) return this.park(error.delayMs); // polling inside a step: no attempt counted
+    if (error instanceof Fail || error instanceof Cancel) return this.fail(error);
+    const retryable = error instanceof Retry || !policy.retryOn || safePredicate(policy.retryOn, error);
+    const spent = !retryable || attempt >= policy.maxAttempts;
+    try {
+      await this.save(this.db, { name, seq, kind: "run", state: spent ? "failed" : "retrying", attempts: attempt, error: errorEntry(attempt, this.current.runtime.now(), error) });
+    } catch (saveError) {
+      return saveError as Error; // the lease is lost or the database is away: the job's own retry handles it
+    }
+    if (spent) return this.fail(new StepFailed(name, attempt, error));
+    return this.park(error instanceof Retry ? error.delayMs : backoffMs(attempt, policy.backoff));
+  }
+
+  /** Checks the name (valid, unused in this run, at the position it had when stored) and takes the next position. */
+  /** @internal */
+  enter(name: string, kind: StoredStep["kind"]): number {
+    if (this.failure) throw this.failure;
+    if (this.parkMs !== null) throw new StepParked(this.parkMs);
+    try { parseOrThrow(NameSchema, name, "step name"); } catch (error) { throw this.fail(new StepMisuse((error as Error).message)); }
+    if (this.seen.has(name)) {
+      throw this.fail(new WorkflowNondeterminism(`step name ${JSON.stringify(name)} is used twice in this workflow: give each step its own name (e.g. \`mail-\${i}\` in a loop)`));
+    }
+    this.seen.add(name);
+    const seq = this.seq++;
+    const stored = this.stored.get(name);
+    const atSeq = this.bySeq.get(seq);
+    if ((stored && (stored.seq !== seq || stored.kind !== kind)) || (atSeq && atSeq.name !== name)) {
+      const was = atSeq ? `${JSON.stringify(atSeq.name)} (${atSeq.kind})` : "no step";
+      throw this.fail(new WorkflowNondeterminism(`workflow replay reached step ${JSON.stringify(name)} (${kind}) as step #${seq + 1}, where the stored run had ${was}: ` +
+        "a workflow must reach its steps in the same order on every run (branch only on step results)"));
+    }
+    return seq;
+  }
+
+  private checkWait(name: string, options: WaitForEventOptions): { event: string; match: Record<string, unknown> | null; timeoutMs: number } {
+    const what = `step ${JSON.stringify(name)}: waitForEvent`;
+    if (typeof options !== "object" || options === null) throw this.fail(new InvalidInput(`${what} needs options { timeout }`));
+    const event = options.event ?? name;
+    let timeoutMs: number;
+    try {
+      parseOrThrow(NameSchema, event, `${what} event name`);
+      timeoutMs = parseDuration(options.timeout, `${what} timeout`);
+    } catch (error) { throw this.fail(new InvalidInput((error as Error).message)); }
+    const match = options.match ?? null;
+    if (match !== null && (typeof match !== "object" || Array.isArray(match) || jsonProblem(match, "match") !== null)) {
+      throw this.fail(new InvalidInput(`${what} match must be a JSON object (the payload must contain it)`));
+    }
+    return { event, match, timeoutMs };
+  }
+
+  /** @internal */
+  async save(db: Db, write: StepWrite): Promise<void> {
+    const { owner, now } = this.current.runtime;
+    try {
+      await queryJson(db, saveStepStatement(owner, this.current.id, timestamp(now()), write));
+    } catch (error) {
+      throw this.leaseLostOr(error);
+    }
+  }
+
+  /** @internal */
+  leaseLostOr(error: unknown): unknown {
+    const chain: any[] = [];
+    for (let e: any = error; e && chain.length < 10; e = e.cause) chain.push(e);
+    return chain.some((e) => e.code === LEASE_LOST_CODE)
+      ? new LeaseLost(`this run no longer owns job ${this.current.id}; the step's writes were rolled back`, { cause: error }) : error;
+  }
+
+  private assertJson(name: string, value: unknown): void {
+    const problem = value === undefined ? null : jsonProblem(value, "result");
+    if (problem !== null) throw this.fail(new StepMisuse(`step ${JSON.stringify(name)} returned a value that is not JSON: ${problem}`));
+  }
+
+  /** Parks the run (the earliest of its parks wins) and returns what the step call throws. */
+  /** @internal */
+  park(ms: number): StepParked {
+    this.parkMs = Math.max(0, Math.min(this.parkMs ?? Infinity, ms));
+    return new StepParked(this.parkMs);
+  }
+
+  /** @internal */
+  fail(error: Error): Error {
+    this.failure ??= error;
+    return this.failure;
+  }
+
+  private refuse<T>(error: Error): Promise<T> {
+    return Promise.reject(this.fail(error));
+  }
+
+  /** @internal */
+  now(): number {
+    return this.current.runtime.now().getTime();
+  }
+}

@@ -1,0 +1,44 @@
+import type { BackoffPolicy } from "../core/backoff.js";
+import type { ErrorEntry } from "../core/errors.js";
+
+/** A step as stored in `akadze.steps` and shown by `getJob` (timestamps are ISO strings). */
+export interface StoredStep {
+  name: string;
+  /** Its position in the handler's order of step calls, from 0. */
+  seq: number;
+  kind: "run" | "sleep" | "event" | "jobs";
+  /** `done`; `retrying` (failed, parked for its backoff); `failed` (gave up); `waiting` (a sleep or event wait); `timed_out` (a wait that got no event). */
+  state: "done" | "retrying" | "failed" | "waiting" | "timed_out";
+  result: unknown;
+  /** False when the step returned nothing (`undefined`). */
+  hasResult: boolean;
+  errors: ErrorEntry[];
+  /** Runs of this step so far (since the workflow was last requeued). */
+  attempts: number;
+  /** When a sleep ends or a wait times out. */
+  wakeAt: string | null;
+  /** The event an event wait waits for, and the object its payload must contain. */
+  event: string | null;
+  match: unknown;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+/** The retry policy steps get from their workflow task. */
+export interface StepPolicy {
+  maxAttempts: number;
+  backoff: BackoffPolicy | undefined;
+  retryOn: ((error: unknown) => boolean) | undefined;
+}
+
+/**
+ * What a step waits for, in words, or null when it waits for nothing: `until <time>` for a sleep or a
+ * retry's backoff, `child jobs <ids> to finish`, `event "<name>" matching <json> until <time>` for an event wait.
+ * @example stepWaitText(step) // 'event "order.shipped" matching {"orderId":7} until 2026-06-08T12:00:00.000Z'
+ */
+export function stepWaitText(step: StoredStep): string | null {
+  if (step.state !== "waiting") return null;
+  if (step.kind === "jobs") return `child jobs ${(step.result as unknown[] | null ?? []).join(", ")} to finish`;
+  if (step.kind !== "event") return `until ${step.wakeAt}`;
+  return `event ${JSON.stringify(step.event)}${step.match == null ? "" : ` matching ${JSON.stringify(step.match)}`} until ${step.wakeAt}`;
+}
