@@ -156,7 +156,7 @@ forEachDriver((h, driver) => {
     await invoke(app, clock);
     const row = await job(id);
     expect(row).toMatchObject({ state: "failed" });
-    expect(row.errors.at(-1)).toMatchObject({ kind: "StepFailed", message: 'step "always" failed after 2 attempts: no such card' });
+    expect(row.errors.at(-1)).toMatchObject({ kind: "StepFailed", message: 'step "always" failed after 2 attempts: no such card\ncaused by Error: no such card' });
     expect(await steps(id)).toMatchObject([{ name: "ok", state: "done" }, { name: "always", state: "failed", attempts: 2 }]);
     // requeue gives the failed step a fresh round of attempts; the stored step still does not run again
     expect(await requeue(h().db, id)).toBe(true);
@@ -167,7 +167,7 @@ forEachDriver((h, driver) => {
       await step.run("bad", () => { throw new TypeError("a bug"); });
     }).using(h().db).enqueue({});
     await invoke(app, clock);
-    expect((await job(refused)).errors.at(-1)).toMatchObject({ kind: "StepFailed", message: 'step "bad" failed after 1 attempt: a bug' });
+    expect((await job(refused)).errors.at(-1)).toMatchObject({ kind: "StepFailed", message: 'step "bad" failed after 1 attempt: a bug\ncaused by TypeError: a bug' });
   });
 
   it("a step's writes commit with its stored result, or roll back with its failure (transaction, or batch on neon-http)", async () => {

@@ -11,6 +11,8 @@ export interface HistoryMaintenance {
   pruned: number;
   /** Why this role could not create or drop partitions (`must be owner of table ...`), or null. */
   denied: string | null;
+  /** Rows of akadze.steps deleted because their workflow job is gone from every table. */
+  stepsPruned?: number;
   /** Whether job_history is partitioned at all (a plain table from an app's own drizzle-kit migrations is not). */
   partitioned: boolean;
 }
@@ -21,19 +23,10 @@ export interface HistoryMaintenance {
  * `batch` old rows that sit outside any droppable partition. Returns a `HistoryMaintenance` as jsonb.
  */
 export function maintainHistoryStatement(now: SQL, keepMs: number, plan: HistoryPartitioning, batch: number): SQL {
-  // A dropped partition takes its workflow jobs with it but not their steps (no foreign key): steps older than
-  // the horizon whose job is gone from every table go too, up to `batch` jobs' worth (the next call sees the
-  // jobs this call's drops removed).
-  return sql`
-    with maintained as (select akadze.maintain_history(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint,
-      ${Math.ceil(plan.aheadMs / 1000)}::bigint, ${batch}::int) as r),
-    orphan_steps as (
-      delete from akadze.steps s where s.job_id in (
-        select distinct o.job_id from akadze.steps o
-        where o.created_at < ${now} - ${keepMs}::float8 * interval '1 millisecond'
-          and not exists (select 1 from akadze.all_jobs a where a.id = o.job_id)
-        limit ${batch}))
-    select r from maintained`;
+  // A dropped partition takes its workflow jobs with it but not their steps (no foreign key), so the steps of
+  // jobs gone from every table go next (akadze.prune_orphan_steps, migration 0009), after the drops.
+  return sql`select akadze.maintain_history(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint,
+    ${Math.ceil(plan.aheadMs / 1000)}::bigint, ${batch}::int) || jsonb_build_object('stepsPruned', akadze.prune_orphan_steps(${batch}::int)) as r`;
 }
 
 /** Whether `maintainHistoryStatement` has work now, as a boolean expression for a claim's report. */
