@@ -8,7 +8,7 @@ import { resolveRetention, type Retention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
-import { DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
+import { checkedClock, DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
 import { sleep } from "./signal.js";
 import { listenForJobs, type JobWakeups } from "./wakeup.js";
 
@@ -91,7 +91,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const slots = o.slots ?? DEFAULT_SLOTS;
   const prefetch = o.prefetch ?? slots * DEFAULT_PREFETCH_PER_SLOT;
   const run = resolveRunOptions({ db, slots, batchSize: prefetch, lease: options.lease ?? DEFAULT_LEASE, budget: Infinity });
-  const now = options.now ?? app.clock;
+  const now = checkedClock(options.now ?? app.clock, "runWorker");
   const sqlClock = options.now ?? app.sqlClock;
   const id = options.id ?? `wrk-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
   const poll = { min: parseDuration(o.minPoll ?? DEFAULT_MIN_POLL), max: parseDuration(o.maxPoll ?? DEFAULT_MAX_POLL) };
