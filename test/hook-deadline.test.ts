@@ -30,11 +30,14 @@ forEachDriver((h) => {
     expect(summary.succeeded).toBe(40);
     const jobs = await h().rows<{ state: string; errors: { kind: string; message: string }[] }>("select state, errors from akadze.all_jobs order by id");
     expect(jobs.map((j) => j.state)).toEqual(Array(40).fill("succeeded"));
-    // The first call timed out; the calls after it were not made once the statement's deadline had passed.
+    // In each settle statement the first call timed out and the calls after it were not made once the
+    // statement's deadline had passed (the 40 may be settled by more than one statement).
     const kinds = jobs.flatMap((j) => j.errors.map((e) => e.kind));
     expect(kinds).toEqual(Array(40).fill("TransitionHookFailed"));
     expect(jobs[0]!.errors[0]!.message).toMatch(/did not settle within the 300 ms|was not called/);
-    expect(calls.filter((c) => c === "succeeded").length).toBe(1);
+    expect(calls.filter((c) => c === "succeeded").length).toBeGreaterThanOrEqual(1);
+    expect(calls.filter((c) => c === "succeeded").length).toBeLessThanOrEqual(summary.roundTrips);
+    expect(calls.filter((c) => c === "succeeded").length).toBeLessThan(40);
     // Nothing is left holding the jobs' rows.
     if (h().name === "node-postgres") {
       const idle = await h().rows("select pid from pg_stat_activity where datname = current_database() and state = 'idle in transaction'");

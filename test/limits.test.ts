@@ -281,7 +281,7 @@ forEachDriver((h, driver) => {
       const slow = new SlowJobs();
       outcome = async () => slow.body(0);
       await enqueue();
-      const dead = runOnce(app, { db: h().db, now: clock.now, lease: "30s", heartbeat: "1h", budget: Infinity });
+      const dead = runOnce(app, { db: h().db, now: clock.now, lease: "30s", heartbeat: "29s", budget: Infinity });
       await waitFor(() => slow.held.size === 1, "the job to reach its handler");
       clock.advance(MINUTE);
       outcome = async () => {};

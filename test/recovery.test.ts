@@ -64,7 +64,8 @@ forEachDriver((h) => {
       inner = await runOnce(app, { db: h().db, now: clock.now }); // another invocation recovers this job
       return "first run";
     }).using(h().db).enqueue({});
-    const outer = await runOnce(app, { db: h().db, now: clock.now, heartbeat: 3_600_000 });
+    // A heartbeat just under the 30 s lease: no beat comes while the test runs.
+    const outer = await runOnce(app, { db: h().db, now: clock.now, heartbeat: "29s" });
     expect(inner).toMatchObject({ recovered: 1 });
     expect(outer).toMatchObject({ succeeded: 0, lost: 1 });
     expect(await job(id)).toMatchObject({ state: "queued", attempt: 1 });

@@ -65,8 +65,24 @@ async function withMigrateHint<T>(sent: PromiseLike<T>): Promise<T> {
     return await sent;
   } catch (error) {
     if (isMissingSchema(error)) throw new AkadzeError(`${MIGRATE_HINT} (from code: \`await migrate(db)\` at deploy time)`, { cause: error });
-    throw error;
+    throw shortened(error);
   }
+}
+
+/** Error messages longer than this are cut: drizzle's "Failed query" message repeats the statement and every parameter. */
+const MAX_MESSAGE_CHARS = 4_000;
+
+/**
+ * The error, or one with a short message when its own runs long (10 MB of args made a 10-million-character
+ * message): the innermost cause's message (an HTTP 413, a SQLSTATE's sentence) is what tells, and the
+ * original stays reachable as `cause` (codes are still found along the cause chain).
+ */
+function shortened(error: unknown): unknown {
+  const message = (error as { message?: unknown })?.message;
+  if (typeof message !== "string" || message.length <= MAX_MESSAGE_CHARS) return error;
+  const chain = causeChain(error);
+  const inner = [...chain].reverse().find((e) => typeof e?.message === "string" && e.message.length <= MAX_MESSAGE_CHARS)?.message;
+  return new AkadzeError(`a statement failed: ${inner ?? `${message.slice(0, 500)}...`} (the statement and its parameters, ${message.length} characters, are left out of this message)`, { cause: error });
 }
 
 /**

@@ -24,3 +24,12 @@ export async function secretMatches(token: string | undefined, secret: string): 
 async function digest(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 }
+
+/**
+ * Why `secret` cannot work as a bearer secret, or null: a token in `Authorization: Bearer <token>` holds no
+ * whitespace, so a secret with some could never pass the check (while a sign-in form would take it).
+ * @example const problem = secretProblem(env.CRON_SECRET); if (problem) throw new Error(problem);
+ */
+export function secretProblem(secret: string): string | null {
+  return /\s/.test(secret) ? "the configured secret contains whitespace, which no Authorization: Bearer header can carry: use a secret without spaces or line breaks" : null;
+}

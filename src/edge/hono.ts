@@ -17,7 +17,7 @@ import { parseOrThrow, RoutesOptionsSchema } from "../core/validate.js";
 import type { Db } from "../db/query.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
 import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
-import { bearerToken, secretMatches } from "./auth.js";
+import { bearerToken, secretMatches, secretProblem } from "./auth.js";
 import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
 import { parseRequest, problemOf, RouteProblem } from "./problems.js";
 import { JobIdParam, jsonBody, queryObject, WorkRequest } from "./requests.js";
@@ -101,6 +101,8 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   routes.use("*", async (c, next) => {
     const secret = getSecret(c);
     if (!secret) throw new RouteProblem(500, "no_secret", "akadze routes have no secret configured; set one (e.g. CRON_SECRET) so requests can be authorised");
+    const problem = secretProblem(secret);
+    if (problem) throw new RouteProblem(500, "bad_secret", problem);
     const token = bearerToken(c.req.header("authorization"));
     if (token === undefined) throw new RouteProblem(401, "unauthorized", "missing Authorization: Bearer <secret> header");
     if (!(await secretMatches(token, secret))) throw new RouteProblem(401, "unauthorized", "wrong secret");

@@ -1,5 +1,6 @@
 import { parseDuration } from "../core/duration.js";
 import { parseOrThrow, RunOptionsSchema } from "../core/validate.js";
+import { InvalidInput } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import { resolveRetention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
@@ -30,7 +31,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const o = resolveRunOptions(options);
   // A schema akadze cannot work with is refused before any job runs (one statement, once per client).
   await ensureSchema(options.db);
-  const now = options.now ?? app.clock;
+  const now = checkedClock(options.now ?? app.clock, "runOnce");
   const sqlClock = options.now ?? app.sqlClock;
   const id = options.id ?? `inv-${crypto.randomUUID()}`;
   const retention = resolveRetention(options.retention);
@@ -82,6 +83,24 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
 }
 
 /**
+ * The clock, after one reading proved it gives valid Dates (InvalidInput otherwise: a clock returning a
+ * string or an invalid date would fail deep inside a statement with a raw RangeError or database error).
+ * Every later reading is checked as well.
+ */
+export function checkedClock(clock: () => Date, what: string): () => Date {
+  const read = (): Date => {
+    let at: unknown;
+    try { at = clock(); } catch (error) { throw new InvalidInput(`${what}: the clock (\`now\`) threw: ${(error as Error)?.message ?? error}`, { cause: error }); }
+    if (!(at instanceof Date) || !Number.isFinite(at.getTime())) {
+      throw new InvalidInput(`${what}: the clock (\`now\`) must return a valid Date, got ${at instanceof Date ? "an invalid Date" : JSON.stringify(at) ?? String(at)}`);
+    }
+    return at;
+  };
+  read();
+  return read;
+}
+
+/**
  * The numbers of an invocation with defaults applied, after RunOptionsSchema validated them (InvalidInput
  * naming the field: `slots: NaN`, `lease: "0ms"` never reach the database).
  */
@@ -90,5 +109,8 @@ export function resolveRunOptions(options: RunOnceOptions): { slots: number; bat
   const budgetMs = options.budget === Infinity ? Infinity : parseDuration(options.budget ?? DEFAULT_BUDGET, "budget");
   const leaseMs = parseDuration(options.lease ?? DEFAULT_LEASE, "lease");
   const heartbeatMs = options.heartbeat === undefined ? leaseMs / 3 : parseDuration(options.heartbeat, "heartbeat");
+  if (heartbeatMs >= leaseMs) {
+    throw new InvalidInput(`runOnce options: heartbeat (${heartbeatMs} ms) must be shorter than the lease (${leaseMs} ms), or every lease expires before it is renewed`);
+  }
   return { slots: options.slots ?? DEFAULT_SLOTS, batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE, budgetMs, leaseMs, heartbeatMs };
 }

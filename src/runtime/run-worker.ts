@@ -10,7 +10,7 @@ import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { HistoryKeeper } from "./history.js";
-import { DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
+import { checkedClock, DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
 import { sleep } from "./signal.js";
 import { listenForJobs, type JobWakeups } from "./wakeup.js";
 
@@ -96,7 +96,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const slots = o.slots ?? DEFAULT_SLOTS;
   const prefetch = o.prefetch ?? slots * DEFAULT_PREFETCH_PER_SLOT;
   const run = resolveRunOptions({ db, slots, batchSize: prefetch, lease: options.lease ?? DEFAULT_LEASE, budget: Infinity });
-  const now = options.now ?? app.clock;
+  const now = checkedClock(options.now ?? app.clock, "runWorker");
   const sqlClock = options.now ?? app.sqlClock;
   const id = options.id ?? `wrk-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
   const poll = { min: parseDuration(o.minPoll ?? DEFAULT_MIN_POLL), max: parseDuration(o.maxPoll ?? DEFAULT_MAX_POLL) };

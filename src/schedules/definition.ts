@@ -72,11 +72,17 @@ export function defineSchedule(name: string, task: TaskDefinition, timingInput: 
   parseOrThrow(task.schema, args, `args of ${what} for task ${task.name}`);
   assertStorableJson(args, "args", what);
   if (timing.every !== undefined) return new Schedule(name, task.name, args, { everyMs: timing.every });
+  let schedule: Schedule;
   try {
-    return new Schedule(name, task.name, args, { cron: timing.cron!, timezone: timing.timezone });
+    schedule = new Schedule(name, task.name, args, { cron: timing.cron!, timezone: timing.timezone });
   } catch (error) {
     throw new InvalidInput(`Invalid ${what}: bad cron expression ${JSON.stringify(timing.cron)} (${(error as Error).message})`, { cause: error });
   }
+  // A well-formed expression may name a day that never comes (`0 0 31 2 *`): such a schedule never fires.
+  if (schedule.nextSlot(new Date()) === null) {
+    throw new InvalidInput(`Invalid ${what}: cron expression ${JSON.stringify(timing.cron)} never fires`);
+  }
+  return schedule;
 }
 
 /** Validates `addSchedules` entries against the app's tasks, all before any is registered. */

@@ -9,6 +9,7 @@
  * web.route("/akadze", akadzeRoutes(app, { db, secret: process.env.CRON_SECRET, dashboard: akadzeDashboard() }));
  * // then open /akadze/ui and sign in with the same secret
  */
+import { bodyLimit } from "hono/body-limit";
 import { Hono, type Context, type Env } from "hono";
 import { basePath } from "hono/route";
 import * as v from "valibot";
@@ -23,7 +24,7 @@ import { listQueues } from "../../ops/queues.js";
 import { readThroughput } from "../../ops/throughput.js";
 import { listWorkers } from "../../ops/workers.js";
 import { listSchedules } from "../../ops/schedules.js";
-import { secretMatches } from "../auth.js";
+import { secretProblem, secretMatches } from "../auth.js";
 import { parseRequest, problemOf, RouteProblem } from "../problems.js";
 import { controlJob } from "../job-control.js";
 import { JobIdParam } from "../requests.js";
@@ -65,6 +66,9 @@ const NOTICES: Record<string, string> = {
   resumed: "Queue resumed.",
 };
 
+/** The largest form body the dashboard reads (its forms carry a secret, a CSRF token and a few ids). */
+const MAX_FORM_BYTES = 16 * 1024;
+
 const Blank = v.pipe(v.string(), v.transform((s) => s.trim() || undefined));
 const ListQuery = v.object({
   state: v.optional(v.pipe(Blank, v.union([v.undefined(), v.picklist(JOB_STATES, `state must be one of ${JOB_STATES.join(", ")}`)]))),
@@ -90,6 +94,8 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
     const secretOf = (c: Context<E>) => {
       const secret = host.getSecret(c);
       if (!secret) throw new RouteProblem(500, "no_secret", "akadze routes have no secret configured; set one (e.g. CRON_SECRET) to sign in");
+      const problem = secretProblem(secret);
+      if (problem) throw new RouteProblem(500, "bad_secret", problem);
       return secret;
     };
     const html = async (c: Context<E>, page: unknown, status = 200) => {
@@ -117,6 +123,12 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
       return html(c, <ProblemPage ctx={context(c, null)} title={status >= 500 ? "Something went wrong" : "Cannot do that"} message={body.error.message} />, status);
     });
 
+    // Before any handler reads a form: the sign-in page answers strangers, so their bodies are capped here
+    // (the routes' own limit comes after the bearer check, which the dashboard's pages do not pass through).
+    ui.use("*", bodyLimit({
+      maxSize: MAX_FORM_BYTES,
+      onError: () => { throw new RouteProblem(413, "payload_too_large", `a dashboard form is at most ${MAX_FORM_BYTES} bytes`); },
+    }));
     ui.get("/login", (c) => html(c, <LoginPage ctx={context(c, null)} />));
     ui.post("/login", async (c) => {
       const secret = secretOf(c);
