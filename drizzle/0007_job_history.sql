@@ -215,7 +215,7 @@ DROP INDEX "akadze"."jobs_finished_idx";
 ALTER TABLE "akadze"."jobs" ADD CONSTRAINT "jobs_state_check" CHECK ("akadze"."jobs"."state" in ('queued', 'running'));
 --> statement-breakpoint
 -- Every job whatever its state, with a job's columns (what getJob, listJobs, the CLI and the metrics read).
-CREATE VIEW "akadze"."all_jobs" AS
+CREATE OR REPLACE VIEW "akadze"."all_jobs" AS
 SELECT "id", "task", "queue", "args", "state", "priority", "attempt", "max_attempts", "run_at", "expires_at", "unique_key", "limit_key",
   "limit_wait_ms", "lease_owner", "lease_expires_at", "cancel_requested", "errors", "result", "created_at", "started_at", "finished_at"
 FROM "akadze"."jobs"

@@ -6,7 +6,7 @@ import { findMissingSchemaObjectsStatement, REQUIRED_SCHEMA_OBJECTS } from "../s
 import { MIGRATE_HINT, queryJson, type Db } from "./query.js";
 
 /** What drizzle-kit leaves out, and how to add it. */
-export const COMPLETE_HINT = "drizzle-kit creates akadze's tables from akadze/schema but not its functions: " +
+export const COMPLETE_HINT = "drizzle-kit creates akadze's tables from akadze/schema but not its functions and views: " +
   "run `npx akadze migrate` (or `await migrate(db)`) after each drizzle-kit migrate or push; it adds them and leaves the tables to drizzle-kit";
 
 // Checked clients: the drizzle database's client (a pool, a neon function, a PGlite) or the database
@@ -18,7 +18,8 @@ const keyOf = (db: Db): object => ((db as { $client?: unknown }).$client as obje
 export function missingSchemaSentence(missing: readonly string[]): string {
   const tables = REQUIRED_SCHEMA_OBJECTS.filter((o) => o.kind === "table").map((o) => o.name);
   if (tables.every((t) => missing.includes(t))) return MIGRATE_HINT;
-  const onlyFunctions = missing.every((name) => REQUIRED_SCHEMA_OBJECTS.find((o) => o.name === name)?.kind === "function");
+  // Views and functions are what drizzle-kit cannot make from akadze/schema; a missing table is something else.
+  const onlyFunctions = missing.every((name) => REQUIRED_SCHEMA_OBJECTS.find((o) => o.name === name)?.kind !== "table");
   const fix = onlyFunctions ? COMPLETE_HINT
     : "run `npx akadze migrate`, or, when drizzle-kit manages akadze's tables, generate and apply a migration from `export * from \"akadze/schema\"` of this akadze version (then `npx akadze migrate` for its functions)";
   return `akadze's schema in this database lacks ${missing.join(", ")}: ${fix}`;

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 
-/** A database object akadze needs: a table (or view), or a function named with its argument types. */
-export interface SchemaObject { kind: "table" | "function"; name: string }
+/** A database object akadze needs: a table, a view (which drizzle-kit does not make), or a function named with its argument types. */
+export interface SchemaObject { kind: "table" | "view" | "function"; name: string }
 
 /**
  * Everything akadze's statements need, checked before an invocation or a worker claims its first job. A new
@@ -18,7 +18,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.workers" },
   { kind: "table", name: "akadze.job_history" },
   { kind: "table", name: "akadze.failed_jobs" },
-  { kind: "table", name: "akadze.all_jobs" },
+  { kind: "view", name: "akadze.all_jobs" },
   { kind: "table", name: "akadze.invocation_slots" },
   { kind: "table", name: "akadze.steps" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
@@ -36,5 +36,5 @@ export function findMissingSchemaObjectsStatement(objects: readonly SchemaObject
   return sql`
     select coalesce(jsonb_agg(o.name order by o.position), '[]'::jsonb) as r
     from (values ${rows}) as o(kind, name, position)
-    where case o.kind when 'table' then to_regclass(o.name) is null else to_regprocedure(o.name) is null end`;
+    where case when o.kind = 'function' then to_regprocedure(o.name) is null else to_regclass(o.name) is null end`;
 }
