@@ -35,7 +35,7 @@ it("setup(db) creates the app's own tables once at start, after akadze's, where 
   const posted = await fetch(`${server.appUrl}/notes`, { method: "POST" });
   expect(posted.status).toBe(202);
   const { id } = await posted.json() as { id: number };
-  const result = () => queryJson<unknown>(server.db, sql`select result as r from akadze.jobs where id = ${id} and state = 'succeeded'`);
+  const result = () => queryJson<unknown>(server.db, sql`select result as r from akadze.all_jobs where id = ${id} and state = 'succeeded'`);
   await waitFor(async () => (await result()) !== null && (await result()) !== undefined, "the note job", { timeoutMs: 30_000 });
   expect(await result()).toBe(1);
 });

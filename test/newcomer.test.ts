@@ -181,7 +181,7 @@ describe("a newcomer adds akadze to an existing project", () => {
     const id = await sqlOnce((client) => createApp().task("greet", async () => {}).using(drizzle(client) as unknown as Db).enqueue({ name: "cjs" }));
     const { child, stdout, stderr, exited } = startAkadze(["worker"], { bin, cwd: cjs, env: { DATABASE_URL: urlFor(DATABASE) } });
     children.push(child);
-    const job = () => sqlOnce(async (client) => (await client.query("select state, result from akadze.jobs where id = $1", [id])).rows[0]);
+    const job = () => sqlOnce(async (client) => (await client.query("select state, result from akadze.all_jobs where id = $1", [id])).rows[0]);
     try {
       await waitFor(async () => (await job()).state === "succeeded" || child.exitCode !== null, "the greet job", { timeoutMs: 60_000 });
       expect({ job: await job(), stderr: stderr() }).toMatchObject({ job: { state: "succeeded", result: { greeting: "hello, cjs", attempt: 1 } } });
