@@ -173,26 +173,10 @@ export const workers = akadze.table("workers", {
  * @example const failed = await db.select().from(allJobs).where(eq(allJobs.state, "failed"));
  */
 export const allJobs = akadze.view("all_jobs", {
-  id: bigint("id", { mode: "number" }).notNull(),
-  task: text("task").notNull(),
-  queue: text("queue").notNull(),
-  args: jsonb("args").notNull(),
-  state: text("state").notNull(),
-  priority: smallint("priority").notNull(),
-  attempt: integer("attempt").notNull(),
-  maxAttempts: integer("max_attempts").notNull(),
-  runAt: tz("run_at").notNull(),
-  expiresAt: tz("expires_at"),
-  uniqueKey: text("unique_key"),
-  limitKey: text("limit_key"),
-  limitWaitMs: bigint("limit_wait_ms", { mode: "number" }),
+  ...finishedColumns(),
   leaseOwner: text("lease_owner"),
   leaseExpiresAt: tz("lease_expires_at"),
-  cancelRequested: boolean("cancel_requested").notNull(),
-  errors: jsonb("errors").$type<ErrorEntry[]>().notNull(),
-  result: jsonb("result"),
-  createdAt: tz("created_at").notNull(),
-  startedAt: tz("started_at"),
+  // A live job has not finished.
   finishedAt: tz("finished_at"),
 }).existing();
 
