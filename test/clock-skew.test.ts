@@ -121,7 +121,9 @@ function skewSuite(driver: keyof typeof SIZES): void {
           count(*) filter (where task <> 'skew.tick' and state <> 'succeeded')::int as open,
           count(*) filter (where task = 'skew.tick' and state = 'succeeded')::int as ticks from akadze.all_jobs`);
         return open === 0 && ticks >= MIN_SLOTS;
-      }, "every job to finish and the schedule to run its slots", { timeoutMs: 25_000 });
+        // A deadline, not a timing claim: alone the neon-http case finishes in ~17 s, but beside the rest of the
+        // suite on 2 cores it once needed more than 25 s. The assertions below are what the test promises.
+      }, "every job to finish and the schedule to run its slots", { timeoutMs: 50_000 });
       for (const { child } of loops) child.send("stop");
       const totals = await Promise.all(loops.map((l) => l.done));
       await Promise.all(loops.map((l) => l.exited));
@@ -176,7 +178,7 @@ function skewSuite(driver: keyof typeof SIZES): void {
       // A slot is enqueued once it is due on the database's clock, not when a fast host thinks it is.
       expect(slots.filter((s) => s.early > 0)).toEqual([]);
       expect(byRunner.length).toBeGreaterThan(LOOPS.length / 2); // the work was spread over the loops
-    }, 60_000);
+    }, 90_000);
   });
 }
 
