@@ -11,6 +11,7 @@ import { Heartbeat, judgeBeat } from "./heartbeat.js";
 import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
+import { BudgetClock } from "./budget-clock.js";
 import { answered, Settler } from "./settler.js";
 import { isNeonHttp } from "../db/query.js";
 import { releaseUnheldStatement } from "../sql/release-unheld.js";
@@ -118,13 +119,13 @@ export class Engine {
   /** Moving averages that size how many jobs to start ahead of free slots. */
   private readonly pace: Pace;
 
-  /** When the engine was created: local clock and monotonic ms. */
-  private readonly began: { clock: number; mono: number };
+  /** The budget, on the monotonic clock for the real clock. */
+  private readonly budget: BudgetClock;
   /** Average run time per task (on the budget's clock), for when an untimed job may still start. */
   private readonly runTimes = new Map<string, number>();
 
   constructor(private readonly o: EngineOptions) {
-    this.began = { clock: o.now().getTime(), mono: performance.now() };
+    this.budget = new BudgetClock(o.now, o.monotonic, o.budgetMs);
     this.summary = emptySummary(o.owner);
     this.pace = new Pace(o.app, o.slots, o.batchSize);
     this.claimer = new Claimer({
@@ -182,7 +183,7 @@ export class Engine {
       await this.claimer.finished();
       this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
-      this.summary.durationMs = this.elapsedMs();
+      this.summary.durationMs = this.budget.elapsedMs();
     }
     return this.summary;
   }
@@ -193,18 +194,7 @@ export class Engine {
   }
 
   private remainingMs(): number {
-    return this.o.budgetMs - this.elapsedMs();
-  }
-
-  /** Time since the engine was created: monotonic for the real clock, else the caller's clock. */
-  private elapsedMs(since = this.began): number {
-    const mono = performance.now() - since.mono;
-    return this.o.monotonic ? mono : this.o.now().getTime() - since.clock;
-  }
-
-  /** A moment to measure from with `elapsedMs`. */
-  private mark(): { clock: number; mono: number } {
-    return { clock: this.o.monotonic ? 0 : this.o.now().getTime(), mono: performance.now() };
+    return this.budget.remainingMs();
   }
 
   /**
@@ -410,7 +400,7 @@ export class Engine {
     this.running++;
     this.bodies.add(job.id);
     const began = performance.now();
-    const ran = this.mark();
+    const ran = this.budget.mark();
     let lingering: Promise<unknown> | null = null;
     void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow,
       monotonic: this.o.monotonic,
@@ -432,7 +422,7 @@ export class Engine {
         this.running--;
         this.endedSinceClaim++;
         this.pace.ranFor(performance.now() - began);
-        const took = this.elapsedMs(ran);
+        const took = this.budget.elapsedMs(ran);
         const before = this.runTimes.get(job.task);
         this.runTimes.set(job.task, before === undefined ? took : 0.8 * before + 0.2 * took);
         this.change.notify();

@@ -13,6 +13,7 @@ import { ensureSchema } from "../db/schema-check.js";
 import { driverName } from "../db/query.js";
 import { HistoryKeeper } from "./history.js";
 import { FanOutSession } from "./fan-out.js";
+import { BudgetClock } from "./budget-clock.js";
 import { emptySummary } from "./summary.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
@@ -43,11 +44,10 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const history = retention ? new HistoryKeeper({ app, db: options.db, plan: retention, sqlNow, callerClock: sqlClock !== null }) : undefined;
   const monotonic = options.now === undefined && app.sqlClock === null;
   // Fan-out reads the budget on the engine's clock: monotonic for the real clock, else the caller's.
-  const startedMono = performance.now();
-  const elapsedMs = () => monotonic ? performance.now() - startedMono : now().getTime() - startedAt.getTime();
+  const budget = new BudgetClock(now, monotonic, o.budgetMs);
   const fan = options.fanOut ? new FanOutSession(options.fanOut, {
     app, db: options.db, id, queues, slots: o.slots, batchSize: o.batchSize, budgetMs: o.budgetMs, leaseMs: o.leaseMs, sqlNow,
-    remainingMs: () => o.budgetMs - elapsedMs(), signal: options.signal,
+    remainingMs: () => budget.remainingMs(), signal: options.signal,
   }) : null;
   // A fan-out invocation claims only while it holds a slot: the cap is counted in slots.
   if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report, driver: driverName(options.db) };
@@ -78,7 +78,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
     await fan.finish(emptySummary(id), false);
     throw error;
   }
-  await fan.finish(summary, options.signal?.aborted !== true && elapsedMs() >= o.budgetMs);
+  await fan.finish(summary, options.signal?.aborted !== true && budget.remainingMs() <= 0);
   return { ...summary, driver };
 }
 

@@ -1,0 +1,31 @@
+/** A moment to measure from: the caller's clock and the monotonic one. */
+export interface Moment { clock: number; mono: number }
+
+/**
+ * An invocation's budget, measured on one clock: with the real clock (`monotonic`) on the monotonic clock
+ * alone, so a wall-clock step can neither cut a budget short nor stretch it; with a caller's clock (tests), on
+ * that clock.
+ * @example const budget = new BudgetClock(now, true, 25_000); if (budget.remainingMs() <= 0) stop();
+ */
+export class BudgetClock {
+  readonly began: Moment;
+
+  constructor(private readonly now: () => Date, private readonly monotonic: boolean, private readonly budgetMs: number) {
+    this.began = { clock: now().getTime(), mono: performance.now() };
+  }
+
+  /** A moment to measure from with `elapsedMs` (the caller's clock is not read when it is not the one used). */
+  mark(): Moment {
+    return { clock: this.monotonic ? 0 : this.now().getTime(), mono: performance.now() };
+  }
+
+  /** Time since `since` (default: the start). */
+  elapsedMs(since: Moment = this.began): number {
+    return this.monotonic ? performance.now() - since.mono : this.now().getTime() - since.clock;
+  }
+
+  /** What is left of the budget (Infinity without one). */
+  remainingMs(): number {
+    return this.budgetMs - this.elapsedMs();
+  }
+}
