@@ -17,7 +17,7 @@ import { isNeonHttp } from "../db/query.js";
 import { releaseUnheldStatement } from "../sql/release-unheld.js";
 import { CLAIM_MARGIN_MS, MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
-import { LocalQueue } from "./local-queue.js";
+import { LocalQueue, notRequested } from "./local-queue.js";
 import type { HistoryKeeper } from "./history.js";
 import { JobAbort, Latch, Wakeup } from "./signal.js";
 
@@ -259,7 +259,9 @@ export class Engine {
   private dispatch(): void {
     if (this.stopping()) {
       this.stopped.open();
-      for (const local of this.queue.takeAll()) this.release(local.job);
+      // A job whose start is on its way waits for the answer: denied or stopped, it is back in the queue
+      // table already, and a release would find it gone; started, it is released then (attempt refunded).
+      for (const local of this.queue.removeWhere(notRequested)) this.release(local.job);
       return;
     }
     const remaining = this.remainingMs();
@@ -267,7 +269,7 @@ export class Engine {
     if (remaining < Math.max(longestTimeoutMs(this.o.app), CLAIM_MARGIN_MS)) {
       // Jobs that can never fit any more (the remaining budget only shrinks) are released; an untimed job
       // needs the least its task takes (untimedFloorMs).
-      for (const { job } of this.queue.removeWhere((l) => (timeoutOf(l.job) ?? this.untimedFloorMs(l.job.task)) > remaining)) this.release(job);
+      for (const { job } of this.queue.removeWhere((l) => notRequested(l) && (timeoutOf(l.job) ?? this.untimedFloorMs(l.job.task)) > remaining)) this.release(job);
     }
     while (this.running < this.o.slots) {
       const local = this.queue.takeReady();

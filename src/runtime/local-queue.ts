@@ -10,6 +10,9 @@ export interface LocalJob {
   startBy?: { clock: number; mono: number };
 }
 
+/** A job not waiting for a start request's answer: one that is may be back in the queue table when it comes. */
+export const notRequested = (l: LocalJob): boolean => l.state !== "requested";
+
 /**
  * The jobs an engine holds and has not started, in claim order, with a count per state, so that the engine's
  * every look costs what it takes, not the length of the queue (a lane may hold thousands of quick jobs).
@@ -23,14 +26,6 @@ export class LocalQueue {
   push(job: ClaimedJob, state: LocalState): void {
     this.jobs.push({ job, state });
     this.counts[state]++;
-  }
-
-  /** Removes and returns every job. */
-  takeAll(): LocalJob[] {
-    const all = this.jobs;
-    this.jobs = [];
-    this.counts.waiting = this.counts.requested = this.counts.ready = 0;
-    return all;
   }
 
   /** Removes and returns the jobs `drop` picks (one pass over the queue). */
