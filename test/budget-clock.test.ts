@@ -9,6 +9,7 @@ import { createApp, runOnce } from "../src/index.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
+import { BudgetClock } from "../src/runtime/budget-clock.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("budget_clock"); });
@@ -76,4 +77,25 @@ describe("wall-clock steps on the real clock", () => {
     expect(summary.durationMs).toBeLessThanOrEqual(took + 50);
     expect((await t.rows("select count(*)::int as n from akadze.all_jobs where state = 'queued'"))[0].n).toBeGreaterThan(0);
   }, 60_000);
+});
+
+describe("the budget's end", () => {
+  afterEach(() => { vi.useRealTimers(); });
+
+  it("is told once the budget is spent, and not before, even when its timer fires first", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const clock = new ManualClock();
+    const budget = new BudgetClock(clock.now, false, 20);
+    let calls = 0;
+    const cancel = budget.whenSpent(() => { calls++; });
+    // The timer for the 20 ms left fires when the budget's own clock has not moved (as libuv's can, early): it looks again later.
+    vi.advanceTimersByTime(21);
+    expect(calls).toBe(0);
+    clock.advance(20);
+    vi.advanceTimersByTime(21);
+    expect(calls).toBe(1);
+    vi.advanceTimersByTime(1_000);
+    expect(calls).toBe(1);
+    cancel();
+  });
 });

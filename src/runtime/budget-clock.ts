@@ -24,6 +24,23 @@ export class BudgetClock {
     return this.monotonic ? performance.now() - since.mono : this.now().getTime() - since.clock;
   }
 
+  /**
+   * Calls `then` once, when the budget is spent (never without one); returns a cancel. A timer can fire a
+   * little before its delay has passed on the monotonic clock (libuv measures it from the loop's cached
+   * time), so one that finds budget left is set again, rather than leaving the end unnoticed.
+   */
+  whenSpent(then: () => void): () => void {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      const left = this.remainingMs();
+      if (!Number.isFinite(left)) return;
+      if (left <= 0) then();
+      else timer = setTimeout(arm, left + 1);
+    };
+    arm();
+    return () => clearTimeout(timer);
+  }
+
   /** What is left of the budget (Infinity without one). */
   remainingMs(): number {
     return this.budgetMs - this.elapsedMs();

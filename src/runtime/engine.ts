@@ -159,7 +159,7 @@ export class Engine {
   async run(): Promise<RunSummary> {
     this.heartbeat.start();
     // Look again when the budget ends or the signal aborts, even if nothing else happens then.
-    const atDeadline = Number.isFinite(this.remainingMs()) ? setTimeout(() => this.change.notify(), Math.max(0, this.remainingMs()) + 1) : undefined;
+    const cancelAtEnd = this.budget.whenSpent(() => this.change.notify());
     const onAbort = () => this.change.notify();
     this.o.signal?.addEventListener("abort", onAbort, { once: true });
     try {
@@ -174,7 +174,7 @@ export class Engine {
       this.accept(first, firstSize);
       await this.loop();
     } finally {
-      clearTimeout(atDeadline);
+      cancelAtEnd();
       this.o.signal?.removeEventListener("abort", onAbort);
       clearTimeout(this.claimRetry);
       this.heartbeat.stop();
