@@ -226,3 +226,14 @@ export const steps = akadze.table("steps", {
   // sendEvent finds the runs waiting for an event by this index; it holds only the waiting steps.
   index("steps_waiting_event_idx").on(t.event).where(sql`${t.state} = 'waiting' and ${t.kind} = 'event'`),
 ]);
+
+/**
+ * Dashboard sessions signed out before they expired: the session cookie is signed and stateless, so a
+ * sign-out records its session here and the dashboard refuses it from then on. Rows go once the cookie
+ * would have expired anyway.
+ */
+export const dashboardSignOuts = akadze.table("dashboard_sign_outs", {
+  /** The session's random token (its CSRF token). */
+  session: text("session").primaryKey(),
+  expiresAt: tz("expires_at").notNull(),
+});

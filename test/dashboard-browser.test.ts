@@ -128,7 +128,7 @@ describe("the dashboard in Chromium", () => {
     }
 
     await signIn(page);
-    expect((await context.cookies())[0]).toMatchObject({ name: "akadze_session", httpOnly: true, sameSite: "Strict", secure: false });
+    expect((await context.cookies())[0]).toMatchObject({ name: "akadze_session", httpOnly: true, sameSite: "Strict", secure: true });
     // The same form with its token taken out, as a forged form would be.
     await page.goto(url(`/jobs/${id}`));
     await page.locator('form[action$="/requeue"] input[name="_csrf"]').evaluate((input) => input.remove());

@@ -164,7 +164,7 @@ describe("dashboard sessions and CSRF", () => {
       }
     });
 
-    it("the session cookie is signed, HttpOnly, SameSite=Strict, scoped to the dashboard and Secure off localhost", async () => {
+    it("the session cookie is signed, HttpOnly, SameSite=Strict, scoped to the dashboard and Secure whatever the Host", async () => {
       const local = await setup(h).signIn();
       const cookie = local.headers.get("set-cookie")!;
       expect(cookie).toMatch(/^akadze_session=[^;]+\.[^;]+;/);
@@ -172,7 +172,7 @@ describe("dashboard sessions and CSRF", () => {
       expect(cookie).toMatch(/; Path=\/akadze\/ui/);
       expect(cookie).toMatch(/; HttpOnly/);
       expect(cookie).toMatch(/; SameSite=Strict/);
-      expect(cookie).not.toMatch(/Secure/);
+      expect(cookie).toMatch(/; Secure/);
       const remote = (await setup(h, { origin: "https://jobs.example.com" }).signIn()).headers.get("set-cookie")!;
       expect(remote).toMatch(/; Secure/);
     });
@@ -225,6 +225,29 @@ describe("dashboard sessions and CSRF", () => {
       const out = await t.request("/akadze/ui/logout", t.form({ _csrf: token }));
       expect(out.status).toBe(303);
       expect(out.headers.get("set-cookie")).toMatch(/^akadze_session=;.*Max-Age=0/);
+    });
+
+    it("a signed-out session stays out: a copy of its cookie opens nothing, and a new sign-in works", async () => {
+      const t = setup(h);
+      const id = await t.broken.using(h().db).enqueue({});
+      await t.run();
+      const cookie = (await t.signIn()).headers.get("set-cookie")!.split(";")[0];
+      const token = await t.csrf();
+      expect((await t.request("/akadze/ui")).status).toBe(200);
+      expect((await t.request("/akadze/ui/logout", t.form({ _csrf: token }))).status).toBe(303);
+      // The browser dropped its cookie; a copy of it (another tab's, a stolen one) is replayed.
+      t.setCookie(cookie);
+      expect((await t.request("/akadze/ui")).status).toBe(401);
+      expect((await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form({ _csrf: token }))).status).toBe(401);
+      expect((await t.request("/akadze/ui/logout", t.form({ _csrf: token }))).status).toBe(401);
+      expect((await h().rows(`select state from akadze.all_jobs where id = ${id}`))[0].state).toBe("failed");
+      await t.signIn();
+      expect((await t.request("/akadze/ui")).status).toBe(200);
+      // Sign-outs are kept only while their cookie could still be valid (12 h): the next sign-out forgets them.
+      t.clock.advance(13 * 3_600_000);
+      await t.signIn();
+      expect((await t.request("/akadze/ui/logout", t.form({ _csrf: await t.csrf() }))).status).toBe(303);
+      expect(await h().rows("select count(*)::int as n from akadze.dashboard_sign_outs")).toEqual([{ n: 1 }]);
     });
 
     it("the session cookie does not open the JSON routes, and the bearer secret does not open the pages", async () => {

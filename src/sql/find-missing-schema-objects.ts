@@ -21,6 +21,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "view", name: "akadze.all_jobs" },
   { kind: "table", name: "akadze.invocation_slots" },
   { kind: "table", name: "akadze.steps" },
+  { kind: "table", name: "akadze.dashboard_sign_outs" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
   { kind: "function", name: "akadze.maintain_history(timestamp with time zone, double precision, bigint, bigint, integer)" },
   { kind: "function", name: "akadze.raise_error(text, text)" },

@@ -109,5 +109,12 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE INDEX \"steps_waiting_event_idx\" ON \"akadze\".\"steps\" USING btree (\"event\") WHERE \"akadze\".\"steps\".\"state\" = 'waiting' and \"akadze\".\"steps\".\"kind\" = 'event';",
       "-- (Hand-written: drizzle-kit declares no functions.) Deletes the steps of up to p_batch workflow jobs that\n-- are gone from every table (their history partition was dropped, or their row pruned): steps have no\n-- foreign key to their job. Called by the history's maintenance after it dropped partitions, so it sees\n-- the drops (a function's statements take a new snapshot).\nCREATE OR REPLACE FUNCTION \"akadze\".\"prune_orphan_steps\"(p_batch integer) RETURNS integer\nLANGUAGE plpgsql AS $$\nDECLARE\n  v_n integer;\nBEGIN\n  DELETE FROM akadze.steps s WHERE s.job_id IN (\n    SELECT DISTINCT o.job_id FROM akadze.steps o\n    WHERE NOT EXISTS (SELECT 1 FROM akadze.all_jobs a WHERE a.id = o.job_id)\n    LIMIT p_batch);\n  GET DIAGNOSTICS v_n = ROW_COUNT;\n  RETURN v_n;\nEND $$;"
     ]
+  },
+  {
+    "id": 10,
+    "name": "0010_dashboard_sign_outs",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"dashboard_sign_outs\" (\n\t\"session\" text PRIMARY KEY NOT NULL,\n\t\"expires_at\" timestamp with time zone NOT NULL\n);"
+    ]
   }
 ];

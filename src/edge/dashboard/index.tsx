@@ -24,6 +24,7 @@ import { listQueues } from "../../ops/queues.js";
 import { readThroughput } from "../../ops/throughput.js";
 import { listWorkers } from "../../ops/workers.js";
 import { listSchedules } from "../../ops/schedules.js";
+import { sessionSignedOut, signOutSession } from "../../ops/dashboard-sessions.js";
 import { secretProblem, secretMatches } from "../auth.js";
 import { parseRequest, problemOf, RouteProblem } from "../problems.js";
 import { controlJob } from "../job-control.js";
@@ -79,8 +80,8 @@ const ListQuery = v.object({
 
 /**
  * The dashboard, for `akadzeRoutes(app, { ..., dashboard: akadzeDashboard() })`: pages under `/ui`, signed
- * in with the routes' secret (an HttpOnly, SameSite=Strict, signed and expiring cookie; Secure outside
- * localhost), a CSRF token on every POST, all output escaped.
+ * in with the routes' secret (an HttpOnly, SameSite=Strict, signed, Secure and expiring cookie, revoked
+ * for good on sign-out), a CSRF token on every POST, all output escaped.
  * @example web.route("/akadze", akadzeRoutes(app, { db, secret, dashboard: akadzeDashboard({ sessionTtl: "8h" }) }));
  */
 export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
@@ -89,7 +90,7 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
   const clock = options.now ?? (() => new Date());
   return <E extends Env>(routes: Hono<E>, host: DashboardHost<E>) => {
     const ui = new Hono<E>();
-    type Guarded = (c: Context<E>, ctx: PageContext, db: Db) => Promise<Response>;
+    type Guarded = (c: Context<E>, ctx: PageContext, db: Db, session: Session) => Promise<Response>;
     const context = (c: Context<E>, session: Session | null): PageContext => ({ base: basePath(c), csrf: session?.csrf ?? null, now: clock() });
     const secretOf = (c: Context<E>) => {
       const secret = host.getSecret(c);
@@ -109,13 +110,16 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
     };
     // A page needs a live session; an action also the session's CSRF token in its form.
     const signedIn = (handler: Guarded, isAction = false) => async (c: Context<E>) => {
-      const session = await readSession(c, secretOf(c), clock().getTime());
+      const signed = await readSession(c, secretOf(c), clock().getTime());
+      const db = signed ? await host.getDb(c) : null;
+      // A cookie that verifies may still belong to a session that signed out (the cookie itself cannot be taken back).
+      const session = signed && !(await sessionSignedOut(db!, signed.csrf)) ? signed : null;
       const ctx = context(c, session);
       if (!session) return html(c, <LoginPage ctx={ctx} problem="Sign in to see this page." />, 401);
       if (isAction && !(await csrfMatches(session, (await c.req.parseBody())[CSRF_FIELD]))) {
         return html(c, <ProblemPage ctx={ctx} title="Refused" message="This form is missing its CSRF token or it is stale: reload the page and try again." />, 403);
       }
-      return handler(c, ctx, await host.getDb(c));
+      return handler(c, ctx, db!, session);
     };
 
     ui.onError((error, c) => {
@@ -139,7 +143,9 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
       await startSession(c, secret, basePath(c), ttlMs, clock().getTime());
       return c.redirect(basePath(c), 303);
     });
-    ui.post("/logout", signedIn(async (c, ctx) => {
+    ui.post("/logout", signedIn(async (c, ctx, db, session) => {
+      // Recorded before the cookie is cleared: a copy of the cookie kept elsewhere no longer signs anyone in.
+      await signOutSession(db, session.csrf, new Date(session.expiresAt), clock());
       endSession(c, ctx.base);
       return c.redirect(`${ctx.base}/login`, 303);
     }, true));

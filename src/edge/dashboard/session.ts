@@ -26,17 +26,15 @@ function randomToken(): string {
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_");
 }
 
-// Browsers drop Secure cookies on plain http; only loopback is served without TLS in practice.
-function isLoopback(url: string): boolean {
-  const host = new URL(url).hostname;
-  return host === "localhost" || host === "127.0.0.1" || host === "[::1]" || host.endsWith(".localhost");
-}
+// Always Secure, whatever the request's Host or scheme says (a proxy may rewrite either): browsers keep a
+// Secure cookie only over https, and on http://localhost and http://127.0.0.1, which they count as secure.
+const SECURE = true;
 
 /** Signs a browser in: sets the session cookie for `path` and returns the session. @example await startSession(c, secret, "/akadze/ui", 43_200_000, Date.now()); */
 export async function startSession(c: Context, secret: string, path: string, ttlMs: number, now: number): Promise<Session> {
   const session: Session = { expiresAt: now + ttlMs, csrf: randomToken() };
   await setSignedCookie(c, SESSION_COOKIE, `${session.expiresAt}.${session.csrf}`, await cookieKey(secret), {
-    path, httpOnly: true, sameSite: "Strict", secure: !isLoopback(c.req.url), maxAge: Math.floor(ttlMs / 1000),
+    path, httpOnly: true, sameSite: "Strict", secure: SECURE, maxAge: Math.floor(ttlMs / 1000),
   });
   return session;
 }
@@ -51,9 +49,9 @@ export async function readSession(c: Context, secret: string, now: number): Prom
   return expiresAt > now ? { expiresAt, csrf: match[2] } : null;
 }
 
-/** Signs the browser out. @example endSession(c, "/akadze/ui"); */
+/** Clears the browser's session cookie (the dashboard records the sign-out first: see signOutSession). @example endSession(c, "/akadze/ui"); */
 export function endSession(c: Context, path: string): void {
-  deleteCookie(c, SESSION_COOKIE, { path, httpOnly: true, sameSite: "Strict", secure: !isLoopback(c.req.url) });
+  deleteCookie(c, SESSION_COOKIE, { path, httpOnly: true, sameSite: "Strict", secure: SECURE });
 }
 
 /** True when a submitted form carries the session's CSRF token (compared as the bearer secret is, in constant time). @example if (!(await csrfMatches(session, form._csrf))) return c.text("refused", 403); */
