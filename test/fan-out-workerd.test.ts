@@ -73,17 +73,24 @@ describe("fan-out in workerd, the Worker bound to itself", () => {
     const rows = async (text: string) => (await pool.query(text)).rows;
     // miniflare types its Fetcher against @cloudflare/workers-types, which this project does not install.
     const worker = await mf.getWorker() as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> };
-    expect((await worker.scheduled({ cron: "* * * * *" })).outcome).toBe("ok");
-    // Successors run in their starters' waitUntil, after the tick's own promise may have settled.
-    await waitFor(async () => (await rows("select 1 from akadze.all_jobs where state in ('queued', 'running') limit 1")).length === 0,
-      "every job to finish", { timeoutMs: 120_000, intervalMs: 250 }).catch(async (error: Error) => {
-      // What was left, by limit key, and where the chain stood: the failure says why.
-      const left = await rows("select state, limit_key, count(*)::int as n from akadze.all_jobs where state in ('queued', 'running') group by 1, 2");
-      const slots = await rows("select slot, holder, expires_at from akadze.invocation_slots where holder is not null");
-      throw new Error(`${error.message}; left: ${JSON.stringify(left)}; live slots: ${JSON.stringify(slots)}`);
-    });
-    await waitFor(async () => (await rows("select 1 from akadze.invocation_slots where holder is not null")).length === 0,
-      "every slot to be freed", { timeoutMs: 60_000, intervalMs: 250 });
+    const left = () => rows("select state, limit_key, count(*)::int as n from akadze.all_jobs where state in ('queued', 'running') group by 1, 2");
+    const liveSlots = () => rows("select slot, holder, expires_at from akadze.invocation_slots where holder is not null");
+    // Successors run in their starters' waitUntil, after the tick's own promise may have settled. The chain ends
+    // when the work is done, or when only jobs a limit holds back are left: those wait for the next tick (on a
+    // loaded machine the first wave may not have got through the limit's room), which the loop then sends.
+    for (let tick = 1; ; tick++) {
+      expect((await worker.scheduled({ cron: "* * * * *" })).outcome).toBe("ok");
+      await waitFor(async () => (await left()).length === 0 || (await liveSlots()).length === 0,
+        "every job to finish, or the chain to end", { timeoutMs: 120_000, intervalMs: 250 }).catch(async (error: Error) => {
+        throw new Error(`${error.message}; left: ${JSON.stringify(await left())}; live slots: ${JSON.stringify(await liveSlots())}`);
+      });
+      await waitFor(async () => (await liveSlots()).length === 0, "every slot to be freed", { timeoutMs: 60_000, intervalMs: 250 });
+      const remaining = await left();
+      if (remaining.length === 0) break;
+      // Only limited jobs may be left for a later tick, and no more than a few ticks are needed for them.
+      expect(remaining.filter((r) => r.limit_key === null)).toEqual([]);
+      expect(tick).toBeLessThan(4);
+    }
 
     const jobs = await rows("select state, attempt, limit_key, result from akadze.all_jobs") as
       { state: string; attempt: number; limit_key: string | null; result: { at: number; end: number; invocation: string } }[];
