@@ -44,6 +44,11 @@ export const jobs = akadze.table("jobs", {
   createdAt: tz("created_at").notNull().defaultNow(),
   startedAt: tz("started_at"),
   finishedAt: tz("finished_at"),
+  /**
+   * A debounced task's key (see `app.debounced`): enqueues with the same key coalesce into the one queued job
+   * that holds it. The claim clears it, so a job that left `queued` never takes more payloads.
+   */
+  debounceKey: text("debounce_key"),
 }, (t) => [
   check("jobs_state_check", sql`${t.state} in ('queued', 'running')`),
   check("jobs_attempts_check", sql`${t.maxAttempts} >= 1 and ${t.attempt} >= 0`),
@@ -59,6 +64,8 @@ export const jobs = akadze.table("jobs", {
   // Only jobs that have a key: jobs without one (most) cost this index nothing. Every row is active now
   // (the state check), so the predicate only keeps the index the enqueue's ON CONFLICT names.
   uniqueIndex("jobs_unique_key_active").on(t.uniqueKey).where(sql`${t.state} in ('queued', 'running') and ${t.uniqueKey} is not null`),
+  // One queued job per task and debounce key: the debounced enqueue's ON CONFLICT names it.
+  uniqueIndex("jobs_debounce_key_queued").on(t.task, t.debounceKey).where(sql`${t.state} = 'queued' and ${t.debounceKey} is not null`),
 ]);
 
 /** The columns a finished job keeps: a job's, less its lease (always null once it finished). */

@@ -4,6 +4,8 @@ import { DEFAULT_TRANSITION_HOOK_TIMEOUT, Hooks } from "./hooks.js";
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { workflowBody, type WorkflowHandler, type WorkflowOptions } from "../workflow/define.js";
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
+import { debounceTiming, DebouncedTask, type DebouncedHandler, type DebouncedOptions } from "./debounce.js";
+import * as v from "valibot";
 
 /** Options of `createApp`. @example const app = createApp({ clock: () => new Date() }); */
 export interface AppOptions {
@@ -66,6 +68,22 @@ export class App {
     const { taskOptions, body } = workflowBody(name, options as WorkflowOptions<S>, handler, () => task!.definition);
     task = this.task(name, taskOptions, body);
     return task;
+  }
+
+  /**
+   * Declares a debounced task: enqueues under one key (`using(db, { key })`) within `window` of each other
+   * coalesce into one job, run `window` after the latest (at most `maxWait` after the first), whose handler
+   * gets every payload in order (see docs/flow-control.md).
+   * @example const reindex = app.debounced("search.reindex", { args: Doc, window: "5s" }, async (docs) => index(docs));
+   */
+  debounced<S extends ArgsSchema>(name: string, options: DebouncedOptions<S>, handler: DebouncedHandler<S>): DebouncedTask<S> {
+    if (typeof options !== "object" || options === null) throw new InvalidInput(`debounced task ${name}: give { window }`);
+    const timing = debounceTiming(name, options);
+    const { window: _window, maxWait: _maxWait, args, ...taskOptions } = options;
+    const payload = (args ?? v.object({})) as S;
+    // The job's args are the list of payloads, checked again at run time as any task's args are.
+    const task = this.task(name, { ...taskOptions, args: v.array(payload) } as TaskOptions<any>, handler as Handler<any>);
+    return new DebouncedTask<S>(task.definition, payload, timing, this.sqlClock);
   }
 
   /** Registers a plain function as a task (for factories and legacy code). @example app.register("legacy.fn", plainFunction, { queue: "legacy" }); */

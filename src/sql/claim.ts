@@ -232,7 +232,9 @@ export function claimJobsStatement(p: ClaimParams): SQL {
     ),
     claimed as (
       update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = ${p.owner},
-        lease_expires_at = ${now} + ${msInterval(sql`${p.leaseMs}`)}, started_at = case when d.start then ${now} end
+        lease_expires_at = ${now} + ${msInterval(sql`${p.leaseMs}`)}, started_at = case when d.start then ${now} end,
+        -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
+        debounce_key = null
       from due d where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited
     ),

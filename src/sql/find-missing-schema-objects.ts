@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 
-/** A database object akadze needs: a table, a view (which drizzle-kit does not make), or a function named with its argument types. */
-export interface SchemaObject { kind: "table" | "view" | "function"; name: string }
+/** A database object akadze needs: a table, a view (which drizzle-kit does not make), an index (standing for the column it is on), or a function named with its argument types. */
+export interface SchemaObject { kind: "table" | "view" | "index" | "function"; name: string }
 
 /**
  * Everything akadze's statements need, checked before an invocation or a worker claims its first job. A new
@@ -22,6 +22,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.invocation_slots" },
   { kind: "table", name: "akadze.steps" },
   { kind: "table", name: "akadze.dashboard_sign_outs" },
+  { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
   { kind: "function", name: "akadze.maintain_history(timestamp with time zone, double precision, bigint, bigint, integer)" },
   { kind: "function", name: "akadze.raise_error(text, text)" },

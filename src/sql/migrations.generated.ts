@@ -116,5 +116,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
     "statements": [
       "CREATE TABLE \"akadze\".\"dashboard_sign_outs\" (\n\t\"session\" text PRIMARY KEY NOT NULL,\n\t\"expires_at\" timestamp with time zone NOT NULL\n);"
     ]
+  },
+  {
+    "id": 11,
+    "name": "0011_debounce_key",
+    "statements": [
+      "ALTER TABLE \"akadze\".\"jobs\" ADD COLUMN \"debounce_key\" text;",
+      "CREATE UNIQUE INDEX \"jobs_debounce_key_queued\" ON \"akadze\".\"jobs\" USING btree (\"task\",\"debounce_key\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"debounce_key\" is not null;"
+    ]
   }
 ];

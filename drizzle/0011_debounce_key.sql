@@ -1,0 +1,2 @@
+ALTER TABLE "akadze"."jobs" ADD COLUMN "debounce_key" text;--> statement-breakpoint
+CREATE UNIQUE INDEX "jobs_debounce_key_queued" ON "akadze"."jobs" USING btree ("task","debounce_key") WHERE "akadze"."jobs"."state" = 'queued' and "akadze"."jobs"."debounce_key" is not null;

@@ -1,0 +1,81 @@
+import * as v from "valibot";
+import { tryParseDuration, type Duration } from "../core/duration.js";
+import { InvalidInput } from "../core/errors.js";
+import { assertStorableJson, parseOrThrow } from "../core/validate.js";
+import { queryJson, type BatchItem, type Db } from "../db/query.js";
+import { enqueueDebouncedStatement } from "../sql/enqueue-debounced.js";
+import type { ArgsSchema, JobContext, TaskDefinition, TaskOptions } from "./task.js";
+
+/** The longest debounce key, in characters. */
+export const MAX_DEBOUNCE_KEY_LENGTH = 512;
+
+/**
+ * A debounced task's options: a task's (its `args` describe one payload), plus how long enqueues coalesce.
+ * @example app.debounced("search.reindex", { args: Doc, window: "5s", maxWait: "1m" }, async (docs) => reindex(docs));
+ */
+export interface DebouncedOptions<S extends ArgsSchema = ArgsSchema> extends TaskOptions<S> {
+  /** The job runs this long after the latest enqueue under its key (a trailing debounce). */
+  window: Duration;
+  /** ...but no later than this long after the first one, however often more arrive. Default: no bound. */
+  maxWait?: Duration;
+}
+
+/** A debounced task's body: every payload its job coalesced, in the order they were enqueued. */
+export type DebouncedHandler<S extends ArgsSchema> = (payloads: v.InferOutput<S>[], job: JobContext) => unknown;
+
+/** Enqueueing of a debounced task under one key, bound to a database or transaction. */
+export interface DebouncedEnqueuer<S extends ArgsSchema> {
+  /** Adds the payload to the key's queued job (or makes that job); resolves to the job's id. */
+  enqueue(payload: v.InferInput<S>): Promise<number>;
+  /** The same as a query for `db.batch([...])` (neon-http has no interactive transactions). */
+  enqueueQuery(payload: v.InferInput<S>): BatchItem;
+}
+
+/** The window and bound of a debounced task, checked (InvalidInput names the option). */
+export function debounceTiming(name: string, options: DebouncedOptions<any>): { windowMs: number; maxWaitMs: number | null } {
+  const windowMs = tryParseDuration(options?.window);
+  if (windowMs === undefined || windowMs <= 0) {
+    throw new InvalidInput(`debounced task ${name}: window must be a positive duration such as "5s", got ${JSON.stringify(options?.window)}`);
+  }
+  if (options.maxWait === undefined) return { windowMs, maxWaitMs: null };
+  const maxWaitMs = tryParseDuration(options.maxWait);
+  if (maxWaitMs === undefined || maxWaitMs < windowMs) {
+    throw new InvalidInput(`debounced task ${name}: maxWait must be a duration no shorter than the window (${windowMs} ms), got ${JSON.stringify(options.maxWait)}`);
+  }
+  return { windowMs, maxWaitMs };
+}
+
+/**
+ * A debounced task's handle: enqueues under a key within the window coalesce into one job whose handler gets
+ * every payload in order.
+ * @example await reindex.using(tx, { key: `doc:${id}` }).enqueue({ id });
+ */
+export class DebouncedTask<S extends ArgsSchema = ArgsSchema> {
+  constructor(
+    readonly definition: TaskDefinition,
+    private readonly payload: S,
+    private readonly timing: { windowMs: number; maxWaitMs: number | null },
+    private readonly clock: (() => Date) | null,
+  ) {}
+
+  /** The task's registered name. */
+  get name(): string { return this.definition.name; }
+
+  /** Binds enqueueing to `db` (a database or a transaction) and a debounce key. @example await reindex.using(db, { key: "doc:7" }).enqueue({ id: 7 }); */
+  using(db: Db, options: { key: string }): DebouncedEnqueuer<S> {
+    const key = options?.key;
+    if (typeof key !== "string" || key.length === 0 || key.length > MAX_DEBOUNCE_KEY_LENGTH) {
+      throw new InvalidInput(`debounced task ${this.name}: key must be a non-empty string of at most ${MAX_DEBOUNCE_KEY_LENGTH} characters, got ${JSON.stringify(key)}`);
+    }
+    const statementFor = (payload: unknown) => {
+      parseOrThrow(this.payload, payload, `payload for task ${this.name}`);
+      assertStorableJson(payload ?? {}, "payload", `payload for task ${this.name}`);
+      const d = this.definition;
+      return enqueueDebouncedStatement({ task: d.name, queue: d.queue, priority: d.priority, maxAttempts: d.maxAttempts, key, ...this.timing, now: this.clock?.() ?? null }, payload ?? {});
+    };
+    return {
+      enqueue: async (payload) => Number(await queryJson<number>(db, statementFor(payload))),
+      enqueueQuery: (payload) => db.execute(statementFor(payload)),
+    };
+  }
+}

@@ -1,0 +1,152 @@
+// Debounce on enqueue (issue 27, item 2): enqueues of a debounced task under one key within its window
+// coalesce into one job, run a window after the latest (at most maxWait after the first), whose handler gets
+// every payload in order; inside the caller's transaction, under concurrent writers, over neon-http's batch.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import * as v from "valibot";
+import { createApp, InvalidInput, runOnce } from "../src/index.js";
+import { forEachDriver } from "./support/drivers.js";
+import { ManualClock } from "./support/clock.js";
+import { openTestDatabase, type TestDatabase } from "./support/database.js";
+
+const Doc = v.object({ doc: v.number() });
+
+function debounceApp(options: { window: string; maxWait?: string }) {
+  const clock = new ManualClock();
+  const app = createApp({ clock: clock.now });
+  const runs: { key: string; payloads: number[] }[] = [];
+  const reindex = app.debounced("search.reindex", { args: Doc, window: options.window as "5s", maxWait: options.maxWait as "1m" | undefined },
+    async (payloads, job) => { runs.push({ key: String(job.id), payloads: payloads.map((p) => p.doc) }); });
+  return { clock, app, reindex, runs };
+}
+
+forEachDriver((h) => {
+  it("enqueues under one key within the window make one job, run a window after the latest, with every payload in order", async () => {
+    const { clock, app, reindex, runs } = debounceApp({ window: "5s" });
+    const a = reindex.using(h().db, { key: "site:1" });
+    const ids = [await a.enqueue({ doc: 1 })];
+    clock.advance(3_000);
+    ids.push(await a.enqueue({ doc: 2 }));
+    ids.push(await reindex.using(h().db, { key: "site:2" }).enqueue({ doc: 9 }));
+    clock.advance(3_000);
+    ids.push(await a.enqueue({ doc: 3 }));
+    expect(ids[0]).toBe(ids[1]);
+    expect(ids[3]).toBe(ids[0]);
+    expect(ids[2]).not.toBe(ids[0]);
+    // site:1's window restarted at 6 s: nothing is due at 10 s but site:2's job (due at 8 s).
+    clock.advance(4_000);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(runs.map((r) => r.payloads)).toEqual([[9]]);
+    clock.advance(1_000);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(runs.map((r) => r.payloads)).toEqual([[9], [1, 2, 3]]);
+    // Once its job was claimed, the key starts a new one.
+    const next = await a.enqueue({ doc: 4 });
+    expect(next).not.toBe(ids[0]);
+    expect(await h().rows("select task, state, args from akadze.all_jobs order by id")).toEqual([
+      { task: "search.reindex", state: "succeeded", args: [{ doc: 1 }, { doc: 2 }, { doc: 3 }] },
+      { task: "search.reindex", state: "succeeded", args: [{ doc: 9 }] },
+      { task: "search.reindex", state: "queued", args: [{ doc: 4 }] },
+    ]);
+  });
+
+  it("a claimed job that goes back to queued (its lease expired) takes no more payloads and clashes with no newer job", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => { started = resolve; });
+    const seen: number[][] = [];
+    const reindex = app.debounced("search.reindex", { args: Doc, window: "1s", maxAttempts: 3 }, async (payloads, job) => {
+      seen.push(payloads.map((p) => p.doc));
+      if (job.attempt === 1) { started(); await gate; }
+    });
+    const a = reindex.using(h().db, { key: "k" });
+    const first = await a.enqueue({ doc: 1 });
+    clock.advance(1_000);
+    const stuck = runOnce(app, { db: h().db, now: clock.now, lease: "30s", drain: false });
+    await running;
+    const second = await a.enqueue({ doc: 2 }); // the first is running: a new job
+    expect(second).not.toBe(first);
+    // The first invocation's lease lapses; the next invocation recovers its job into queued, beside the newer one.
+    clock.advance(60_000);
+    const summary = await runOnce(app, { db: h().db, now: clock.now });
+    expect(summary).toMatchObject({ recovered: 1 });
+    release();
+    await stuck;
+    expect(seen.slice(1).sort()).toEqual([[1], [2]]);
+    const third = await a.enqueue({ doc: 3 });
+    expect([first, second]).not.toContain(third);
+  });
+
+  it("maxWait bounds how long a steady stream of enqueues can hold its job back", async () => {
+    const { clock, app, reindex, runs } = debounceApp({ window: "5s", maxWait: "12s" });
+    const a = reindex.using(h().db, { key: "k" });
+    // One every 4 s: each would push the run 5 s later, forever; maxWait runs it 12 s after the first.
+    for (let doc = 1; doc <= 4; doc++) {
+      await a.enqueue({ doc });
+      clock.advance(4_000);
+    }
+    expect(await h().rows("select extract(epoch from run_at - created_at)::int as wait from akadze.jobs")).toEqual([{ wait: 12 }]);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(runs.map((r) => r.payloads)).toEqual([[1, 2, 3, 4]]);
+  });
+
+  it("bad input is refused with a sentence and writes nothing", async () => {
+    const { reindex } = debounceApp({ window: "5s" });
+    expect(() => reindex.using(h().db, { key: "" })).toThrow(/key must be a non-empty string/);
+    await expect(reindex.using(h().db, { key: "k" }).enqueue({ doc: "x" } as never)).rejects.toThrow(InvalidInput);
+    const app = createApp();
+    expect(() => app.debounced("d1", { window: "0s" as "5s" }, async () => {})).toThrow(/window must be a positive duration/);
+    expect(() => app.debounced("d2", { window: "5s", maxWait: "1s" }, async () => {})).toThrow(/maxWait must be a duration no shorter than the window/);
+    expect(await h().rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 0 }]);
+  });
+});
+
+forEachDriver((h) => {
+  it("a debounced enqueue goes in a db.batch with the app's own write", async () => {
+    const { clock, app, reindex, runs } = debounceApp({ window: "1s" });
+    const a = reindex.using(h().db, { key: "k" });
+    await (h().db as any).batch([a.enqueueQuery({ doc: 1 }), a.enqueueQuery({ doc: 2 })]);
+    clock.advance(1_000);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(runs.map((r) => r.payloads)).toEqual([[1, 2]]);
+  });
+}, ["neon-http"]);
+
+describe("concurrent writers inside transactions", () => {
+  let t: TestDatabase;
+  beforeAll(async () => { t = await openTestDatabase("debounce"); });
+  afterAll(async () => { await t?.close(); });
+  beforeEach(async () => { await t.reset(); });
+
+  it("1,000 enqueues from 8 writers, some rolled back, run exactly one job with exactly the committed payloads", async () => {
+    const { clock, app, reindex, runs } = debounceApp({ window: "1m" });
+    const committed: number[] = [];
+    const writer = async (w: number) => {
+      for (let i = 0; i < 125; i++) {
+        const doc = w * 1000 + i;
+        const rollBack = i % 5 === 3;
+        await t.db.transaction(async (tx) => {
+          await reindex.using(tx as never, { key: "hot" }).enqueue({ doc });
+          if (rollBack) tx.rollback();
+        }).catch((error) => { if (!rollBack) throw error; });
+        if (!rollBack) committed.push(doc);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, (_, w) => writer(w)));
+    clock.advance(60_000);
+    const summary = await runOnce(app, { db: t.db, now: clock.now });
+    expect(summary.succeeded).toBe(1);
+    expect(runs).toHaveLength(1);
+    const got = runs[0].payloads;
+    expect([...got].sort((x, y) => x - y)).toEqual([...committed].sort((x, y) => x - y));
+    expect(got).toHaveLength(800);
+    // Each writer's payloads in the order it enqueued them.
+    for (let w = 0; w < 8; w++) {
+      const own = got.filter((d) => Math.floor(d / 1000) === w);
+      expect(own).toEqual(committed.filter((d) => Math.floor(d / 1000) === w));
+    }
+    expect(await t.rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 1 }]);
+  }, 60_000);
+});
