@@ -70,6 +70,39 @@ forEachDriver((h, driver) => {
     ]);
   });
 
+  it("onTransition hooks see a workflow's steps (results, errors, what it waits for) in the change's transaction; other jobs get no steps", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const seen: { to: string; task: string; steps: unknown }[] = [];
+    app.hooks.onTransition(async (t) => {
+      seen.push({ to: t.to, task: t.task, steps: t.steps ? (await t.steps()).map((s) => [s.name, s.state, s.result, s.errors.map((e) => e.message), s.waitingFor]) : "none" });
+    });
+    const plain = app.task("plain", async () => "done");
+    const flow = app.workflow("hooked", { backoff: () => "1m" }, async (_a, step) => {
+      await step.run("charge", () => ({ chargeId: "ch_1" }));
+      await step.run("label", ({ attempt }) => { if (attempt === 1) throw new Error("printer offline"); return "printed"; });
+      return step.waitForEvent("shipped", { match: { orderId: 7 }, timeout: "1d" });
+    });
+    await flow.using(h().db).enqueue({});
+    await plain.using(h().db).enqueue({});
+    await invoke(app, clock); // charge done, label fails: the run parks for the label's backoff
+    clock.advance(60_000);
+    await invoke(app, clock); // label done, parks on the event
+    await sendEvent(h().db, "shipped", { orderId: 7 }, { now: clock.now() });
+    await invoke(app, clock);
+    const hooked = seen.filter((s) => s.task === "hooked");
+    expect(hooked.map((s) => s.to)).toEqual(["running", "queued", "running", "queued", "running", "succeeded"]);
+    expect(hooked[0].steps).toEqual([]); // started, nothing stored yet
+    expect(hooked.filter((s) => s.to !== "running")).toEqual([
+      { to: "queued", task: "hooked", steps: [["charge", "done", { chargeId: "ch_1" }, [], null], ["label", "retrying", null, ["printer offline"], null]] },
+      { to: "queued", task: "hooked", steps: [["charge", "done", { chargeId: "ch_1" }, [], null], ["label", "done", "printed", ["printer offline"], null],
+        ["shipped", "waiting", null, [], 'event "shipped" matching {"orderId":7} until 2026-06-02T12:01:00.000Z']] },
+      { to: "succeeded", task: "hooked", steps: [["charge", "done", { chargeId: "ch_1" }, [], null], ["label", "done", "printed", ["printer offline"], null],
+        ["shipped", "done", { orderId: 7 }, [], null]] },
+    ]);
+    expect(seen.filter((s) => s.task === "plain")).toEqual([{ to: "running", task: "plain", steps: "none" }, { to: "succeeded", task: "plain", steps: "none" }]);
+  });
+
   it("an event sent in a rolled-back transaction wakes nothing; the same event committed does", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
