@@ -47,6 +47,6 @@ export type { ScheduleTiming, ScheduleEntry } from "./schedules/definition.js";
 export { sendEvent, sendEventQuery, type SendEventOptions, type SentEvent } from "./workflow/events.js";
 export { type Step, type StepContext, type StepOptions, type WaitForEventOptions, DEFAULT_MIN_STEP_TIME } from "./workflow/step.js";
 export { type WorkflowOptions, type WorkflowHandler } from "./workflow/define.js";
-export { type StoredStep } from "./workflow/types.js";
-export { StepFailed, StepMisuse, StepParked, WorkflowNondeterminism } from "./workflow/errors.js";
+export { type StoredStep, type WorkflowStep } from "./workflow/types.js";
+export { StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./workflow/errors.js";
 export { type ChildJob, type ChildJobsOptions, ChildJobFailed, DEFAULT_CHILD_POLL } from "./workflow/children.js";

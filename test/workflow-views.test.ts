@@ -44,7 +44,9 @@ it("jobs show lists the steps: results, the last error, and what a waiting step 
   const json = await runAkadze(["jobs", "show", String(id), "--json"], { DATABASE_URL: database.url });
   const job = JSON.parse(json.stdout);
   expect(job.steps.map((s: any) => [s.name, s.kind, s.state])).toEqual([["charge", "run", "done"], ["label", "run", "retrying"], ["shipped", "event", "waiting"]]);
-  expect(job.steps[2]).toMatchObject({ event: "order.shipped", match: { orderId: 7 }, wakeAt: "2026-06-08T12:00:00.000Z" });
+  expect(job.steps[2]).toMatchObject({ event: "order.shipped", match: { orderId: 7 }, wakeAt: "2026-06-08T12:00:00.000Z",
+    waitingFor: 'event "order.shipped" matching {"orderId":7} until 2026-06-08T12:00:00.000Z' });
+  expect(job.steps[0].waitingFor).toBeNull();
   expect(job.steps[1].errors[0]).toMatchObject({ attempt: 1, kind: "Error", message: "printer offline" });
 });
 

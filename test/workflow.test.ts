@@ -3,7 +3,7 @@
 import { beforeEach, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
-import { ChildJobFailed, createApp, Fail, getJob, pruneJobs, requestCancel, requeue, runOnce, sendEvent, sendEventQuery, type Db } from "../src/index.js";
+import { ChildJobFailed, createApp, Fail, getJob, pruneJobs, requestCancel, requeue, runOnce, sendEvent, sendEventQuery, StepTimeout, type Db } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
@@ -68,6 +68,39 @@ forEachDriver((h, driver) => {
     expect(detail?.steps?.map((s) => [s.name, s.state])).toEqual([
       ["charge", "done"], ["shipped", "done"], ["email", "done"], ["cool-off", "done"], ["follow-up", "done"],
     ]);
+  });
+
+  it("onTransition hooks see a workflow's steps (results, errors, what it waits for) in the change's transaction; other jobs get no steps", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const seen: { to: string; task: string; steps: unknown }[] = [];
+    app.hooks.onTransition(async (t) => {
+      seen.push({ to: t.to, task: t.task, steps: t.steps ? (await t.steps()).map((s) => [s.name, s.state, s.result, s.errors.map((e) => e.message), s.waitingFor]) : "none" });
+    });
+    const plain = app.task("plain", async () => "done");
+    const flow = app.workflow("hooked", { backoff: () => "1m" }, async (_a, step) => {
+      await step.run("charge", () => ({ chargeId: "ch_1" }));
+      await step.run("label", ({ attempt }) => { if (attempt === 1) throw new Error("printer offline"); return "printed"; });
+      return step.waitForEvent("shipped", { match: { orderId: 7 }, timeout: "1d" });
+    });
+    await flow.using(h().db).enqueue({});
+    await plain.using(h().db).enqueue({});
+    await invoke(app, clock); // charge done, label fails: the run parks for the label's backoff
+    clock.advance(60_000);
+    await invoke(app, clock); // label done, parks on the event
+    await sendEvent(h().db, "shipped", { orderId: 7 }, { now: clock.now() });
+    await invoke(app, clock);
+    const hooked = seen.filter((s) => s.task === "hooked");
+    expect(hooked.map((s) => s.to)).toEqual(["running", "queued", "running", "queued", "running", "succeeded"]);
+    expect(hooked[0].steps).toEqual([]); // started, nothing stored yet
+    expect(hooked.filter((s) => s.to !== "running")).toEqual([
+      { to: "queued", task: "hooked", steps: [["charge", "done", { chargeId: "ch_1" }, [], null], ["label", "retrying", null, ["printer offline"], null]] },
+      { to: "queued", task: "hooked", steps: [["charge", "done", { chargeId: "ch_1" }, [], null], ["label", "done", "printed", ["printer offline"], null],
+        ["shipped", "waiting", null, [], 'event "shipped" matching {"orderId":7} until 2026-06-02T12:01:00.000Z']] },
+      { to: "succeeded", task: "hooked", steps: [["charge", "done", { chargeId: "ch_1" }, [], null], ["label", "done", "printed", ["printer offline"], null],
+        ["shipped", "done", { orderId: 7 }, [], null]] },
+    ]);
+    expect(seen.filter((s) => s.task === "plain")).toEqual([{ to: "running", task: "plain", steps: "none" }, { to: "succeeded", task: "plain", steps: "none" }]);
   });
 
   it("an event sent in a rolled-back transaction wakes nothing; the same event committed does", async () => {
@@ -142,6 +175,73 @@ forEachDriver((h, driver) => {
     const [, flaky] = await h().rows(`select attempts, errors from akadze.steps where job_id = ${id} order by seq`);
     expect(flaky.attempts).toBe(3);
     expect(flaky.errors.map((e: any) => e.message)).toEqual(["vendor down (1)", "vendor down (2)"]);
+  });
+
+  it("a step past its own timeout fails that attempt with StepTimeout, retried by the step's policy (retryOn aside); its late result and writes are not kept", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const tries = { quote: 0, record: 0 };
+    const id = await app.workflow("timed", async (_a, step) => {
+      const quote = await step.run("quote", ({ attempt }) => {
+        tries.quote++;
+        if (attempt === 1) clock.advance(6_000); // the vendor took 6 s of the clock
+        return `quote ${attempt}`;
+      }, { timeout: "5s", maxAttempts: 3, backoff: () => 10_000, retryOn: () => false });
+      const options = { timeout: "5s", backoff: () => 0 } as const;
+      if (driver === "neon-http") {
+        await step.batch("record", (db) => {
+          tries.record++;
+          if (tries.record === 1) clock.advance(6_000); // building took too long: the batch is not sent
+          return [db.execute(sql`insert into wf_notes (text) values (${`try ${tries.record}`})`)];
+        }, options);
+      } else {
+        await step.transaction("record", async (tx) => {
+          tries.record++;
+          await note(tx, `try ${tries.record}`);
+          if (tries.record === 1) clock.advance(6_000); // the write was slow: it rolls back with the attempt
+        }, options);
+      }
+      return quote;
+    }).using(h().db).enqueue({});
+    await invoke(app, clock);
+    expect(await job(id)).toMatchObject({ state: "queued", attempt: 0 }); // a step's timeout spends no job attempt
+    const [quote] = await h().rows(`select state, result, attempts, errors from akadze.steps where job_id = ${id} order by seq`);
+    expect(quote).toMatchObject({ state: "retrying", result: null, attempts: 1 });
+    expect(quote.errors.map((e: any) => [e.kind, e.message])).toEqual([["StepTimeout", 'step "quote" ran past its timeout of 5000 ms']]);
+    clock.advance(10_000);
+    await invoke(app, clock); // quote's second attempt; record's first times out
+    await invoke(app, clock); // record again (no backoff)
+    expect(await job(id)).toMatchObject({ state: "succeeded", attempt: 1, result: "quote 2" });
+    expect(tries).toEqual({ quote: 2, record: 2 });
+    expect(await notes()).toEqual(["try 2"]);
+    expect(await steps(id)).toMatchObject([{ name: "quote", state: "done", attempts: 2 }, { name: "record", state: "done", attempts: 2 }]);
+  });
+
+  it("a step that hangs past its timeout is cut off by its signal; the job's own timeout still bounds the run", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    let reason: unknown;
+    const hung = await app.workflow("hung", async (_a, step) => step.run("hang", ({ signal }) => new Promise<string>((resolve) => {
+      signal.addEventListener("abort", () => { reason = signal.reason; resolve("too late"); });
+    }), { timeout: "50ms", maxAttempts: 1 })).using(h().db).enqueue({});
+    await invoke(app, clock);
+    expect(reason).toBeInstanceOf(StepTimeout);
+    const row = await job(hung);
+    expect(row).toMatchObject({ state: "failed" });
+    expect(row.errors.at(-1)).toMatchObject({ kind: "StepFailed", message: expect.stringMatching(/^step "hang" failed after 1 attempt: step "hang" ran past its timeout of 50 ms/) });
+    expect(await steps(hung)).toMatchObject([{ name: "hang", state: "failed", result: null }]);
+
+    // A generous step timeout does not stretch the job's: the run past the task's 5 s is a JobTimeout.
+    const bounded = await app.workflow("bounded", { timeout: "5s" }, async (_a, step) => {
+      await step.run("slow", () => { clock.advance(6_000); return 1; }, { timeout: "1m" });
+    }).using(h().db).enqueue({});
+    await invoke(app, clock);
+    expect(await job(bounded)).toMatchObject({ state: "queued", attempt: 1 });
+    expect((await job(bounded)).errors.at(-1)).toMatchObject({ kind: "JobTimeout" });
+
+    const refused = await app.workflow("bad-timeout", async (_a, step) => step.run("x", () => 1, { timeout: "soon" as never })).using(h().db).enqueue({});
+    await invoke(app, clock);
+    expect((await job(refused)).errors.at(-1)).toMatchObject({ kind: "InvalidInput" });
   });
 
   it("a step that spends its attempts fails the workflow with StepFailed; retryOn refusing fails it at once", async () => {

@@ -33,13 +33,15 @@ export class App {
   readonly clock: () => Date;
   /** The clock statements use: the app's own when one was given, else `null` (the database's `now()`). */
   readonly sqlClock: (() => Date) | null;
+  /** The tasks declared with `workflow` (their transitions carry steps). */
+  private readonly workflows = new Set<string>();
 
   constructor(options: AppOptions = {}) {
     const hookTimeoutMs = tryParseDuration(options.transitionHookTimeout ?? DEFAULT_TRANSITION_HOOK_TIMEOUT);
     if (hookTimeoutMs === undefined || hookTimeoutMs === 0) {
       throw new InvalidInput(`createApp: transitionHookTimeout must be a positive duration such as "5s", got ${JSON.stringify(options.transitionHookTimeout)}`);
     }
-    this.hooks = new Hooks(hookTimeoutMs);
+    this.hooks = new Hooks(hookTimeoutMs, (task) => this.workflows.has(task));
     this.clock = options.clock ?? (() => new Date());
     this.sqlClock = options.clock ?? null;
   }
@@ -67,6 +69,7 @@ export class App {
     let task: Task<S> | undefined;
     const { taskOptions, body } = workflowBody(name, options as WorkflowOptions<S>, handler, () => task!.definition);
     task = this.task(name, taskOptions, body);
+    this.workflows.add(name);
     return task;
   }
 

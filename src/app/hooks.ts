@@ -4,6 +4,8 @@ import { causesOf, storedMessage } from "../core/error-causes.js";
 import type { JobState } from "../core/states.js";
 import { isNeonHttp, type Db } from "../db/query.js";
 import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
+import { readSteps } from "../workflow/read-steps.js";
+import type { WorkflowStep } from "../workflow/types.js";
 import type { JobContext } from "./task.js";
 
 /** A job as hooks see it: its context plus its args. @example app.hooks.beforeRun((job: HookJob) => console.log(job.args)); */
@@ -19,6 +21,13 @@ export interface Transition {
   attempt: number;
   /** The error recorded with this change, if any. */
   error?: { kind: string; message: string };
+  /**
+   * Present when the job is one of the app's workflows: its steps (results, errors, what each waits for) as
+   * they stand in this change's transaction. Read on the first call (one statement, through the hook's `tx`),
+   * so a hook that never calls it, and every job that is not a workflow, costs nothing more.
+   * @example app.hooks.onTransition(async (t) => { const steps = await t.steps?.(); if (steps) log(t.jobId, steps.map((s) => s.waitingFor ?? s.state)); });
+   */
+  steps?: () => Promise<WorkflowStep[]>;
 }
 
 /** Called before a body runs. @example app.hooks.beforeRun((job) => log.info("start", job.id)); */
@@ -46,8 +55,16 @@ export class Hooks {
   /**
    * @param timeoutMs how long the transition hooks of one statement may take together: past it the statement
    *   goes on without them (its transaction, and the row locks it holds, are not kept waiting for a hook).
+   * @param isWorkflow whether a task is a workflow, whose transitions carry `steps()` (the app tells).
    */
-  constructor(readonly timeoutMs = 5_000) {}
+  constructor(readonly timeoutMs = 5_000, private readonly isWorkflow: (task: string) => boolean = () => false) {}
+
+  /** The transition as a hook called with `db` sees it: a workflow's gets `steps()`, reading through `db`. @internal */
+  seenBy(t: Transition, db: Db): Transition {
+    if (!this.isWorkflow(t.task)) return t;
+    let read: Promise<WorkflowStep[]> | undefined;
+    return { ...t, steps: () => (read ??= readSteps(db, t.jobId)) };
+  }
 
   /** Runs before each body, inside its timeout; a throw counts as the body throwing. */
   beforeRun(hook: BeforeRunHook): void { this.before.push(hook); }
@@ -85,7 +102,7 @@ async function withinDeadline(call: () => unknown, deadline: number, t: Transiti
 export async function emitTransitions(hooks: Hooks, transitions: Transition[], tx: Db): Promise<void> {
   const deadline = hookDeadline(hooks);
   for (const transition of transitions) {
-    for (const hook of hooks.transition) await withinDeadline(() => hook(transition, tx), deadline, transition, hooks.timeoutMs);
+    for (const hook of hooks.transition) await withinDeadline(() => hook(hooks.seenBy(transition, tx), tx), deadline, transition, hooks.timeoutMs);
   }
 }
 
@@ -128,7 +145,7 @@ async function callHooksIsolated(hooks: Hooks, transitions: Transition[], tx: Db
   const deadline = hookDeadline(hooks);
   for (const transition of transitions) {
     for (const hook of hooks.transition) {
-      const call = (db: Db) => withinDeadline(() => hook(transition, db), deadline, transition, hooks.timeoutMs);
+      const call = (db: Db) => withinDeadline(() => hook(hooks.seenBy(transition, db), db), deadline, transition, hooks.timeoutMs);
       try {
         if (performance.now() >= deadline) await call(tx);
         else if (savepoints) await tx.transaction(async (sp) => { await call(sp as unknown as Db); });

@@ -29,3 +29,8 @@ export function formatTime(iso: string | null | undefined): string {
 export function formatMs(ms: number | null): string {
   return ms === null ? "-" : formatSpan(ms);
 }
+
+/** A timestamp as Postgres JSON prints it ("2026-06-01T12:00:00.123+00:00") as an ISO string, or null. @example iso("2026-06-01T12:00:00+00:00") // "2026-06-01T12:00:00.000Z" */
+export function iso(value: string | null | undefined): string | null {
+  return value == null ? null : new Date(value).toISOString();
+}

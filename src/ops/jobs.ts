@@ -5,8 +5,9 @@ import { queryJson, type Db } from "../db/query.js";
 import type { ErrorEntry } from "../core/errors.js";
 import { getJobStatement } from "../sql/get-job.js";
 import { listJobsStatement } from "../sql/list-jobs.js";
-import { loadStepsStatement } from "../sql/load-steps.js";
-import type { StoredStep } from "../workflow/types.js";
+import { iso } from "../core/time-text.js";
+import { readSteps } from "../workflow/read-steps.js";
+import type { WorkflowStep } from "../workflow/types.js";
 
 /** `jobs list` shows this many jobs unless told otherwise. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -41,7 +42,7 @@ export interface JobDetail extends JobSummary {
   leaseExpiresAt: string | null;
   cancelRequested: boolean;
   /** A workflow's steps in order: results, errors, and what a parked run waits for (absent for a job without steps). */
-  steps?: StoredStep[];
+  steps?: WorkflowStep[];
 }
 
 export interface JobFilter {
@@ -81,19 +82,12 @@ export async function getJob(db: Db, jobId: number): Promise<JobDetail | null> {
   const id = parseOrThrow(JobId, jobId, "job id");
   const row = await queryJson<JobDetail | null>(db, getJobStatement(id));
   if (!row) return null;
-  const steps = (await queryJson<StoredStep[] | null>(db, loadStepsStatement(id))) ?? [];
+  const steps = await readSteps(db, id);
   return {
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
     expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), leaseOwner: row.leaseOwner,
     leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested,
-    ...(steps.length > 0 ? { steps: steps.map(stepOf) } : {}),
-  };
-}
-
-function stepOf(s: StoredStep): StoredStep {
-  return {
-    name: s.name, seq: s.seq, kind: s.kind, state: s.state, result: s.result, hasResult: s.hasResult, errors: s.errors, attempts: s.attempts,
-    wakeAt: iso(s.wakeAt), event: s.event, match: s.match, createdAt: iso(s.createdAt)!, finishedAt: iso(s.finishedAt),
+    ...(steps.length > 0 ? { steps } : {}),
   };
 }
 
@@ -103,9 +97,4 @@ function summaryOf(row: JobSummary): JobSummary {
     id: Number(row.id), task: row.task, queue: row.queue, state: row.state, attempt: row.attempt, maxAttempts: row.maxAttempts,
     priority: row.priority, runAt: iso(row.runAt)!, createdAt: iso(row.createdAt)!, finishedAt: iso(row.finishedAt),
   };
-}
-
-/** A timestamp from jsonb ("2026-06-01T12:00:00.123+00:00") as an ISO string, or null. */
-export function iso(value: string | null | undefined): string | null {
-  return value == null ? null : new Date(value).toISOString();
 }

@@ -5,7 +5,8 @@ import { queryJson, type Db } from "../db/query.js";
 import { listWorkersStatement } from "../sql/list-workers.js";
 import type { WorkerKind } from "../sql/register-worker.js";
 import { msBefore, timestamp } from "../sql/time.js";
-import { iso, MAX_LIST_LIMIT } from "./jobs.js";
+import { iso } from "../core/time-text.js";
+import { MAX_LIST_LIMIT } from "./jobs.js";
 
 /** `workers list` shows what is live plus what stopped within this window, by default. */
 export const DEFAULT_WORKERS_SINCE = "1h";

@@ -19,7 +19,9 @@ export class CurrentJob {
     readonly id: number,
     private readonly run: { db: Db; owner: string; now: () => Date; sqlNow: () => SQL; hooks: Hooks; task: string; queue: string; attempt: number;
       /** False: the completion deletes the job with no history row, and no result is kept. */
-      keepSucceeded?: boolean; timeoutMs?: number },
+      keepSucceeded?: boolean; timeoutMs?: number;
+      /** `now` is the real clock: a step's timeout is measured on the monotonic clock alone. */
+      monotonic?: boolean },
   ) {
     this.deadline = run.now().getTime() + (run.timeoutMs ?? Infinity);
   }
@@ -28,9 +30,9 @@ export class CurrentJob {
   readonly deadline: number;
 
   /** What a workflow's steps need to store their results as this run: its database, lease owner and clocks. */
-  get runtime(): { db: Db; owner: string; now: () => Date; sqlNow: () => SQL } {
-    const { db, owner, now, sqlNow } = this.run;
-    return { db, owner, now, sqlNow };
+  get runtime(): { db: Db; owner: string; now: () => Date; sqlNow: () => SQL; monotonic: boolean } {
+    const { db, owner, now, sqlNow, monotonic } = this.run;
+    return { db, owner, now, sqlNow, monotonic: monotonic === true };
   }
 
   /**

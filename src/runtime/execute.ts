@@ -57,7 +57,7 @@ export async function runJob(start: JobStart): Promise<Outcome | null> {
   const current = new CurrentJob(job.id, {
     db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
     keepSucceeded: start.keepSucceeded !== false,
-    timeoutMs: start.timeoutMs,
+    timeoutMs: start.timeoutMs, monotonic: start.monotonic,
   });
   const run: JobRun = { job, owner: start.owner, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
     timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };

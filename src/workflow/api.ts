@@ -14,7 +14,7 @@ export interface StepContext {
   signal: AbortSignal;
 }
 
-/** A step's own retry policy; each field defaults to the workflow task's. @example await step.run("mail", send, { maxAttempts: 5, backoff: { wait: "10s", backoff: 2 } }); */
+/** A step's own retry policy and timeout; each retry field defaults to the workflow task's. @example await step.run("mail", send, { maxAttempts: 5, backoff: { wait: "10s", backoff: 2 }, timeout: "30s" }); */
 export interface StepOptions {
   /** Runs of this step including the first. */
   maxAttempts?: number;
@@ -22,6 +22,13 @@ export interface StepOptions {
   backoff?: BackoffPolicy | RetryPolicy;
   /** Only errors it accepts are retried; others fail the workflow at once. */
   retryOn?: (error: unknown) => boolean;
+  /**
+   * How long one attempt of this step may take (`run`, `transaction`, `batch`): past it the step's signal
+   * aborts and the attempt fails with `StepTimeout` (retried like any failure of the step, even if `retryOn`
+   * refuses it); a late result is not stored and a `transaction` rolls back. The job's own timeout and the
+   * invocation's budget still bound the whole run. Default: none.
+   */
+  timeout?: Duration;
 }
 
 /** What `waitForEvent` waits for. @example await step.waitForEvent("shipped", { event: "order.shipped", match: { orderId: 7 }, timeout: "7d" }); */

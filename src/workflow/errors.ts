@@ -1,4 +1,4 @@
-import { Fail, Snooze } from "../core/errors.js";
+import { Fail, JobTimeout, Snooze } from "../core/errors.js";
 
 /**
  * A workflow step spent its attempts (or its `retryOn` refused the error): the workflow's job fails.
@@ -16,6 +16,18 @@ export class StepFailed extends Fail {
  * @example step.run(`mail-${i}`, send) // a name per iteration, not one name in a loop
  */
 export class WorkflowNondeterminism extends Fail {}
+
+/**
+ * A step ran past its own `timeout`: that step's attempt failed (its signal aborted, a late result is not
+ * stored, a `step.transaction` rolls back) and it is retried by the step's policy, whatever `retryOn` says,
+ * as a job's timeout is.
+ * @example await step.run("quote", ({ signal }) => fetch(url, { signal }), { timeout: "5s", maxAttempts: 3 });
+ */
+export class StepTimeout extends JobTimeout {
+  constructor(readonly step: string, readonly timeoutMs: number) {
+    super(`step ${JSON.stringify(step)} ran past its timeout of ${timeoutMs} ms`);
+  }
+}
 
 /** A workflow step was used wrongly (a result JSON cannot hold, `transaction` on neon-http): the job fails at once. */
 export class StepMisuse extends Fail {}

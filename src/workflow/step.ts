@@ -12,7 +12,8 @@ import { loadStepsStatement } from "../sql/load-steps.js";
 import { saveStepStatement, type StepWrite } from "../sql/save-step.js";
 import { timeOutWaitStatement } from "../sql/time-out-wait.js";
 import { timestamp } from "../sql/time.js";
-import { StepFailed, StepMisuse, StepParked, WorkflowNondeterminism } from "./errors.js";
+import { StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./errors.js";
+import { StepDeadline } from "./step-timeout.js";
 import type { StoredStep, StepPolicy } from "./types.js";
 import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } from "./children.js";
 
@@ -51,8 +52,9 @@ export class StepRunner implements Step {
   }
 
   run<T>(name: string, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>> {
-    return this.runStep(name, options, async (seq, ctx) => {
+    return this.runStep(name, options, async (seq, ctx, deadline) => {
       const value = await fn(ctx);
+      deadline.finish();
       this.assertJson(name, value);
       await this.save(this.db, { name, seq, kind: "run", state: "done", result: value, attempts: ctx.attempt });
       return value;
@@ -63,8 +65,9 @@ export class StepRunner implements Step {
     if (isNeonHttp(this.db)) {
       return this.refuse(new StepMisuse(`step ${JSON.stringify(name)}: step.transaction needs an interactive transaction, which neon-http does not have: use step.batch(name, (db) => [...queries])`));
     }
-    return this.runStep(name, options, (seq, ctx) => this.db.transaction(async (tx) => {
+    return this.runStep(name, options, (seq, ctx, deadline) => this.db.transaction(async (tx) => {
       const value = await fn(tx as unknown as Db, ctx);
+      deadline.finish(); // past its timeout: the app's writes roll back with the attempt
       this.assertJson(name, value);
       await this.save(tx as unknown as Db, { name, seq, kind: "run", state: "done", result: value, attempts: ctx.attempt });
       return value;
@@ -72,11 +75,15 @@ export class StepRunner implements Step {
   }
 
   batch(name: string, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void> {
-    return this.runStep(name, options, async (seq, ctx) => {
+    return this.runStep(name, options, async (seq, ctx, deadline) => {
       const at = timestamp(this.current.runtime.now());
       const { owner } = this.current.runtime;
       try {
-        await runAtomically(this.db, (d) => [...build(d), d.execute(saveStepStatement(owner, this.current.id, at, { name, seq, kind: "run", state: "done", attempts: ctx.attempt }))]);
+        await runAtomically(this.db, (d) => {
+          const queries = build(d);
+          deadline.finish(); // past its timeout the batch is not sent; once sent, nothing races it
+          return [...queries, d.execute(saveStepStatement(owner, this.current.id, at, { name, seq, kind: "run", state: "done", attempts: ctx.attempt }))];
+        });
       } catch (error) {
         throw this.leaseLostOr(error);
       }
@@ -168,7 +175,8 @@ export class StepRunner implements Step {
   }
 
   /** A run-kind step: memoized, yields on a short budget, retried with the step's own policy. */
-  private runStep<T>(name: string, options: StepOptions | undefined, exec: (seq: number, ctx: StepContext) => Promise<T>): Promise<Awaited<T>> {
+  private runStep<T>(name: string, options: StepOptions | undefined,
+    exec: (seq: number, ctx: StepContext, deadline: StepDeadline) => Promise<T>): Promise<Awaited<T>> {
     let seq: number;
     try { seq = this.enter(name, "run"); } catch (error) { return Promise.reject(error); }
     const stored = this.stored.get(name);
@@ -178,14 +186,18 @@ export class StepRunner implements Step {
     if (this.executed > 0 && this.current.deadline - this.now() < this.minStepTimeMs) return Promise.reject(this.park(0));
     // Cancelled, timed out or lease lost: start nothing more (a cancel request then ends the job cancelled).
     if (this.signal().aborted) return Promise.reject(this.park(0));
-    const policy = resolveStepPolicy(name, this.policy, options);
+    let policy: ResolvedStepPolicy;
+    try { policy = resolveStepPolicy(name, this.policy, options); } catch (error) { return this.refuse(error as Error); }
     const running = (async (): Promise<Awaited<T>> => {
+      const deadline = new StepDeadline(name, policy.timeoutMs, this.signal(), this.current.runtime);
       try {
-        const value = await exec(seq, { attempt, signal: this.signal() });
+        const value = await deadline.race(exec(seq, { attempt, signal: deadline.signal }, deadline));
         this.executed++;
         return value as Awaited<T>;
       } catch (error) {
         throw await this.failed(name, seq, attempt, policy, error);
+      } finally {
+        deadline.dispose();
       }
     })();
     this.inflight.push(running.catch(() => {}));
@@ -197,7 +209,7 @@ export class StepRunner implements Step {
     if (error instanceof StepParked || error instanceof LeaseLost) return error;
     if (error instanceof Snooze) return this.park(error.delayMs); // polling inside a step: no attempt counted
     if (error instanceof Fail || error instanceof Cancel) return this.fail(error);
-    const retryable = error instanceof Retry || !policy.retryOn || safePredicate(policy.retryOn, error);
+    const retryable = error instanceof Retry || error instanceof StepTimeout || !policy.retryOn || safePredicate(policy.retryOn, error);
     const spent = !retryable || attempt >= policy.maxAttempts;
     try {
       await this.save(this.db, { name, seq, kind: "run", state: spent ? "failed" : "retrying", attempts: attempt, error: errorEntry(attempt, this.current.runtime.now(), error) });

@@ -24,6 +24,16 @@ export interface StoredStep {
   finishedAt: string | null;
 }
 
+/**
+ * A step as readers show it (`getJob`'s `steps`, `jobs show --json`, `Transition.steps()` in hooks): the stored
+ * row plus, in words, what it waits for (see `stepWaitText`).
+ * @example for (const s of (await getJob(db, id))?.steps ?? []) console.log(s.name, s.state, s.waitingFor ?? s.result);
+ */
+export interface WorkflowStep extends StoredStep {
+  /** What the step waits for (`until <time>`, `event "<name>" ... until <time>`, `child jobs <ids> to finish`), or null. */
+  waitingFor: string | null;
+}
+
 /** The retry policy steps get from their workflow task. */
 export interface StepPolicy {
   maxAttempts: number;
