@@ -77,16 +77,40 @@ describe("workers registry", () => {
     expect(await listWorkers(t.db, { now: clock.now() })).toMatchObject([{ id: "inv-slow", status: "stopped", running: 0, jobsDone: 1 }]);
   });
 
-  it("an invocation that claimed nothing is listed as stopped, and one whose leases expired as lost", async () => {
+  it("an invocation that claims nothing leaves no row, so idle ticks do not fill the list", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
-    app.task("ok", async () => {});
-    await runOnce(app, { db: t.db, now: clock.now, id: "inv-empty" });
+    const ok = app.task("ok", async () => {});
+    for (let tick = 0; tick < 3; tick++) {
+      expect(await runOnce(app, { db: t.db, now: clock.now, id: `inv-idle-${tick}` })).toMatchObject({ claimed: 0, roundTrips: 1 });
+      clock.advance(1000);
+    }
+    expect(await t.rows("select id from akadze.workers")).toEqual([]);
+    await ok.using(t.db).enqueue({});
+    await runOnce(app, { db: t.db, now: clock.now, id: "inv-busy" });
+    expect((await listWorkers(t.db, { now: clock.now() })).map((w) => [w.id, w.status, w.jobsDone])).toEqual([["inv-busy", "stopped", 1]]);
+  });
+
+  it("an invocation whose first claim took nothing records itself with the claim that takes a job", async () => {
+    const clock = new ManualClock("2026-06-01T12:00:00Z");
+    const app = createApp({ clock: clock.now });
+    app.periodic("sync", { every: "1m" }, async () => {});
+    const started = clock.now();
+    // The first claim enqueues the due slot (its own snapshot cannot see it), the second takes it.
+    const summary = await runOnce(app, { db: t.db, now: clock.now, id: "inv-sched" });
+    expect(summary).toMatchObject({ claimed: 1, succeeded: 1, roundTrips: 3 });
+    const [row] = await t.rows("select id, jobs_done, started_at, stopped_at is not null as stopped from akadze.workers");
+    expect(row).toMatchObject({ id: "inv-sched", jobs_done: 1, stopped: true });
+    expect(row.started_at.toISOString()).toBe(started.toISOString());
+  });
+
+  it("an invocation whose leases expired is listed as lost", async () => {
+    const clock = new ManualClock();
     await t.rows(`insert into akadze.workers (id, kind, started_at, last_seen_at) values ('inv-dead', 'invocation', $1, $1)`, [clock.now()]);
     await t.rows(`insert into akadze.jobs (task, state, attempt, lease_owner, lease_expires_at) values ('ok', 'running', 1, 'inv-dead', $1)`,
       [new Date(clock.now().getTime() - 1000)]);
     const rows = await listWorkers(t.db, { now: clock.now() });
-    expect(rows.map((r) => [r.id, r.status])).toEqual(expect.arrayContaining([["inv-empty", "stopped"], ["inv-dead", "lost"]]));
+    expect(rows.map((r) => [r.id, r.status])).toEqual([["inv-dead", "lost"]]);
   });
 
   it("register: false leaves the registry alone", async () => {
@@ -138,3 +162,4 @@ describe("workers registry", () => {
     await expect(listWorkers(t.db, { since: "soon" as never })).rejects.toThrow(/Invalid duration/);
   });
 });
+

@@ -60,6 +60,8 @@ export interface EngineOptions {
   firstClaimExtras: SQL[];
   /** CTEs for claims after the first (a worker's retention, when due). */
   laterClaimExtras?: () => SQL[];
+  /** CTEs for every claim that read the jobs it took (`ClaimParams.afterClaim`): runOnce's registry row, until a claim took one. */
+  afterClaim?: () => SQL[];
   /** The history's retention, checked in claims and maintained beside them. */
   history?: HistoryKeeper;
   /** False: a succeeded job keeps no row (`retention.keepSucceeded`). Default true. */
@@ -132,6 +134,7 @@ export class Engine {
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
       roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), history: o.history, backlog: o.backlog,
+      afterClaim: o.afterClaim,
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now, keepSucceeded: o.keepSucceeded !== false,
