@@ -8,6 +8,7 @@ import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
 import { waitFor } from "./support/wait-for.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
+import { forEachDriver } from "./support/drivers.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_registry"); });
@@ -51,15 +52,16 @@ describe("workers registry", () => {
     expect(await t.rows("select jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ jobs_done: 4, stopped: true }]);
   });
 
-  it("jobs completed with completeTx count as done too", async () => {
+  it("jobs completed with completeTx count as done too, in the completion that follows them", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
     app.task("tx", async () => { await current().completeTx(async () => {}); });
     app.task("plain", async () => {});
     await app.taskByName("tx").using(t.db).enqueue({});
     await app.taskByName("plain").using(t.db).enqueue({});
-    await runOnce(app, { db: t.db, now: clock.now, id: "inv-tx", slots: 1 });
+    const summary = await runOnce(app, { db: t.db, now: clock.now, id: "inv-tx", slots: 1 });
     expect((await t.rows("select jobs_done from akadze.workers"))[0].jobs_done).toBe(2);
+    expect(summary.roundTrips).toBe(3); // the claim, the start of the plain job, its completion (which counts both): no registry statement
   });
 
   it("an invocation holding leases is live, and stopped once its jobs are done", async () => {
@@ -163,3 +165,18 @@ describe("workers registry", () => {
   });
 });
 
+describe("workers registry and jobs completed on their own", () => {
+  forEachDriver((h) => {
+    it("jobs completed with completeBatch count as done though no completion statement follows them", async () => {
+      const clock = new ManualClock();
+      const app = createApp({ clock: clock.now });
+      app.task("batch", async () => { await current().completeBatch(() => []); });
+      await app.taskByName("batch").using(h().db).enqueueMany([{}, {}, {}]);
+      const summary = await runOnce(app, { db: h().db, now: clock.now, id: "inv-batch", slots: 3 });
+      expect(summary).toMatchObject({ claimed: 3, succeeded: 3 });
+      expect(summary.roundTrips).toBe(2); // the claim, then one registry update at the end for all three
+      expect(await listWorkers(h().db, { now: clock.now() })).toMatchObject([{ id: "inv-batch", status: "stopped", jobsDone: 3 }]);
+      expect(await h().rows("select jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ jobs_done: 3, stopped: true }]);
+    });
+  });
+});

@@ -69,6 +69,11 @@ export interface EngineOptions {
   /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
   settleAfter: (unreported: number, final: boolean) => SQL[];
   /**
+   * A statement for the jobs completed on their own (completeTx, completeBatch) that no settle counted, sent
+   * at the end only if there are any (no settle followed them); null: nothing to send.
+   */
+  reportUncounted?: (uncounted: number) => SQL | null;
+  /**
    * Called when nothing is left to run and the last claim found no more: resolve `true` to claim again
    * (a worker waiting for a wake-up or its next poll), `false` to end.
    */
@@ -182,6 +187,7 @@ export class Engine {
       clearTimeout(this.claimRetry);
       this.heartbeat.stop();
       await this.settler.flush();
+      await this.reportUncounted();
       if (this.unheldMayExist) await this.releaseUnheld();
       await this.claimer.finished();
       this.pace.save();
@@ -218,6 +224,19 @@ export class Engine {
   private requestTimeoutMs(): number {
     if (!isNeonHttp(this.o.db)) return Infinity;
     return Math.min(REQUEST_TIMEOUT_MS, Math.max(MIN_REQUEST_TIMEOUT_MS, this.remainingMs()));
+  }
+
+  /** Jobs that completed on their own after the last settle that counted jobs done: told once, at the end. */
+  private async reportUncounted(): Promise<void> {
+    const uncounted = this.unreported.drain();
+    const statement = uncounted > 0 ? this.o.reportUncounted?.(uncounted) : null;
+    if (!statement) return;
+    this.summary.roundTrips++;
+    try {
+      await queryJsonWithin(this.o.db, statement, this.requestTimeoutMs(), "a registry update");
+    } catch (error) {
+      this.o.onError?.(error);
+    }
   }
 
   /**

@@ -4,7 +4,7 @@ import { InvalidInput } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import { resolveRetention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
-import { invocationDoneCte } from "../sql/mark-invocation-done.js";
+import { invocationDoneCte, invocationEndedStatement } from "../sql/mark-invocation-done.js";
 import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
@@ -74,6 +74,8 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
       reportedAt = performance.now();
       return [invocationDoneCte(id, now(), unreported)];
     },
+    // Jobs completed on their own with no settle after them (a completeBatch chain) are counted at the end.
+    reportUncounted: (uncounted) => register ? invocationEndedStatement(id, now(), uncounted) : null,
   });
   const driver = driverName(options.db);
   if (!fan) return { ...await engine.run(), driver };
