@@ -8,6 +8,7 @@ import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
 import { waitFor } from "./support/wait-for.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
+import { forEachDriver } from "./support/drivers.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("ops_registry"); });
@@ -51,15 +52,16 @@ describe("workers registry", () => {
     expect(await t.rows("select jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ jobs_done: 4, stopped: true }]);
   });
 
-  it("jobs completed with completeTx count as done too", async () => {
+  it("jobs completed with completeTx count as done too, in the completion that follows them", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
     app.task("tx", async () => { await current().completeTx(async () => {}); });
     app.task("plain", async () => {});
     await app.taskByName("tx").using(t.db).enqueue({});
     await app.taskByName("plain").using(t.db).enqueue({});
-    await runOnce(app, { db: t.db, now: clock.now, id: "inv-tx", slots: 1 });
+    const summary = await runOnce(app, { db: t.db, now: clock.now, id: "inv-tx", slots: 1 });
     expect((await t.rows("select jobs_done from akadze.workers"))[0].jobs_done).toBe(2);
+    expect(summary.roundTrips).toBe(3); // the claim, the start of the plain job, its completion (which counts both): no registry statement
   });
 
   it("an invocation holding leases is live, and stopped once its jobs are done", async () => {
@@ -77,16 +79,40 @@ describe("workers registry", () => {
     expect(await listWorkers(t.db, { now: clock.now() })).toMatchObject([{ id: "inv-slow", status: "stopped", running: 0, jobsDone: 1 }]);
   });
 
-  it("an invocation that claimed nothing is listed as stopped, and one whose leases expired as lost", async () => {
+  it("an invocation that claims nothing leaves no row, so idle ticks do not fill the list", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
-    app.task("ok", async () => {});
-    await runOnce(app, { db: t.db, now: clock.now, id: "inv-empty" });
+    const ok = app.task("ok", async () => {});
+    for (let tick = 0; tick < 3; tick++) {
+      expect(await runOnce(app, { db: t.db, now: clock.now, id: `inv-idle-${tick}` })).toMatchObject({ claimed: 0, roundTrips: 1 });
+      clock.advance(1000);
+    }
+    expect(await t.rows("select id from akadze.workers")).toEqual([]);
+    await ok.using(t.db).enqueue({});
+    await runOnce(app, { db: t.db, now: clock.now, id: "inv-busy" });
+    expect((await listWorkers(t.db, { now: clock.now() })).map((w) => [w.id, w.status, w.jobsDone])).toEqual([["inv-busy", "stopped", 1]]);
+  });
+
+  it("an invocation whose first claim took nothing records itself with the claim that takes a job", async () => {
+    const clock = new ManualClock("2026-06-01T12:00:00Z");
+    const app = createApp({ clock: clock.now });
+    app.periodic("sync", { every: "1m" }, async () => {});
+    const started = clock.now();
+    // The first claim enqueues the due slot (its own snapshot cannot see it), the second takes it.
+    const summary = await runOnce(app, { db: t.db, now: clock.now, id: "inv-sched" });
+    expect(summary).toMatchObject({ claimed: 1, succeeded: 1, roundTrips: 3 });
+    const [row] = await t.rows("select id, jobs_done, started_at, stopped_at is not null as stopped from akadze.workers");
+    expect(row).toMatchObject({ id: "inv-sched", jobs_done: 1, stopped: true });
+    expect(row.started_at.toISOString()).toBe(started.toISOString());
+  });
+
+  it("an invocation whose leases expired is listed as lost", async () => {
+    const clock = new ManualClock();
     await t.rows(`insert into akadze.workers (id, kind, started_at, last_seen_at) values ('inv-dead', 'invocation', $1, $1)`, [clock.now()]);
     await t.rows(`insert into akadze.jobs (task, state, attempt, lease_owner, lease_expires_at) values ('ok', 'running', 1, 'inv-dead', $1)`,
       [new Date(clock.now().getTime() - 1000)]);
     const rows = await listWorkers(t.db, { now: clock.now() });
-    expect(rows.map((r) => [r.id, r.status])).toEqual(expect.arrayContaining([["inv-empty", "stopped"], ["inv-dead", "lost"]]));
+    expect(rows.map((r) => [r.id, r.status])).toEqual([["inv-dead", "lost"]]);
   });
 
   it("register: false leaves the registry alone", async () => {
@@ -136,5 +162,21 @@ describe("workers registry", () => {
     expect((await listWorkers(t.db, { now, since: "4h" })).map((w) => w.id)).toEqual(["recent", "old"]);
     expect((await listWorkers(t.db, { now, all: true })).map((w) => w.id)).toEqual(["recent", "old"]);
     await expect(listWorkers(t.db, { since: "soon" as never })).rejects.toThrow(/Invalid duration/);
+  });
+});
+
+describe("workers registry and jobs completed on their own", () => {
+  forEachDriver((h) => {
+    it("jobs completed with completeBatch count as done though no completion statement follows them", async () => {
+      const clock = new ManualClock();
+      const app = createApp({ clock: clock.now });
+      app.task("batch", async () => { await current().completeBatch(() => []); });
+      await app.taskByName("batch").using(h().db).enqueueMany([{}, {}, {}]);
+      const summary = await runOnce(app, { db: h().db, now: clock.now, id: "inv-batch", slots: 3 });
+      expect(summary).toMatchObject({ claimed: 3, succeeded: 3 });
+      expect(summary.roundTrips).toBe(2); // the claim, then one registry update at the end for all three
+      expect(await listWorkers(h().db, { now: clock.now() })).toMatchObject([{ id: "inv-batch", status: "stopped", jobsDone: 3 }]);
+      expect(await h().rows("select jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ jobs_done: 3, stopped: true }]);
+    });
   });
 });

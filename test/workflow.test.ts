@@ -425,11 +425,11 @@ forEachDriver((h, driver) => {
       replays++;
       const [group, doubled] = await Promise.all([
         step.runJobs("resize", resize, [{ width: 100 }, { width: 0 }, { width: 300 }], { poll: "5s" }),
-        step.invoke<typeof child.definition.schema, number>("child", child, { n: 21 }, { poll: "5s" }),
+        step.invoke("child", child, { n: 21 }, { poll: "5s" }),
       ]);
       let failed: string | null = null;
       try { await step.invoke("bad", resize, { width: 0 }, { poll: "5s" }); } catch (error) { if (error instanceof ChildJobFailed) failed = error.message; else throw error; }
-      return { states: group.map((c) => c.state), urls: group.map((c) => (c.result as { url: string } | null)?.url ?? null), doubled, failed };
+      return { states: group.map((c) => c.state), urls: group.map((c) => c.result?.url ?? null), doubled, failed };
     }).using(h().db).enqueue({});
 
     await invoke(app, clock); // the parent enqueues 4 children and parks

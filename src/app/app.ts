@@ -47,14 +47,14 @@ export class App {
   }
 
   /** Declares a task: a name, optional options, and the handler. @example app.task("export.poll", async () => {}); */
-  task<S extends ArgsSchema>(name: string, handler: Handler<S>): Task<S>;
-  task<S extends ArgsSchema>(name: string, options: TaskOptions<S>, handler: Handler<S>): Task<S>;
-  task<S extends ArgsSchema>(name: string, a: TaskOptions<S> | Handler<S>, b?: Handler<S>): Task<S> {
-    const [options, handler] = typeof a === "function" ? [{}, a] : [a, b as Handler<S>];
+  task<S extends ArgsSchema, R>(name: string, handler: Handler<S, R>): Task<S, R>;
+  task<S extends ArgsSchema, R>(name: string, options: TaskOptions<S>, handler: Handler<S, R>): Task<S, R>;
+  task<S extends ArgsSchema, R>(name: string, a: TaskOptions<S> | Handler<S, R>, b?: Handler<S, R>): Task<S, R> {
+    const [options, handler] = typeof a === "function" ? [{}, a] : [a, b as Handler<S, R>];
     if (this.tasks.has(name)) throw new InvalidInput(`task ${name} is already registered`);
     const definition = defineTask(name, options as TaskOptions<S>, handler);
     this.tasks.set(name, definition);
-    return new Task<S>(definition, this.sqlClock);
+    return new Task<S, R>(definition, this.sqlClock);
   }
 
   /**
@@ -62,11 +62,11 @@ export class App {
    * can sleep, wait for events and retry its parts across many invocations (see docs/workflows.md).
    * @example app.workflow("order.fulfil", { args: Order }, async ({ orderId }, step) => { await step.run("charge", () => charge(orderId)); });
    */
-  workflow<S extends ArgsSchema>(name: string, handler: WorkflowHandler<S>): Task<S>;
-  workflow<S extends ArgsSchema>(name: string, options: WorkflowOptions<S>, handler: WorkflowHandler<S>): Task<S>;
-  workflow<S extends ArgsSchema>(name: string, a: WorkflowOptions<S> | WorkflowHandler<S>, b?: WorkflowHandler<S>): Task<S> {
-    const [options, handler] = typeof a === "function" ? [{}, a] : [a ?? {}, b as WorkflowHandler<S>];
-    let task: Task<S> | undefined;
+  workflow<S extends ArgsSchema, R>(name: string, handler: WorkflowHandler<S, R>): Task<S, R>;
+  workflow<S extends ArgsSchema, R>(name: string, options: WorkflowOptions<S>, handler: WorkflowHandler<S, R>): Task<S, R>;
+  workflow<S extends ArgsSchema, R>(name: string, a: WorkflowOptions<S> | WorkflowHandler<S, R>, b?: WorkflowHandler<S, R>): Task<S, R> {
+    const [options, handler] = typeof a === "function" ? [{}, a] : [a ?? {}, b as WorkflowHandler<S, R>];
+    let task: Task<S, R> | undefined;
     const { taskOptions, body } = workflowBody(name, options as WorkflowOptions<S>, handler, () => task!.definition);
     task = this.task(name, taskOptions, body);
     this.workflows.add(name);
@@ -90,7 +90,7 @@ export class App {
   }
 
   /** Registers a plain function as a task (for factories and legacy code). @example app.register("legacy.fn", plainFunction, { queue: "legacy" }); */
-  register<S extends ArgsSchema>(name: string, fn: Handler<S>, options: TaskOptions<S> = {}): Task<S> {
+  register<S extends ArgsSchema, R>(name: string, fn: Handler<S, R>, options: TaskOptions<S> = {}): Task<S, R> {
     return this.task(name, options, fn);
   }
 
@@ -107,7 +107,7 @@ export class App {
    * the first time fires its latest slot only if it came due under a minute ago.
    * @example app.periodic("report.hourly", { cron: "0 * * * *", timezone: "Europe/Berlin" }, async () => {});
    */
-  periodic<S extends ArgsSchema>(name: string, options: ScheduleTiming & TaskOptions<S>, handler: Handler<S>): Task<S> {
+  periodic<S extends ArgsSchema, R>(name: string, options: ScheduleTiming & TaskOptions<S>, handler: Handler<S, R>): Task<S, R> {
     if (typeof options !== "object" || options === null) throw new InvalidInput(`periodic ${name}: give { cron } or { every }`);
     if (this.tasks.has(name)) throw new InvalidInput(`task ${name} is already registered`);
     if (this.schedules.has(name)) throw new InvalidInput(`schedule ${name} is already defined`);
@@ -116,7 +116,7 @@ export class App {
     const schedule = defineSchedule(name, definition, { cron, every, timezone });
     this.tasks.set(name, definition);
     this.schedules.set(name, schedule);
-    return new Task<S>(definition, this.sqlClock);
+    return new Task<S, R>(definition, this.sqlClock);
   }
 
   /**

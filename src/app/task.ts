@@ -57,11 +57,15 @@ export interface TaskOptions<S extends ArgsSchema = ArgsSchema> {
   limitWait?: Duration;
 }
 
-/** A task body: validated args and the job context. @example const handler: Handler<typeof Args> = async ({ userId }, job) => ({ userId, attempt: job.attempt }); */
-export type Handler<S extends ArgsSchema> = (args: v.InferOutput<S>, job: JobContext) => unknown;
+/**
+ * A task body: validated args and the job context; what it returns (`R`, JSON) is the job's result, and
+ * `R` is what `getJob(db, id, task)` and `step.invoke` give back.
+ * @example const handler: Handler<typeof Args> = async ({ userId }, job) => ({ userId, attempt: job.attempt });
+ */
+export type Handler<S extends ArgsSchema, R = unknown> = (args: v.InferOutput<S>, job: JobContext) => R | Promise<R>;
 
-/** A registered task, resolved with its defaults. */
-export interface TaskDefinition {
+/** A registered task, resolved with its defaults; `R` is its handler's result. */
+export interface TaskDefinition<R = unknown> {
   name: string;
   schema: ArgsSchema;
   queue: string;
@@ -71,13 +75,13 @@ export interface TaskDefinition {
   retryOn: ((error: unknown) => boolean) | undefined;
   priority: number;
   limitWaitMs: number | undefined;
-  handler: Handler<any>;
+  handler: Handler<any, R>;
 }
 
 const EMPTY_ARGS = v.object({});
 
 /** Validates a task's name, options and handler (throws InvalidInput) and applies the defaults. */
-export function defineTask<S extends ArgsSchema>(name: string, options: TaskOptions<S>, handler: Handler<S>): TaskDefinition {
+export function defineTask<S extends ArgsSchema, R>(name: string, options: TaskOptions<S>, handler: Handler<S, R>): TaskDefinition<R> {
   parseOrThrow(NameSchema, name, "task name");
   if (typeof handler !== "function") throw new InvalidInput(`task ${name}: the handler must be a function`);
   const o = parseOrThrow(TaskOptionsSchema, options, `options of task ${name}`);
@@ -127,12 +131,13 @@ export interface Enqueuer<S extends ArgsSchema> {
 }
 
 /**
- * A task handle: `using(db, options)` enqueues it.
+ * A task handle: `using(db, options)` enqueues it. `S` is its args' schema, `R` what its handler returns
+ * (inferred by `app.task`), read back typed by `getJob(db, id, task)` and `step.invoke`.
  * @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 });
  */
-export class Task<S extends ArgsSchema = ArgsSchema> {
+export class Task<S extends ArgsSchema = ArgsSchema, R = unknown> {
   /** `clock`: the app's test clock, or null: a delay then counts from the database's `now()`, not this host's. */
-  constructor(readonly definition: TaskDefinition, private readonly clock: (() => Date) | null) {}
+  constructor(readonly definition: TaskDefinition<R>, private readonly clock: (() => Date) | null) {}
 
   /** The task's registered name. @example sendMail.name // "mail.send" */
   get name(): string { return this.definition.name; }

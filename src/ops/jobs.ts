@@ -8,6 +8,8 @@ import { listJobsStatement } from "../sql/list-jobs.js";
 import { iso } from "../core/time-text.js";
 import { readSteps } from "../workflow/read-steps.js";
 import type { WorkflowStep } from "../workflow/types.js";
+import type { ArgsSchema, Task } from "../app/task.js";
+import { InvalidInput } from "../core/errors.js";
 
 /** `jobs list` shows this many jobs unless told otherwise. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -27,10 +29,11 @@ export interface JobSummary {
   finishedAt: string | null;
 }
 
-/** Everything about one job, for `jobs show`. */
-export interface JobDetail extends JobSummary {
+/** Everything about one job, for `jobs show`; `R`: its result's type, when read through its task (see `getJob`). */
+export interface JobDetail<R = unknown> extends JobSummary {
   args: unknown;
-  result: unknown;
+  /** What the handler returned, once the job succeeded (JSON: null before, or for a result not kept). */
+  result: R | null;
   errors: ErrorEntry[];
   expiresAt: string | null;
   startedAt: string | null;
@@ -75,13 +78,18 @@ export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobSumma
 }
 
 /**
- * One job with its args, result, errors history and timings; `null` for an unknown id.
+ * One job with its args, result, errors history and timings; `null` for an unknown id. Given its task,
+ * the result is typed as that task's handler returns it (InvalidInput if the job is another task's).
  * @example const job = await getJob(db, 42); console.log(job?.errors);
+ * const report = await getJob(db, id, buildReport); report?.result?.url; // typed from buildReport's handler
  */
-export async function getJob(db: Db, jobId: number): Promise<JobDetail | null> {
+export async function getJob(db: Db, jobId: number): Promise<JobDetail | null>;
+export async function getJob<R>(db: Db, jobId: number, task: Task<ArgsSchema, R>): Promise<JobDetail<R> | null>;
+export async function getJob(db: Db, jobId: number, task?: Task): Promise<JobDetail | null> {
   const id = parseOrThrow(JobId, jobId, "job id");
   const row = await queryJson<JobDetail | null>(db, getJobStatement(id));
   if (!row) return null;
+  if (task && row.task !== task.name) throw new InvalidInput(`job ${id} is a ${JSON.stringify(row.task)} job, not ${JSON.stringify(task.name)}: read it with its own task, or without one`);
   const steps = await readSteps(db, id);
   return {
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),

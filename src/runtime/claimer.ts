@@ -37,6 +37,8 @@ export interface ClaimerOptions {
   history?: HistoryKeeper;
   /** How far a claim of `batchSize` also counts the due jobs (`Claim.backlog`), given whether it is the first; undefined: not at all. */
   backlog?: (first: boolean, batchSize: number) => number | undefined;
+  /** CTEs for each claim that read its `claimed` CTE (ClaimParams.afterClaim): runOnce's registry row. */
+  afterClaim?: () => SQL[];
 }
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
@@ -123,7 +125,7 @@ export class Claimer {
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: withLimits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
-      extra: [...extra, ...schedules.extra], backlog: this.o.backlog?.(!this.claimedOnce, batchSize),
+      extra: [...extra, ...schedules.extra], afterClaim: this.o.afterClaim?.(), backlog: this.o.backlog?.(!this.claimedOnce, batchSize),
       report: {
         ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report(),
         ...(dueEvery(this.o.app, "vacuumedAt", VACUUM_EVERY_MS) ? { vacuum: vacuumDue() } : {}),

@@ -60,12 +60,19 @@ export interface EngineOptions {
   firstClaimExtras: SQL[];
   /** CTEs for claims after the first (a worker's retention, when due). */
   laterClaimExtras?: () => SQL[];
+  /** CTEs for every claim that read the jobs it took (`ClaimParams.afterClaim`): runOnce's registry row, until a claim took one. */
+  afterClaim?: () => SQL[];
   /** The history's retention, checked in claims and maintained beside them. */
   history?: HistoryKeeper;
   /** False: a succeeded job keeps no row (`retention.keepSucceeded`). Default true. */
   keepSucceeded?: boolean;
   /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
   settleAfter: (unreported: number, final: boolean) => SQL[];
+  /**
+   * A statement for the jobs completed on their own (completeTx, completeBatch) that no settle counted, sent
+   * at the end only if there are any (no settle followed them); null: nothing to send.
+   */
+  reportUncounted?: (uncounted: number) => SQL | null;
   /**
    * Called when nothing is left to run and the last claim found no more: resolve `true` to claim again
    * (a worker waiting for a wake-up or its next poll), `false` to end.
@@ -132,6 +139,7 @@ export class Engine {
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
       roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), history: o.history, backlog: o.backlog,
+      afterClaim: o.afterClaim,
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now, keepSucceeded: o.keepSucceeded !== false,
@@ -179,6 +187,7 @@ export class Engine {
       clearTimeout(this.claimRetry);
       this.heartbeat.stop();
       await this.settler.flush();
+      await this.reportUncounted();
       if (this.unheldMayExist) await this.releaseUnheld();
       await this.claimer.finished();
       this.pace.save();
@@ -215,6 +224,19 @@ export class Engine {
   private requestTimeoutMs(): number {
     if (!isNeonHttp(this.o.db)) return Infinity;
     return Math.min(REQUEST_TIMEOUT_MS, Math.max(MIN_REQUEST_TIMEOUT_MS, this.remainingMs()));
+  }
+
+  /** Jobs that completed on their own after the last settle that counted jobs done: told once, at the end. */
+  private async reportUncounted(): Promise<void> {
+    const uncounted = this.unreported.drain();
+    const statement = uncounted > 0 ? this.o.reportUncounted?.(uncounted) : null;
+    if (!statement) return;
+    this.summary.roundTrips++;
+    try {
+      await queryJsonWithin(this.o.db, statement, this.requestTimeoutMs(), "a registry update");
+    } catch (error) {
+      this.o.onError?.(error);
+    }
   }
 
   /**

@@ -4,7 +4,7 @@ import { InvalidInput } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import { resolveRetention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
-import { invocationDoneCte } from "../sql/mark-invocation-done.js";
+import { invocationDoneCte, invocationEndedStatement } from "../sql/mark-invocation-done.js";
 import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
@@ -39,7 +39,10 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const register = options.register !== false;
   const startedAt = now();
   const queues = options.queues ?? null;
-  let registered: number | null = null;
+  /** When a settle last carried the registry update (performance.now()), or null. */
+  let reportedAt: number | null = null;
+  /** The registry row exists: written by the first claim that took a job. */
+  let listed = false;
   const sqlNow = () => timestamp(sqlClock?.() ?? null);
   const history = retention ? new HistoryKeeper({ app, db: options.db, plan: retention, sqlNow, callerClock: sqlClock !== null }) : undefined;
   const monotonic = options.now === undefined && app.sqlClock === null;
@@ -55,19 +58,24 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, budgetMs: o.budgetMs, monotonic, signal: options.signal,
     drain: options.drain !== false, history, keepSucceeded: retention ? retention.keepSucceeded : true,
-    backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined, onClaim: fan ? (claim, asked) => fan.claimed(claim, asked) : undefined,
-    // Registry and retention ride along with the first claim: no extra round trip.
-    firstClaimExtras: [
-      ...(register ? [invocationSeenCte(id, queues, startedAt)] : []),
-      // With the real clock a process prunes at most every RETENTION_EVERY_MS, so a burst of invocations does not repeat it.
-      ...(retention && (sqlClock !== null || Claimer.pruneDue(app)) ? retentionCtes(retention, startedAt) : []),
-    ],
+    backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined,
+    onClaim: (claim, asked) => {
+      if (claim.claimed.length > 0) listed = true;
+      fan?.claimed(claim, asked);
+    },
+    // Retention rides along with the first claim: no extra round trip.
+    // With the real clock a process prunes at most every RETENTION_EVERY_MS, so a burst of invocations does not repeat it.
+    firstClaimExtras: retention && (sqlClock !== null || Claimer.pruneDue(app)) ? retentionCtes(retention, startedAt) : [],
+    // The registry row rides along with the claims until one took a job: an idle tick leaves no row.
+    afterClaim: () => register && !listed ? [invocationSeenCte(id, queues, startedAt, now())] : [],
     // The registry is updated by the first settle, then at most every REGISTRY_EVERY_MS, and by any that may be the last.
     settleAfter: (unreported, final) => {
-      if (!register || (!final && registered !== null && performance.now() - registered < REGISTRY_EVERY_MS)) return [];
-      registered = performance.now();
+      if (!register || (!final && reportedAt !== null && performance.now() - reportedAt < REGISTRY_EVERY_MS)) return [];
+      reportedAt = performance.now();
       return [invocationDoneCte(id, now(), unreported)];
     },
+    // Jobs completed on their own with no settle after them (a completeBatch chain) are counted at the end.
+    reportUncounted: (uncounted) => register ? invocationEndedStatement(id, now(), uncounted) : null,
   });
   const driver = driverName(options.db);
   if (!fan) return { ...await engine.run(), driver };

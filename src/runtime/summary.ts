@@ -51,6 +51,13 @@ export class Unreported {
     return ctes;
   }
 
+  /** What is left uncounted, now counted by the caller. */
+  drain(): number {
+    const n = this.count;
+    this.count = 0;
+    return n;
+  }
+
   /** Told what the settle did: counted here unless its own registry update counted it. */
   settled(jobs: CompletedJob[]): void {
     if (!this.carrying) this.count += jobs.filter((j) => j.kind !== "release").length;

@@ -41,6 +41,11 @@ export interface ClaimParams {
    * They run in the same snapshot, so they must not touch the queued or running jobs the claim moves.
    */
   extra?: SQL[];
+  /**
+   * CTEs placed after the claim's `claimed` CTE (the jobs it took, `id` first), which they may read: the
+   * registry records an invocation only once a claim took a job (register-worker.ts).
+   */
+  afterClaim?: SQL[];
   /** Also count the due claimable jobs, up to this many (`backlog.ts`), for fan-out. */
   backlog?: number;
   /** Values the extra CTEs report, as `name: (select ... from some_cte)`; they appear under those names in the result. */
@@ -238,6 +243,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       from due d where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited
     ),
+    ${sql.join((p.afterClaim ?? []).map((cte) => sql`${cte},`), sql` `)}
     -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
       delete from akadze.jobs j using candidates c where j.id = c.id and c.stop

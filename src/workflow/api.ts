@@ -65,9 +65,13 @@ export interface Step {
   waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null>;
   /**
    * Enqueues one child job per args (exactly once, with the step) and parks until all have finished;
-   * returns each child's state, result and last error, in order (Celery's group and chord).
+   * returns each child's state, result (typed as the task's handler returns it) and last error, in order
+   * (Celery's group and chord).
    */
-  runJobs<S extends ArgsSchema>(name: string, task: Task<S>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob[]>;
-  /** One child job: its result once it succeeded; `ChildJobFailed` if it failed, was cancelled or ended rate_limited. */
-  invoke<S extends ArgsSchema, R = unknown>(name: string, task: Task<S>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R>;
+  runJobs<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob<R>[]>;
+  /**
+   * One child job: its result once it succeeded, typed as the task's handler returns it; `ChildJobFailed`
+   * if it failed, was cancelled or ended rate_limited.
+   */
+  invoke<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R>;
 }

@@ -40,12 +40,12 @@ export class ChildJobFailed extends Fail {
  * Enqueues the children with the step that waits for them (one statement, so exactly once), then parks,
  * looking every `poll` until none is queued or running; the outcomes are stored and returned in order.
  */
-export async function runChildJobs<S extends ArgsSchema>(r: StepRunner, name: string, task: Task<S>, args: v.InferInput<S>[],
-  options: ChildJobsOptions = {}): Promise<ChildJob[]> {
+export async function runChildJobs<S extends ArgsSchema, R>(r: StepRunner, name: string, task: Task<S, R>, args: v.InferInput<S>[],
+  options: ChildJobsOptions = {}): Promise<ChildJob<R>[]> {
   const seq = r.enter(name, "jobs");
   const pollMs = pollOf(r, name, options);
   const stored = r.stored.get(name);
-  if (stored?.state === "done") return stored.result as ChildJob[];
+  if (stored?.state === "done") return stored.result as ChildJob<R>[];
   const { owner, now } = r.current.runtime;
   if (!stored) {
     const list = checkArgs(r, name, task, args, options);
@@ -58,10 +58,10 @@ export async function runChildJobs<S extends ArgsSchema>(r: StepRunner, name: st
     throw r.park(pollMs);
   }
   const ids = (stored.result as (number | string)[]).map(Number);
-  const rows = await queryJson<ChildJob[]>(r.db, readChildJobsStatement(ids));
+  const rows = await queryJson<ChildJob<R>[]>(r.db, readChildJobsStatement(ids));
   const byId = new Map(rows.map((row) => [Number(row.id), row]));
   if (rows.some((row) => row.state === ("queued" as string) || row.state === ("running" as string))) throw r.park(pollMs);
-  const outcomes = ids.map((id): ChildJob => {
+  const outcomes = ids.map((id): ChildJob<R> => {
     const row = byId.get(id);
     return row ? { id, state: row.state, result: row.result ?? null, error: row.error ?? null } : { id, state: "missing", result: null, error: null };
   });

@@ -24,20 +24,20 @@ export type WorkflowHandler<S extends ArgsSchema, R = unknown> = (args: v.InferO
  * handler, and turns a park into a snooze (the run holds nothing while it waits) and a step's final
  * failure into the job's. `definition` is read at run time (the task is registered with this body).
  */
-export function workflowBody<S extends ArgsSchema>(name: string, options: WorkflowOptions<S>, handler: WorkflowHandler<S>,
-  definition: () => TaskDefinition): { taskOptions: TaskOptions<S>; body: Handler<S> } {
+export function workflowBody<S extends ArgsSchema, R>(name: string, options: WorkflowOptions<S>, handler: WorkflowHandler<S, R>,
+  definition: () => TaskDefinition<R>): { taskOptions: TaskOptions<S>; body: Handler<S, R> } {
   if (typeof handler !== "function") throw new InvalidInput(`workflow ${name}: the handler must be a function`);
   const { minStepTime, ...taskOptions } = options;
   let minStepTimeMs: number;
   try { minStepTimeMs = parseDuration(minStepTime ?? DEFAULT_MIN_STEP_TIME, `workflow ${name}: minStepTime`); } catch (error) {
     throw new InvalidInput((error as Error).message);
   }
-  const body: Handler<S> = async (args, job) => {
+  const body: Handler<S, R> = async (args, job) => {
     const d = definition();
     const steps = new StepRunner(current(), { maxAttempts: d.maxAttempts, backoff: d.backoff, retryOn: d.retryOn }, minStepTimeMs,
       () => job.signal);
     await steps.load();
-    let result: unknown;
+    let result: R | undefined;
     let thrown: { error: unknown } | null = null;
     try {
       result = await handler(args, steps, job);
@@ -49,7 +49,7 @@ export function workflowBody<S extends ArgsSchema>(name: string, options: Workfl
     if (thrown && !(thrown.error instanceof StepParked) && thrown.error !== ending) throw thrown.error;
     if (ending) throw ending;
     if (thrown) throw thrown.error;
-    return result;
+    return result as R;
   };
   return { taskOptions, body };
 }

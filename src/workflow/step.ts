@@ -142,11 +142,11 @@ export class StepRunner implements Step {
     return this.stored.get(name)!.result as T;
   }
 
-  runJobs<S extends ArgsSchema>(name: string, task: Task<S>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob[]> {
+  runJobs<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob<R>[]> {
     return this.tracked(runChildJobs(this, name, task, args, options));
   }
 
-  async invoke<S extends ArgsSchema, R = unknown>(name: string, task: Task<S>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R> {
+  async invoke<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R> {
     const [child] = await this.runJobs(name, task, [args], options);
     if (child.state !== "succeeded") throw new ChildJobFailed(child);
     return child.result as R;
