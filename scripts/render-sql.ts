@@ -1,0 +1,66 @@
+// Renders the statements the runtime sends most, as it sends them, into docs/sql/: an invocation's first claim
+// and a later one, a claim with limits, a worker lane's first claim, and a settle. Each is captured from a
+// real run on PGlite (drizzle's query logger), so the files are the SQL itself, not a reconstruction.
+// test/rendered-sql.test.ts renders them again and fails when they drift: run `npm run render-sql` after a
+// change to the SQL and commit the result with it.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { drizzle } from "drizzle-orm/pglite";
+import * as v from "valibot";
+import { createApp, migrate, runOnce, runWorker, setLimit, type Db } from "../src/index.js";
+
+/** The rendered statements, by file name. */
+export async function renderStatements(): Promise<Record<string, string>> {
+  const client = new PGlite();
+  const texts: string[] = [];
+  const db = drizzle(client, { logger: { logQuery: (query) => { texts.push(query); } } }) as unknown as Db;
+  try {
+    await migrate(db);
+    const isClaim = (t: string) => t.includes("unlimited_candidates as (");
+    const isSettle = (t: string) => t.includes("settle_locked");
+    const run = async (limits: boolean) => {
+      const app = createApp();
+      const task = app.task("render.noop", { args: v.object({}) }, async () => {});
+      if (limits) await setLimit(db, "render.key", { maxRunning: 2 });
+      await task.using(db, limits ? { limitKey: "render.key" } : {}).enqueueMany([{}, {}]);
+      texts.length = 0;
+      await runOnce(app, { db, slots: 1, batchSize: 1 });
+      return [...texts];
+    };
+    const plain = await run(false);
+    const limited = await run(true);
+    const workerApp = createApp();
+    workerApp.task("render.noop", { args: v.object({}) }, async () => {});
+    texts.length = 0;
+    const stop = new AbortController();
+    const worker = runWorker(workerApp, { db, slots: 2, listen: false, signal: stop.signal, onStart: () => {} });
+    const deadline = Date.now() + 20_000;
+    while (!texts.some(isClaim) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    stop.abort();
+    await worker;
+    const pick = (list: string[], which: (t: string) => boolean, n = 0) => {
+      const found = list.filter(which)[n];
+      if (!found) throw new Error(`render-sql: statement ${n} not captured`);
+      return `${found.trim()}\n`;
+    };
+    return {
+      "invocation-first-claim.sql": pick(plain, isClaim, 0),
+      "invocation-later-claim.sql": pick(plain, isClaim, 1),
+      // (A process's first claim carries the limit CTEs and learns whether any limit exists; later claims carry them only then.)
+      "invocation-later-claim-with-limits.sql": pick(limited, isClaim, 1),
+      "worker-first-claim.sql": pick(texts, isClaim, 0),
+      "settle.sql": pick(plain, isSettle, 0),
+    };
+  } finally {
+    await client.close();
+  }
+}
+
+export const RENDERED_DIR = "docs/sql";
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rendered = await renderStatements();
+  mkdirSync(RENDERED_DIR, { recursive: true });
+  for (const [name, text] of Object.entries(rendered)) writeFileSync(`${RENDERED_DIR}/${name}`, `-- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.\n${text}`);
+  console.log(`wrote ${Object.keys(rendered).length} statements to ${RENDERED_DIR}/`);
+}
