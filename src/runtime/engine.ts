@@ -104,7 +104,6 @@ export class Engine {
   private readonly queue = new LocalQueue();
   /** Every job this engine holds a lease on (queued locally or running), with the controller its body gets. */
   private readonly held = new Map<number, JobAbort>();
-  private readonly mustStop = new Set<number>();
   /** Jobs whose body runs now, and jobs whose outcome was handed to the settler and not yet answered (by id: count). */
   private readonly bodies = new Set<number>();
   private readonly settling = new Map<number, number>();
@@ -382,7 +381,6 @@ export class Engine {
   private reclaimed(job: ClaimedJob): boolean {
     if (this.bodies.has(job.id) || this.settling.has(job.id)) return false;
     this.queue.removeWhere((l) => l.job.id === job.id);
-    this.mustStop.delete(job.id);
     return true;
   }
 
@@ -416,7 +414,7 @@ export class Engine {
 
   private start(job: ClaimedJob, timeoutMs: number): void {
     const controller = this.held.get(job.id)!;
-    if (this.mustStop.has(job.id) || controller.aborted) {
+    if (controller.aborted) {
       this.push({ id: job.id, kind: controller.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
       this.held.delete(job.id);
       return;
@@ -459,7 +457,7 @@ export class Engine {
   }
 
   private onBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[]): void {
-    judgeBeat(covered, held, this.held, this.mustStop);
+    judgeBeat(covered, held, this.held);
     this.change.notify();
   }
 }

@@ -59,17 +59,14 @@ export class Heartbeat {
 /**
  * What a heartbeat answer means for the bodies it covered (and only those, as they were held when it was
  * sent: a job claimed again meanwhile is a new lease the answer knows nothing of): a job no longer held is
- * aborted with LeaseLost; one whose cancel was requested (or that expired) is aborted with Cancel and must stop.
+ * aborted with LeaseLost; one whose cancel was requested (or that expired) is aborted with Cancel (a job not started yet then never starts).
  */
-export function judgeBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[], controllers: Map<number, JobAbort>, mustStop: Set<number>): void {
+export function judgeBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[], controllers: Map<number, JobAbort>): void {
   const seen = new Map(held.map((h) => [h.id, h.stop]));
   for (const [id, sent] of covered) {
     const controller = controllers.get(id);
     if (!controller || controller !== sent) continue;
     if (!seen.has(id)) controller.abort(new LeaseLost(`the lease of job ${id} was lost to another invocation`));
-    else if (seen.get(id)) {
-      mustStop.add(id);
-      controller.abort(new Cancel(`job ${id} was cancelled or expired while running`));
-    }
+    else if (seen.get(id)) controller.abort(new Cancel(`job ${id} was cancelled or expired while running`));
   }
 }
