@@ -244,3 +244,12 @@ export const dashboardSignOuts = akadze.table("dashboard_sign_outs", {
   session: text("session").primaryKey(),
   expiresAt: tz("expires_at").notNull(),
 });
+
+/**
+ * The child jobs a parked workflow waits for (`step.runJobs`, `step.invoke`), by child: the settle that ends
+ * a child wakes its parent when no other child of it is left, instead of leaving it to its poll.
+ */
+export const childWaits = akadze.table("child_waits", {
+  childId: bigint("child_id", { mode: "number" }).primaryKey(),
+  parentId: bigint("parent_id", { mode: "number" }).notNull(),
+}, (t) => [index("child_waits_parent_idx").on(t.parentId)]);

@@ -412,6 +412,20 @@ forEachDriver((h, driver) => {
     expect(await steps(recent)).toEqual([]);
   });
 
+  it("a parent parked on child jobs runs again as soon as the last of them ends, not at its next poll", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const square = app.task("math.square", { args: v.object({ n: v.number() }) }, async ({ n }) => n * n);
+    const id = await app.workflow("sum.squares", async (_a, step) => {
+      const children = await step.runJobs("squares", square, [{ n: 2 }, { n: 3 }], { poll: "1h" });
+      return children.reduce((sum, c) => sum + (c.result as number), 0);
+    }).using(h().db).enqueue({});
+    // The test clock never moves: with only its hourly poll, the parent would never run again.
+    for (let i = 0; i < 4 && (await job(id)).state !== "succeeded"; i++) await invoke(app, clock);
+    expect(await job(id)).toMatchObject({ state: "succeeded", result: 13 });
+    expect(await h().rows("select count(*)::int as n from akadze.child_waits")).toEqual([{ n: 0 }]);
+  });
+
   it("fan-out and fan-in: child jobs are enqueued once with their step, and the parked parent gets their outcomes", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

@@ -46,6 +46,11 @@ export class App {
     this.sqlClock = options.clock ?? null;
   }
 
+  /** Whether any workflow is declared: then settles wake a workflow parked on child jobs when the last one ends. */
+  hasWorkflows(): boolean {
+    return this.workflows.size > 0;
+  }
+
   /** Declares a task: a name, optional options, and the handler. @example app.task("export.poll", async () => {}); */
   task<S extends ArgsSchema, R>(name: string, handler: Handler<S, R>): Task<S, R>;
   task<S extends ArgsSchema, R>(name: string, options: TaskOptions<S>, handler: Handler<S, R>): Task<S, R>;

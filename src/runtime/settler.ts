@@ -38,6 +38,8 @@ export interface SettlerOptions {
   sqlNow: () => SQL;
   /** False: a succeeded job is deleted with no history row. */
   keepSucceeded?: boolean;
+  /** Settles wake workflows parked on the child jobs they end (the app declares workflows). */
+  wakeParents?: boolean;
   /** The local clock, read when a start request is sent. */
   now: () => Date;
   /** CTEs added to every settle statement that records outcomes (the workers registry). */
@@ -152,7 +154,7 @@ export class Settler {
   }
 
   private async send(outcomes: Outcome[], start: StartRequest | null): Promise<SettleResult> {
-    const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : [], this.o.keepSucceeded !== false);
+    const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : [], this.o.keepSucceeded !== false, this.o.wakeParents === true);
     const began = performance.now();
     try {
       return await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await queryJsonWithin<SettleAnswer>(db, statement, this.o.requestTimeoutMs(), "a settle"), outcomes), (r) => [

@@ -71,7 +71,7 @@ const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fai
  * e.g. the workers registry count.
  */
 export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], start: StartRequest | null = null, after: SQL[] = [],
-  keepSucceeded = true): SQL {
+  keepSucceeded = true, wakeParents = false): SQL {
   // A job that succeeded without a result is sent as its id alone: most are, and the full record cost more
   // to send and to read than the rest of the statement.
   const plain = (o: Outcome) => o.kind === "succeeded" && (o.result === undefined || o.result === null) && !o.error;
@@ -129,7 +129,8 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
     -- (A data-modifying CTE runs to completion whether or not the result reads it. The exists is checked
     -- once: while no limit slot is taken, the done jobs are not looked up one by one.)
     freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id
-      and exists (select 1 from akadze.limit_slots t where t.job_id is not null))
+      and exists (select 1 from akadze.limit_slots t where t.job_id is not null))${wakeParents ? sql`,
+    ${wakeParentsCtes()}` : sql``}
     ${sql.join(ctes, sql` `)}
     select json_build_object(
       'succeeded', coalesce((select json_agg(id) from done where state = 'succeeded'), '[]'::json),
@@ -138,4 +139,23 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
         'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end))
         from done where state <> 'succeeded'), '[]'::json),
       'start', ${starts.length > 0 ? startReport() : sql`null::json`}) as r`;
+}
+
+/**
+ * A workflow parked on child jobs runs again as soon as the last of them ends, not at its next poll: the
+ * children this settle ended leave akadze.child_waits, and a parent still queued none of whose other
+ * children is live (still in the queue table) is made due now. (The statement's snapshot still shows the
+ * children it ends, hence the exclusion; a parent settled by this same statement is left to its poll.)
+ */
+function wakeParentsCtes(): SQL {
+  return sql`child_ended as (
+      delete from akadze.child_waits w using done d where w.child_id = d.id and d.state <> 'queued'
+      returning w.child_id, w.parent_id
+    ),
+    woken as (
+      update akadze.jobs p set run_at = o_now.now from o_now
+      where p.id in (select parent_id from child_ended) and p.state = 'queued' and p.run_at > o_now.now
+        and not exists (select 1 from akadze.child_waits w join akadze.jobs c on c.id = w.child_id
+          where w.parent_id = p.id and w.child_id not in (select child_id from child_ended))
+    )`;
 }

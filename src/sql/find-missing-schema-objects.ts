@@ -22,6 +22,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.invocation_slots" },
   { kind: "table", name: "akadze.steps" },
   { kind: "table", name: "akadze.dashboard_sign_outs" },
+  { kind: "table", name: "akadze.child_waits" },
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
   { kind: "function", name: "akadze.maintain_history(timestamp with time zone, double precision, bigint, bigint, integer)" },

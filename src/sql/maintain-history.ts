@@ -25,8 +25,16 @@ export interface HistoryMaintenance {
 export function maintainHistoryStatement(now: SQL, keepMs: number, plan: HistoryPartitioning, batch: number): SQL {
   // A dropped partition takes its workflow jobs with it but not their steps (no foreign key), so the steps of
   // jobs gone from every table go next (akadze.prune_orphan_steps, migration 0009), after the drops.
-  return sql`select akadze.maintain_history(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint,
-    ${Math.ceil(plan.aheadMs / 1000)}::bigint, ${batch}::int) || jsonb_build_object('stepsPruned', akadze.prune_orphan_steps(${batch}::int)) as r`;
+  // Likewise the child waits of children that ended outside a settle (cancelled while queued, recovered and
+  // failed by a claim): the settle removes the others itself.
+  return sql`with waits_pruned as (
+      delete from akadze.child_waits w where w.child_id in (
+        select o.child_id from akadze.child_waits o where not exists (select 1 from akadze.jobs j where j.id = o.child_id) limit ${batch})
+      returning 1
+    )
+    select akadze.maintain_history(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint,
+    ${Math.ceil(plan.aheadMs / 1000)}::bigint, ${batch}::int) || jsonb_build_object('stepsPruned', akadze.prune_orphan_steps(${batch}::int),
+    'waitsPruned', (select count(*) from waits_pruned)) as r`;
 }
 
 /** Whether `maintainHistoryStatement` has work now, as a boolean expression for a claim's report. */

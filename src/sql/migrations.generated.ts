@@ -124,5 +124,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "ALTER TABLE \"akadze\".\"jobs\" ADD COLUMN \"debounce_key\" text;",
       "CREATE UNIQUE INDEX \"jobs_debounce_key_queued\" ON \"akadze\".\"jobs\" USING btree (\"task\",\"debounce_key\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"debounce_key\" is not null;"
     ]
+  },
+  {
+    "id": 12,
+    "name": "0012_child_waits",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"child_waits\" (\n\t\"child_id\" bigint PRIMARY KEY NOT NULL,\n\t\"parent_id\" bigint NOT NULL\n);",
+      "CREATE INDEX \"child_waits_parent_idx\" ON \"akadze\".\"child_waits\" USING btree (\"parent_id\");"
+    ]
   }
 ];
