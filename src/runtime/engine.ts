@@ -319,11 +319,8 @@ export class Engine {
 
   private claimNext(): void {
     this.endedSinceClaim = 0;
-    // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round
-    // trip. None while jobs claimed before wait for their start: those come first in claim order, and a job the
-    // claim started would be ready (and run) before them.
-    const starts = this.queue.unstarted() > 0 ? 0
-      : Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.pace.lookahead() - this.queue.length);
+    // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
+    const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.pace.lookahead() - this.queue.length);
     // An invocation asks for a whole batch each time (small top-up claims cost nearly as much as whole ones);
     // a worker lane holds at most its prefetch.
     const size = this.o.adaptiveBatch ? Math.max(1, this.adaptiveSize() - this.queue.length) : this.o.batchSize;

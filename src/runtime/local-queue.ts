@@ -23,9 +23,6 @@ export class LocalQueue {
 
   get length(): number { return this.jobs.length; }
 
-  /** Jobs not marked started yet: waiting for a start request, or for its answer. */
-  unstarted(): number { return this.counts.waiting + this.counts.requested; }
-
   push(job: ClaimedJob, state: LocalState): void {
     this.jobs.push({ job, state });
     this.counts[state]++;
