@@ -40,11 +40,20 @@ export class LocalQueue {
     return dropped;
   }
 
-  /** Removes and returns the first job marked started, or undefined. */
+  /**
+   * Removes and returns the first job marked started, or undefined: in claim order, so none before a job
+   * whose start answer is on its way (a later claim's jobs, started by the claim itself, would overtake it).
+   */
   takeReady(): LocalJob | undefined {
     if (this.counts.ready === 0) return undefined;
     // Jobs are marked started in claim order, so the first ready one is nearly always at the front.
-    const i = this.jobs[0]?.state === "ready" ? 0 : this.jobs.findIndex((l) => l.state === "ready");
+    let i = 0;
+    for (; i < this.jobs.length; i++) {
+      const state = this.jobs[i].state;
+      if (state === "ready") break;
+      if (state === "requested") return undefined;
+    }
+    if (i === this.jobs.length) return undefined;
     const [local] = i === 0 ? [this.jobs.shift()!] : this.jobs.splice(i, 1);
     this.counts.ready--;
     return local;
