@@ -11,7 +11,7 @@
  */
 export { App, createApp, type AppOptions } from "./app/app.js";
 export { Task, type TaskOptions, type Handler, type JobContext, type Enqueuer, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS } from "./app/task.js";
-export { DebouncedTask, type DebouncedOptions, type DebouncedHandler, type DebouncedEnqueuer, MAX_DEBOUNCE_KEY_LENGTH } from "./app/debounce.js";
+export { DebouncedTask, type DebouncedOptions, type DebouncedHandler, type DebouncedEnqueuer } from "./app/debounce.js";
 export {
   type EnqueueOptions, MAX_NAME_LENGTH, EARLIEST_TIMESTAMP_MS, LATEST_TIMESTAMP_MS, MAX_SPAN_MS, MAX_TIMER_MS, MIN_PRIORITY, MAX_PRIORITY,
   MAX_ATTEMPTS_BOUND, MIN_LEASE_MS, MAX_LEASE_MS, MIN_HEARTBEAT_MS, MAX_SLOTS, MAX_BATCH_SIZE, MAX_LIMIT_COUNT, MAX_LIMIT_WINDOW_MS,

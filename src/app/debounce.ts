@@ -1,13 +1,10 @@
 import * as v from "valibot";
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
-import { assertStorableJson, parseOrThrow } from "../core/validate.js";
+import { assertStorableJson, describeIssues, MAX_NAME_LENGTH, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { enqueueDebouncedStatement } from "../sql/enqueue-debounced.js";
 import type { ArgsSchema, JobContext, TaskDefinition, TaskOptions } from "./task.js";
-
-/** The longest debounce key, in characters. */
-export const MAX_DEBOUNCE_KEY_LENGTH = 512;
 
 /**
  * A debounced task's options: a task's (its `args` describe one payload), plus how long enqueues coalesce.
@@ -63,10 +60,12 @@ export class DebouncedTask<S extends ArgsSchema = ArgsSchema> {
 
   /** Binds enqueueing to `db` (a database or a transaction) and a debounce key. @example await reindex.using(db, { key: "doc:7" }).enqueue({ id: 7 }); */
   using(db: Db, options: { key: string }): DebouncedEnqueuer<S> {
-    const key = options?.key;
-    if (typeof key !== "string" || key.length === 0 || key.length > MAX_DEBOUNCE_KEY_LENGTH) {
-      throw new InvalidInput(`debounced task ${this.name}: key must be a non-empty string of at most ${MAX_DEBOUNCE_KEY_LENGTH} characters, got ${JSON.stringify(key)}`);
+    // A key is a name like any other (NameSchema: unique keys, limit keys, queues).
+    const checked = v.safeParse(NameSchema, options?.key);
+    if (!checked.success) {
+      throw new InvalidInput(`debounced task ${this.name}: key must be a non-empty string of at most ${MAX_NAME_LENGTH} characters: ${describeIssues(checked.issues)}`);
     }
+    const key = checked.output;
     const statementFor = (payload: unknown) => {
       parseOrThrow(this.payload, payload, `payload for task ${this.name}`);
       assertStorableJson(payload ?? {}, "payload", `payload for task ${this.name}`);

@@ -154,7 +154,7 @@ export class Settler {
   }
 
   private async send(outcomes: Outcome[], start: StartRequest | null): Promise<SettleResult> {
-    const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : [], this.o.keepSucceeded !== false, this.o.wakeParents === true);
+    const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : [], { keepSucceeded: this.o.keepSucceeded !== false, wakeParents: this.o.wakeParents === true });
     const began = performance.now();
     try {
       return await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await queryJsonWithin<SettleAnswer>(db, statement, this.o.requestTimeoutMs(), "a settle"), outcomes), (r) => [

@@ -62,6 +62,14 @@ export function settleResultOf(answer: SettleAnswer, sent: Outcome[]): SettleRes
 const STOP = mustStop(sql`o_now.now`);
 const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and ${STOP}))`;
 
+/** How a settle treats what it ends. */
+export interface SettleOptions {
+  /** False: a succeeded job is deleted with no history row. Default true. */
+  keepSucceeded?: boolean;
+  /** Wake the workflows parked on the child jobs it ends (see wakeParentsCtes). Default false. */
+  wakeParents?: boolean;
+}
+
 /**
  * One round trip that settles an invocation's jobs: records many outcomes, each only if `owner` still holds
  * the job's lease, frees the limit slots of every job that left `running`, and starts the next prefetched
@@ -71,7 +79,7 @@ const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fai
  * e.g. the workers registry count.
  */
 export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], start: StartRequest | null = null, after: SQL[] = [],
-  keepSucceeded = true, wakeParents = false): SQL {
+  { keepSucceeded = true, wakeParents = false }: SettleOptions = {}): SQL {
   // A job that succeeded without a result is sent as its id alone: most are, and the full record cost more
   // to send and to read than the rest of the statement.
   const plain = (o: Outcome) => o.kind === "succeeded" && (o.result === undefined || o.result === null) && !o.error;
