@@ -1,8 +1,6 @@
-import { queryJsonWithin } from "./timed-query.js";
-import type { SQL } from "drizzle-orm";
+import { queryJsonWithin, requestTimeoutMs } from "./timed-query.js";
+import { RunTimes } from "./run-times.js";
 import { LeaseLost } from "../core/errors.js";
-import type { App } from "../app/app.js";
-import type { Db } from "../db/query.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
 import type { Outcome } from "../sql/complete.js";
@@ -13,78 +11,16 @@ import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
 import { BudgetClock } from "./budget-clock.js";
 import { answered, Settler } from "./settler.js";
-import { isNeonHttp } from "../db/query.js";
 import { releaseUnheldStatement } from "../sql/release-unheld.js";
-import { CLAIM_MARGIN_MS, MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
+import { CLAIM_MARGIN_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
 import { LocalQueue, notRequested } from "./local-queue.js";
-import type { HistoryKeeper } from "./history.js";
+import type { EngineOptions } from "./engine-options.js";
 import { JobAbort, Latch, Wakeup } from "./signal.js";
 
 /** The wait before an invocation claims again after a failed claim: doubles from the first to the second. */
 const CLAIM_RETRY_MIN_MS = 50;
 const CLAIM_RETRY_MAX_MS = 1_000;
-
-/** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
-export interface EngineOptions {
-  app: App;
-  db: Db;
-  owner: string;
-  queues: string[] | null;
-  slots: number;
-  /** Jobs one claim asks for: the invocation's batch, or the worker's prefetch. */
-  batchSize: number;
-  leaseMs: number;
-  heartbeatMs: number;
-  /** The local clock: budget, schedules, error times. */
-  now: () => Date;
-  /** The statement clock: the caller's, or the database's `now()`. */
-  sqlNow: () => SQL;
-  /** How long new jobs may start, from the engine's creation (ms), or Infinity. */
-  budgetMs: number;
-  /**
-   * `now` is the real clock: the budget and timeouts are measured on the monotonic clock alone, which a
-   * wall-clock step cannot move. With a caller's clock (tests) they follow that clock.
-   */
-  monotonic: boolean;
-  signal?: AbortSignal;
-  /**
-   * Size claims to the work instead of always asking for `batchSize`: the free slots plus what would start
-   * within two round trips, so quick jobs are claimed hundreds at a time and slow ones about a slot's worth
-   * (a long-lived worker's `prefetch` is then the most it holds).
-   */
-  adaptiveBatch?: boolean;
-  /** Claim again while there is work and budget; false: exactly one claim. */
-  drain: boolean;
-  /** CTEs for the first claim's round trip (registry, retention). */
-  firstClaimExtras: SQL[];
-  /** CTEs for claims after the first (a worker's retention, when due). */
-  laterClaimExtras?: () => SQL[];
-  /** CTEs for every claim that read the jobs it took (`ClaimParams.afterClaim`): runOnce's registry row, until a claim took one. */
-  afterClaim?: () => SQL[];
-  /** The history's retention, checked in claims and maintained beside them. */
-  history?: HistoryKeeper;
-  /** False: a succeeded job keeps no row (`retention.keepSucceeded`). Default true. */
-  keepSucceeded?: boolean;
-  /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
-  settleAfter: (unreported: number, final: boolean) => SQL[];
-  /**
-   * A statement for the jobs completed on their own (completeTx, completeBatch) that no settle counted, sent
-   * at the end only if there are any (no settle followed them); null: nothing to send.
-   */
-  reportUncounted?: (uncounted: number) => SQL | null;
-  /**
-   * Called when nothing is left to run and the last claim found no more: resolve `true` to claim again
-   * (a worker waiting for a wake-up or its next poll), `false` to end.
-   */
-  idle?: () => Promise<boolean>;
-  /** A claim that failed after the first (the first one's error is thrown). */
-  onError?: (error: unknown) => void;
-  /** How far each claim also counts the due jobs (`Claim.backlog`), for fan-out; see ClaimerOptions.backlog. */
-  backlog?: (first: boolean, batchSize: number) => number | undefined;
-  /** Told of every claim's answer and the size it asked for (fan-out watches them). */
-  onClaim?: (claim: Claim, asked: number) => void;
-}
 
 /**
  * The invocation engine: a claimer, a local queue of prefetched jobs, `slots` runners, an outcome buffer
@@ -127,8 +63,8 @@ export class Engine {
 
   /** The budget, on the monotonic clock for the real clock. */
   private readonly budget: BudgetClock;
-  /** Average run time per task (on the budget's clock), for when an untimed job may still start. */
-  private readonly runTimes = new Map<string, number>();
+  /** How long each task's runs took, for when an untimed job may still start. */
+  private readonly runTimes = new RunTimes();
 
   constructor(private readonly o: EngineOptions) {
     this.budget = new BudgetClock(o.now, o.monotonic, o.budgetMs);
@@ -205,24 +141,8 @@ export class Engine {
     return this.budget.remainingMs();
   }
 
-  /**
-   * The least budget a job of a task without a timeout (it runs on what is left of the budget) must have left
-   * to start: twice what its runs took so far in this engine, at most CLAIM_MARGIN_MS (and that before any
-   * run). Otherwise the budget's end would cut it short and charge its attempt: it is released unspent.
-   */
-  private untimedFloorMs(task: string): number {
-    const took = this.runTimes.get(task);
-    return took === undefined ? CLAIM_MARGIN_MS : Math.min(CLAIM_MARGIN_MS, 2 * took);
-  }
-
-  /**
-   * How long a statement's answer is waited for: over HTTP Postgres at most REQUEST_TIMEOUT_MS and not past
-   * the budget (but MIN_REQUEST_TIMEOUT_MS at least); over a session, as long as it takes (a session's
-   * statements are bounded by the server's own timeouts, and one abandoned would keep its connection busy).
-   */
   private requestTimeoutMs(): number {
-    if (!isNeonHttp(this.o.db)) return Infinity;
-    return Math.min(REQUEST_TIMEOUT_MS, Math.max(MIN_REQUEST_TIMEOUT_MS, this.remainingMs()));
+    return requestTimeoutMs(this.o.db, this.remainingMs());
   }
 
   /** Jobs that completed on their own after the last settle that counted jobs done: told once, at the end. */
@@ -290,7 +210,7 @@ export class Engine {
     if (remaining < Math.max(longestTimeoutMs(this.o.app), CLAIM_MARGIN_MS)) {
       // Jobs that can never fit any more (the remaining budget only shrinks) are released; an untimed job
       // needs the least its task takes (untimedFloorMs).
-      for (const { job } of this.queue.removeWhere((l) => notRequested(l) && (timeoutOf(l.job) ?? this.untimedFloorMs(l.job.task)) > remaining)) this.release(job);
+      for (const { job } of this.queue.removeWhere((l) => notRequested(l) && (timeoutOf(l.job) ?? this.runTimes.floorMs(l.job.task)) > remaining)) this.release(job);
     }
     while (this.running < this.o.slots) {
       const local = this.queue.takeReady();
@@ -444,9 +364,7 @@ export class Engine {
         this.running--;
         this.endedSinceClaim++;
         this.pace.ranFor(performance.now() - began);
-        const took = this.budget.elapsedMs(ran);
-        const before = this.runTimes.get(job.task);
-        this.runTimes.set(job.task, before === undefined ? took : 0.8 * before + 0.2 * took);
+        this.runTimes.record(job.task, this.budget.elapsedMs(ran));
         this.change.notify();
       });
   }

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { isNeonHttp, queryJsonPrepared, rowsOf, type Db } from "../db/query.js";
 import { withTimeout } from "./signal.js";
+import { MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
 
 /** How much longer than the server's statement timeout the client waits for the answer (the network's share). */
 const ANSWER_GRACE_MS = 500;
@@ -16,4 +17,15 @@ export async function queryJsonWithin<T>(db: Db, statement: SQL, ms: number, wha
   const timeout = sql`select set_config('statement_timeout', ${String(Math.max(1, Math.ceil(ms)))}, true)`;
   const results = await withTimeout((db as any).batch([db.execute(timeout), db.execute(statement)]) as Promise<unknown[]>, ms + ANSWER_GRACE_MS, what);
   return rowsOf<{ r: T }>(results[1])[0]?.r as T;
+}
+
+/**
+ * How long a statement's answer is waited for with `remainingMs` of budget left: over HTTP Postgres at most
+ * REQUEST_TIMEOUT_MS and not past the budget (but MIN_REQUEST_TIMEOUT_MS at least); over a session, as long
+ * as it takes (a session's statements are bounded by the server's own timeouts, and one abandoned would keep
+ * its connection busy).
+ */
+export function requestTimeoutMs(db: Db, remainingMs: number): number {
+  if (!isNeonHttp(db)) return Infinity;
+  return Math.min(REQUEST_TIMEOUT_MS, Math.max(MIN_REQUEST_TIMEOUT_MS, remainingMs));
 }

@@ -10,12 +10,12 @@ import type { CurrentJob } from "../runtime/context.js";
 import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
 import { loadStepsStatement } from "../sql/load-steps.js";
 import { saveStepStatement, type StepWrite } from "../sql/save-step.js";
-import { timeOutWaitStatement } from "../sql/time-out-wait.js";
 import { timestamp } from "../sql/time.js";
 import { StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./errors.js";
 import { StepDeadline } from "./step-timeout.js";
 import type { StoredStep, StepPolicy } from "./types.js";
 import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } from "./children.js";
+import { sleepStep, waitStep } from "./waits.js";
 
 export type { Step, StepContext, StepOptions, WaitForEventOptions } from "./api.js";
 import type * as v from "valibot";
@@ -35,8 +35,8 @@ export class StepRunner implements Step {
   private parkMs: number | null = null;
   private failure: Error | null = null;
   private inflight: Promise<unknown>[] = [];
-  /** Event waits this run left waiting: re-read before parking, so an event that came meanwhile is not slept through. */
-  private waiting = new Set<string>();
+  /** @internal Event waits this run left waiting: re-read before parking, so an event that came meanwhile is not slept through. */
+  readonly waiting = new Set<string>();
   /** @internal */
   readonly db: Db;
 
@@ -97,49 +97,11 @@ export class StepRunner implements Step {
   }
 
   sleepUntil(name: string, at: Date): Promise<void> {
-    return this.tracked(this.sleepStep(name, at));
+    return this.tracked(sleepStep(this, name, at));
   }
 
   waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null> {
-    return this.tracked(this.waitStep<T>(name, options));
-  }
-
-  private async sleepStep(name: string, at: Date): Promise<void> {
-    const seq = this.enter(name, "sleep");
-    const stored = this.stored.get(name);
-    if (stored?.state === "done") return;
-    const wakeAt = stored?.wakeAt ? new Date(stored.wakeAt) : at;
-    if (!(wakeAt instanceof Date) || Number.isNaN(wakeAt.getTime())) throw this.fail(new InvalidInput(`step ${JSON.stringify(name)}: sleepUntil needs a valid Date`));
-    if (wakeAt.getTime() <= this.now()) {
-      await this.save(this.db, { name, seq, kind: "sleep", state: "done", attempts: 1, wakeAt });
-      return;
-    }
-    if (!stored) await this.save(this.db, { name, seq, kind: "sleep", state: "waiting", attempts: 1, wakeAt });
-    throw this.park(wakeAt.getTime() - this.now());
-  }
-
-  private async waitStep<T>(name: string, options: WaitForEventOptions): Promise<T | null> {
-    const seq = this.enter(name, "event");
-    const stored = this.stored.get(name);
-    if (stored?.state === "done") return stored.result as T;
-    if (stored?.state === "timed_out") return null;
-    if (!stored) {
-      const { event, match, timeoutMs } = this.checkWait(name, options);
-      const wakeAt = new Date(this.now() + timeoutMs);
-      await this.save(this.db, { name, seq, kind: "event", state: "waiting", attempts: 1, wakeAt, event, match: match ?? undefined });
-      this.waiting.add(name);
-      throw this.park(timeoutMs);
-    }
-    const wakeAt = new Date(stored.wakeAt!).getTime();
-    if (wakeAt > this.now()) {
-      this.waiting.add(name);
-      throw this.park(wakeAt - this.now());
-    }
-    const won = await queryJson<boolean>(this.db, timeOutWaitStatement(this.current.id, name, timestamp(this.current.runtime.now())));
-    if (won) return null;
-    // An event reached the step just before its timeout was recorded: it counts.
-    await this.load();
-    return this.stored.get(name)!.result as T;
+    return this.tracked(waitStep<T>(this, name, options));
   }
 
   runJobs<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob<R>[]> {
@@ -239,22 +201,6 @@ export class StepRunner implements Step {
         "a workflow must reach its steps in the same order on every run (branch only on step results)"));
     }
     return seq;
-  }
-
-  private checkWait(name: string, options: WaitForEventOptions): { event: string; match: Record<string, unknown> | null; timeoutMs: number } {
-    const what = `step ${JSON.stringify(name)}: waitForEvent`;
-    if (typeof options !== "object" || options === null) throw this.fail(new InvalidInput(`${what} needs options { timeout }`));
-    const event = options.event ?? name;
-    let timeoutMs: number;
-    try {
-      parseOrThrow(NameSchema, event, `${what} event name`);
-      timeoutMs = parseDuration(options.timeout, `${what} timeout`);
-    } catch (error) { throw this.fail(new InvalidInput((error as Error).message)); }
-    const match = options.match ?? null;
-    if (match !== null && (typeof match !== "object" || Array.isArray(match) || jsonProblem(match, "match") !== null)) {
-      throw this.fail(new InvalidInput(`${what} match must be a JSON object (the payload must contain it)`));
-    }
-    return { event, match, timeoutMs };
   }
 
   /** @internal */

@@ -1,0 +1,66 @@
+import type { SQL } from "drizzle-orm";
+import type { App } from "../app/app.js";
+import type { Db } from "../db/query.js";
+import type { Claim } from "./claimer.js";
+import type { HistoryKeeper } from "./history.js";
+
+/** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
+export interface EngineOptions {
+  app: App;
+  db: Db;
+  owner: string;
+  queues: string[] | null;
+  slots: number;
+  /** Jobs one claim asks for: the invocation's batch, or the worker's prefetch. */
+  batchSize: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  /** The local clock: budget, schedules, error times. */
+  now: () => Date;
+  /** The statement clock: the caller's, or the database's `now()`. */
+  sqlNow: () => SQL;
+  /** How long new jobs may start, from the engine's creation (ms), or Infinity. */
+  budgetMs: number;
+  /**
+   * `now` is the real clock: the budget and timeouts are measured on the monotonic clock alone, which a
+   * wall-clock step cannot move. With a caller's clock (tests) they follow that clock.
+   */
+  monotonic: boolean;
+  signal?: AbortSignal;
+  /**
+   * Size claims to the work instead of always asking for `batchSize`: the free slots plus what would start
+   * within two round trips, so quick jobs are claimed hundreds at a time and slow ones about a slot's worth
+   * (a long-lived worker's `prefetch` is then the most it holds).
+   */
+  adaptiveBatch?: boolean;
+  /** Claim again while there is work and budget; false: exactly one claim. */
+  drain: boolean;
+  /** CTEs for the first claim's round trip (registry, retention). */
+  firstClaimExtras: SQL[];
+  /** CTEs for claims after the first (a worker's retention, when due). */
+  laterClaimExtras?: () => SQL[];
+  /** CTEs for every claim that read the jobs it took (`ClaimParams.afterClaim`): runOnce's registry row, until a claim took one. */
+  afterClaim?: () => SQL[];
+  /** The history's retention, checked in claims and maintained beside them. */
+  history?: HistoryKeeper;
+  /** False: a succeeded job keeps no row (`retention.keepSucceeded`). Default true. */
+  keepSucceeded?: boolean;
+  /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
+  settleAfter: (unreported: number, final: boolean) => SQL[];
+  /**
+   * A statement for the jobs completed on their own (completeTx, completeBatch) that no settle counted, sent
+   * at the end only if there are any (no settle followed them); null: nothing to send.
+   */
+  reportUncounted?: (uncounted: number) => SQL | null;
+  /**
+   * Called when nothing is left to run and the last claim found no more: resolve `true` to claim again
+   * (a worker waiting for a wake-up or its next poll), `false` to end.
+   */
+  idle?: () => Promise<boolean>;
+  /** A claim that failed after the first (the first one's error is thrown). */
+  onError?: (error: unknown) => void;
+  /** How far each claim also counts the due jobs (`Claim.backlog`), for fan-out; see ClaimerOptions.backlog. */
+  backlog?: (first: boolean, batchSize: number) => number | undefined;
+  /** Told of every claim's answer and the size it asked for (fan-out watches them). */
+  onClaim?: (claim: Claim, asked: number) => void;
+}
