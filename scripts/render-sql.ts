@@ -1,5 +1,5 @@
 // Renders the statements the runtime sends most, as it sends them, into docs/sql/: an invocation's first claim
-// and a later one, a claim with limits, a worker lane's first claim, and a settle. Each is captured from a
+// and a later one, a claim with limits, a fair claim, a worker lane's first claim, and a settle. Each is captured from a
 // real run on PGlite (drizzle's query logger), so the files are the SQL itself, not a reconstruction.
 // test/rendered-sql.test.ts renders them again and fails when they drift: run `npm run render-sql` after a
 // change to the SQL and commit the result with it.
@@ -18,17 +18,18 @@ export async function renderStatements(): Promise<Record<string, string>> {
     await migrate(db);
     const isClaim = (t: string) => t.includes("unlimited_candidates as (");
     const isSettle = (t: string) => t.includes("settle_locked");
-    const run = async (limits: boolean) => {
+    const run = async (limits: boolean, fair = false) => {
       const app = createApp();
       const task = app.task("render.noop", { args: v.object({}) }, async () => {});
       if (limits) await setLimit(db, "render.key", { maxRunning: 2 });
-      await task.using(db, limits ? { limitKey: "render.key" } : {}).enqueueMany([{}, {}]);
+      await task.using(db, limits ? { limitKey: "render.key" } : fair ? { fairKey: "render.tenant" } : {}).enqueueMany([{}, {}]);
       texts.length = 0;
       await runOnce(app, { db, slots: 1, batchSize: 1 });
       return [...texts];
     };
     const plain = await run(false);
     const limited = await run(true);
+    const fair = await run(false, true);
     const workerApp = createApp();
     workerApp.task("render.noop", { args: v.object({}) }, async () => {});
     texts.length = 0;
@@ -48,6 +49,8 @@ export async function renderStatements(): Promise<Record<string, string>> {
       "invocation-later-claim.sql": pick(plain, isClaim, 1),
       // (A process's first claim carries the limit CTEs and learns whether any limit exists; later claims carry them only then.)
       "invocation-later-claim-with-limits.sql": pick(limited, isClaim, 1),
+      // (Likewise the fair CTEs, while some queued job has a fairness key.)
+      "invocation-later-claim-fair.sql": pick(fair, isClaim, 1),
       "worker-first-claim.sql": pick(texts, isClaim, 0),
       "settle.sql": pick(plain, isSettle, 0),
     };

@@ -49,6 +49,11 @@ export const jobs = akadze.table("jobs", {
    * that holds it. The claim clears it, so a job that left `queued` never takes more payloads.
    */
   debounceKey: text("debounce_key"),
+  /**
+   * The fairness key (a tenant, a customer), set at enqueue: claims share their batch across the keys with due
+   * jobs, so one key's backlog never makes another key wait behind it (docs/flow-control.md#fairness).
+   */
+  fairKey: text("fair_key"),
 }, (t) => [
   check("jobs_state_check", sql`${t.state} in ('queued', 'running')`),
   check("jobs_attempts_check", sql`${t.maxAttempts} >= 1 and ${t.attempt} >= 0`),
@@ -65,6 +70,8 @@ export const jobs = akadze.table("jobs", {
   // (the state check), so the predicate only keeps the index the enqueue's ON CONFLICT names.
   uniqueIndex("jobs_unique_key_active").on(t.uniqueKey).where(sql`${t.state} in ('queued', 'running') and ${t.uniqueKey} is not null`),
   // One queued job per task and debounce key: the debounced enqueue's ON CONFLICT names it.
+  // A fair claim walks the keys with queued jobs through this index (one probe a key) and takes each key's next jobs.
+  index("jobs_fair_idx").on(t.fairKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.fairKey} is not null`),
   uniqueIndex("jobs_debounce_key_queued").on(t.task, t.debounceKey).where(sql`${t.state} = 'queued' and ${t.debounceKey} is not null`),
 ]);
 
@@ -90,6 +97,7 @@ function finishedColumns() {
     createdAt: tz("created_at").notNull(),
     startedAt: tz("started_at"),
     finishedAt: tz("finished_at").notNull(),
+    fairKey: text("fair_key"),
   };
 }
 
@@ -186,6 +194,15 @@ export const allJobs = akadze.view("all_jobs", {
   // A live job has not finished.
   finishedAt: tz("finished_at"),
 }).existing();
+
+/**
+ * Where fair claims go on walking the fairness keys: the key after the last one a claim served. One row (id 1),
+ * written by a claim that finds it unlocked; a claim that meets another's lock leaves it (the other moves it on).
+ */
+export const fairCursor = akadze.table("fair_cursor", {
+  id: smallint("id").primaryKey().default(1),
+  key: text("key").notNull(),
+}, (t) => [check("fair_cursor_one_row", sql`${t.id} = 1`)]);
 
 /**
  * Fan-out's cluster-wide cap: slots 1..maxInvocations per scope, each held by at most one live invocation (the

@@ -189,6 +189,7 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
     uniqueKey: parsed.uniqueKey ?? null,
     limitKey: parsed.limitKey ?? null,
     limitWaitMs: parsed.limitKey === undefined ? null : parsed.limitWait ?? task.limitWaitMs ?? null,
+    fairKey: parsed.fairKey ?? null,
   };
 }
 

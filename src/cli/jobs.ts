@@ -109,6 +109,7 @@ function renderJob(job: JobDetail): string {
   if (job.uniqueKey) fields.push(["unique key", job.uniqueKey]);
   if (job.limitKey) fields.push(["limit key", job.limitKey]);
   if (job.limitWaitMs !== null) fields.push(["limit wait", formatSpan(job.limitWaitMs)]);
+  if (job.fairKey) fields.push(["fair key", job.fairKey]);
   if (job.leaseOwner) fields.push(["lease", `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`]);
   const out = [renderFields(fields)];
   if (job.errors.length === 0) out.push("", "errors: none");

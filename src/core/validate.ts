@@ -124,6 +124,11 @@ export interface EnqueueOptions {
   limitWait?: Duration;
   /** Overrides the task's queue. */
   queue?: string;
+  /**
+   * The fairness key (a tenant, a customer): claims share their batch across the keys with due jobs, so a
+   * key's wait does not grow with another key's backlog (docs/flow-control.md#fairness).
+   */
+  fairKey?: string;
 }
 
 const EnqueueOptionsSchema = v.pipe(
@@ -136,6 +141,7 @@ const EnqueueOptionsSchema = v.pipe(
     limitKey: v.optional(NameSchema),
     limitWait: v.optional(DurationRangeSchema("limitWait", 0, MAX_SPAN_MS)),
     queue: v.optional(NameSchema),
+    fairKey: v.optional(NameSchema),
   }),
   v.check((o) => o.delay === undefined || o.runAt === undefined, "give delay or runAt, not both"),
   v.check((o) => o.limitWait === undefined || o.limitKey !== undefined, "limitWait bounds the wait for a limit: give it with a limitKey"),

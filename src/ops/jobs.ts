@@ -41,6 +41,8 @@ export interface JobDetail<R = unknown> extends JobSummary {
   limitKey: string | null;
   /** How long the job may be held back by its limit once due before it ends `rate_limited`; null: no bound. */
   limitWaitMs: number | null;
+  /** The fairness key its claims were shared by (`EnqueueOptions.fairKey`); null: none. */
+  fairKey: string | null;
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
   cancelRequested: boolean;
@@ -93,7 +95,7 @@ export async function getJob(db: Db, jobId: number, task?: Task): Promise<JobDet
   const steps = await readSteps(db, id);
   return {
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
-    expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), leaseOwner: row.leaseOwner,
+    expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), fairKey: row.fairKey ?? null, leaseOwner: row.leaseOwner,
     leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested,
     ...(steps.length > 0 ? { steps } : {}),
   };

@@ -47,15 +47,16 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
 /**
  * What a process learned about the database from its last claims, shared by the invocations of one app:
  * whether any limit exists (a claim without the limit CTEs never takes a limited job, so a stale `false`
- * only leaves limited jobs for the next claim, which reports the truth), and when it last let a claim carry
+ * only leaves limited jobs for the next claim, which reports the truth), whether any queued job has a
+ * fairness key (a stale answer only orders one claim plainly or walks no key), and when it last let a claim carry
  * retention and last started an ANALYZE of the jobs table.
  */
-interface ProcessHints { limits: boolean; prunedAt: number; analyzedAt: number; vacuumedAt: number }
+interface ProcessHints { limits: boolean; fair: boolean; prunedAt: number; analyzedAt: number; vacuumedAt: number }
 const hints = new WeakMap<App, ProcessHints>();
 
 function hintsOf(app: App): ProcessHints {
   let h = hints.get(app);
-  if (!h) hints.set(app, (h = { limits: true, prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity }));
+  if (!h) hints.set(app, (h = { limits: true, fair: true, prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity }));
   return h;
 }
 
@@ -118,13 +119,13 @@ export class Claimer {
     const { fit, tooLong } = this.fittingTasks();
     this.tooLongForBudget ??= tooLong;
     if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: hintsOf(this.o.app).limits, noTaskFits: true };
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: hintsOf(this.o.app).limits, fair: hintsOf(this.o.app).fair, noTaskFits: true };
     }
     const schedules = this.schedules.forClaim(this.o.now(), this.o.sqlNow());
     const withLimits = hintsOf(this.o.app).limits;
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
+      queues: this.o.queues, limits: withLimits, fair: hintsOf(this.o.app).fair, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
       extra: [...extra, ...schedules.extra], afterClaim: this.o.afterClaim?.(), backlog: this.o.backlog?.(!this.claimedOnce, batchSize),
       report: {
         ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report(),
@@ -139,6 +140,7 @@ export class Claimer {
     ]);
     schedules.answered(result.schedules);
     hintsOf(this.o.app).limits = result.limits;
+    hintsOf(this.o.app).fair = result.fair;
     if (result.vacuum) this.vacuum();
     else if (result.stale) this.analyze();
     this.o.history?.answered(result.historyDue, this.o.count);

@@ -6,6 +6,7 @@ import { archiveCtes } from "./archive.js";
 import { msInterval, mustStop } from "./time.js";
 import type { SlotReport } from "./enqueue-due-slots.js";
 import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
+import { ANY_FAIR_JOB, fairOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes } from "./fair.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
 
@@ -31,6 +32,11 @@ export interface ClaimParams {
    * only jobs no limit applies to (cheap, and safe: a limited job is never taken by it).
    */
   limits: boolean;
+  /**
+   * Share the batch across fairness keys (`fair.ts`): each key with due jobs gets its turn. `false` claims in
+   * plain order (fair jobs too: fairness orders a claim, it never keeps a job from one).
+   */
+  fair?: boolean;
   /**
    * The most bytes of args one claim may return (over neon-http, whose responses are capped), or null.
    * Jobs past it wait for the next claim; a job whose args alone exceed it fails with a sentence naming the cap.
@@ -95,6 +101,8 @@ export interface ClaimResult {
   more: boolean;
   /** Whether any limit exists: the next claim includes the limit CTEs only then. */
   limits: boolean;
+  /** Whether any queued job has a fairness key: the next claim includes the fair CTEs only then. */
+  fair: boolean;
   /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
   scheduled?: number;
   /** What the schedules' CTEs found due, on the statement's clock (`slotReport`), when they rode along. */
@@ -149,7 +157,7 @@ function limitedCandidatesCtes(p: ClaimParams, eligible: SQL, stop: SQL): SQL[] 
     sql`limited_candidates as (
       select x.* from room r cross join lateral (
         select * from (
-          select j.id, j.priority, j.run_at, ${stop} as stop, true as limited
+          select j.id, j.priority, j.run_at, ${stop} as stop, true as limited, j.fair_key
           from akadze.jobs j
           where j.limit_key = r.key and ${eligible}
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
@@ -167,14 +175,14 @@ function limitedCandidatesCtes(p: ClaimParams, eligible: SQL, stop: SQL): SQL[] 
  * `oversized`: candidates this claim leaves out for their size (`alone`: too large for any claim), and
  * `too_large`, which fails the latter with a sentence naming the cap. Without `maxBytes` both are empty.
  */
-function sizedCtes(p: ClaimParams): SQL {
+function sizedCtes(p: ClaimParams, order: SQL): SQL {
   if (p.maxBytes == null) {
     return sql`oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`;
   }
   const cap = p.maxBytes;
   return sql`sized as (
-      select c.id, b.bytes, sum(case when b.bytes <= ${cap} then b.bytes else 0 end) over (order by c.limited, c.priority desc, c.run_at, c.id) as total
+      select c.id, b.bytes, sum(case when b.bytes <= ${cap} then b.bytes else 0 end) over (order by c.limited, ${order}) as total
       from candidates c join akadze.jobs j on j.id = c.id cross join lateral (select octet_length(j.args::text) as bytes) b
       where not c.stop
     ),
@@ -186,7 +194,7 @@ function sizedCtes(p: ClaimParams): SQL {
         j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', ${p.now}, 'kind', 'ArgsTooLarge',
           'message', 'its args are ' || s.bytes || ' bytes of JSON, over the ' || ${cap}::int || ' bytes one claim over HTTP Postgres may carry (Neon caps a response at 10 MB): keep large data in your own tables and pass its key',
           'stack', null)) as errors,
-        j.result, j.created_at, j.started_at, ${p.now} as finished_at
+        j.result, j.created_at, j.started_at, ${p.now} as finished_at, j.fair_key
     ),
     ${sql.join(archiveCtes("too_large", sql`select * from too_large`, "failed"), sql`, `)}`;
 }
@@ -211,27 +219,31 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   // Without the limit CTEs a job qualifies only if no limit applies to it; a key with a limit row waits for a full claim.
   const unlimited = sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`;
   const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
+  const order = p.fair ? fairOrder() : ORDER;
   return sql`
     with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
     ${sql.join(recoverExpiredLeasesCtes(now), sql`, `)},
     unlimited_candidates as (
-      select j.id, j.priority, j.run_at, ${stop} as stop, false as limited
+      select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
       from akadze.jobs j
       where ${eligible} and ${unlimited}
       order by j.priority desc nulls last, j.run_at, j.id
       limit ${lockLimit(p.batchSize)}
       for update of j skip locked
     ),
-    ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
+    ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}${p.fair ? sql`
+    ${sql.join(fairCandidatesCtes({ eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
     candidates as (
-      select * from (select * from unlimited_candidates ${p.limits ? sql`union all select * from limited_candidates` : sql``}) c
+      ${p.fair
+        ? fairCandidates(sql`select * from unlimited_candidates ${p.limits ? sql`union all select * from limited_candidates` : sql``}`, p.batchSize)
+        : sql`select * from (select * from unlimited_candidates ${p.limits ? sql`union all select * from limited_candidates` : sql``}) c
       order by ${ORDER}
-      limit ${p.batchSize}
+      limit ${p.batchSize}`}
     ),
-    ${sizedCtes(p)},
+    ${sizedCtes(p, p.fair ? fairOrder("c") : sql`c.priority desc, c.run_at, c.id`)},
     ${p.backlog === undefined ? sql`` : sql`${backlogCte({ eligible, unlimited, bound: p.backlog, limits: p.limits })},`}
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, ${ORDER}) <= ${p.startCount} and not c.limited as start
+      select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk, c.fair_key` : sql``}
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
         and c.id not in (select id from oversized)
     ),
@@ -241,20 +253,21 @@ export function claimJobsStatement(p: ClaimParams): SQL {
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
       from due d where j.id = d.id
-      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited
-    ),
+      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}
+    ),${p.fair ? sql`
+    ${sql.join(fairCursorCtes(), sql`, `)},` : sql``}
     ${sql.join((p.afterClaim ?? []).map((cte) => sql`${cte},`), sql` `)}
     -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
       delete from akadze.jobs j using candidates c where j.id = c.id and c.stop
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at, j.fair_key
     ),
     ${sql.join(archiveCtes("cancelled", sql`select * from cancelled`, "history"), sql`, `)}
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
-        order by ${ORDER}) from claimed), '[]'::json),
+        order by ${order}) from claimed), '[]'::json),
       'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state)) from recovered), '[]'::json),
       'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
@@ -263,6 +276,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       'tooLarge', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'failed')) from too_large), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
-      'limits', exists (select 1 from akadze.limits)${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}
+      'limits', exists (select 1 from akadze.limits),
+      'fair', ${ANY_FAIR_JOB}${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}
     ) as r`;
 }

@@ -17,8 +17,19 @@ export function isOutsideDrizzleTables(statement: string): boolean {
  * `akadze migrate` replay DDL drizzle-kit already ran ("relation jobs_id_seq already exists").
  */
 export function completeDrizzleKitSchemaStatements(migrations: readonly { statements: readonly string[] }[]): SQL[] {
+  const statements = migrations.flatMap((m) => m.statements.filter(isOutsideDrizzleTables));
+  // A view is made once, by its latest definition: an earlier one run over a later one would drop the
+  // columns the later one added, which Postgres refuses ("cannot drop columns from view").
+  const latestView = new Map<string, number>();
+  statements.forEach((statement, i) => { const view = viewName(statement); if (view !== null) latestView.set(view, i); });
   return [
     sql`select pg_advisory_xact_lock(hashtext(${MIGRATION_LOCK}))`,
-    ...migrations.flatMap((m) => m.statements.filter(isOutsideDrizzleTables)).map((statement) => sql.raw(statement)),
+    ...statements.filter((statement, i) => { const view = viewName(statement); return view === null || latestView.get(view) === i; })
+      .map((statement) => sql.raw(statement)),
   ];
+}
+
+/** The name a `create or replace view` statement defines, or null for another statement. */
+function viewName(statement: string): string | null {
+  return /^\s*create\s+or\s+replace\s+view\s+([^\s(]+)/im.exec(statement)?.[1]?.replaceAll('"', "") ?? null;
 }

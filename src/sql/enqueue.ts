@@ -18,6 +18,8 @@ export interface JobBatch {
   limitKey: string | null;
   /** How long a due job may be held back by its limit before it ends `rate_limited`; null: no bound. */
   limitWaitMs: number | null;
+  /** The fairness key claims share their batches across; null: none. */
+  fairKey: string | null;
 }
 
 /**
@@ -35,11 +37,11 @@ export function insertJobsStatement(batch: JobBatch, args: unknown[]): SQL {
 /** The CTE `inserted (id)` that inserts one job per args, for statements that enqueue as part of more (a workflow's child jobs). */
 export function insertedJobsCte(batch: JobBatch, args: unknown[]): SQL {
   return sql`inserted as (
-      insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, created_at)
+      insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, fair_key, created_at)
       select ${batch.task}::text, ${batch.queue}::text, a.args, ${batch.priority}::smallint, ${batch.maxAttempts}::int,
         -- expires_at is not timestamp(): no expiry must stay null, where timestamp(null) means now().
         ${batch.runAt !== null ? timestamp(batch.runAt) : batch.delayMs === 0 ? sql`now()` : sql`now() + ${msInterval(sql`${batch.delayMs}`)}`}, ${batch.expiresAt?.toISOString() ?? null}::timestamptz,
-        ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, now()
+        ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, ${batch.fairKey}::text, now()
       from jsonb_array_elements(${JSON.stringify(args)}::jsonb) with ordinality as a(args, ord)
       order by a.ord
       returning id

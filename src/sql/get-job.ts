@@ -5,7 +5,7 @@ import { JOB_SUMMARY_FIELDS } from "./job-fields.js";
 export function getJobStatement(jobId: number): SQL {
   return sql`
     select jsonb_build_object(${JOB_SUMMARY_FIELDS}, 'args', args, 'result', result, 'errors', errors, 'expiresAt', expires_at,
-      'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'limitWaitMs', limit_wait_ms, 'leaseOwner', lease_owner,
+      'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'limitWaitMs', limit_wait_ms, 'fairKey', fair_key, 'leaseOwner', lease_owner,
       'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested) as r
     from akadze.all_jobs where id = ${jobId}`;
 }

@@ -132,5 +132,17 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE TABLE \"akadze\".\"child_waits\" (\n\t\"child_id\" bigint PRIMARY KEY NOT NULL,\n\t\"parent_id\" bigint NOT NULL\n);",
       "CREATE INDEX \"child_waits_parent_idx\" ON \"akadze\".\"child_waits\" USING btree (\"parent_id\");"
     ]
+  },
+  {
+    "id": 13,
+    "name": "0013_fair_key",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"fair_cursor\" (\n\t\"id\" smallint PRIMARY KEY DEFAULT 1 NOT NULL,\n\t\"key\" text NOT NULL,\n\tCONSTRAINT \"fair_cursor_one_row\" CHECK (\"akadze\".\"fair_cursor\".\"id\" = 1)\n);",
+      "ALTER TABLE \"akadze\".\"failed_jobs\" ADD COLUMN \"fair_key\" text;",
+      "ALTER TABLE \"akadze\".\"job_history\" ADD COLUMN \"fair_key\" text;",
+      "ALTER TABLE \"akadze\".\"jobs\" ADD COLUMN \"fair_key\" text;",
+      "CREATE INDEX \"jobs_fair_idx\" ON \"akadze\".\"jobs\" USING btree (\"fair_key\",\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_key\" is not null;",
+      "-- (Hand-written: drizzle-kit declares no views.) The view gains the fairness key, as its last column.\nCREATE OR REPLACE VIEW \"akadze\".\"all_jobs\" AS\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", \"lease_owner\", \"lease_expires_at\", \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\"\nFROM \"akadze\".\"jobs\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\"\nFROM \"akadze\".\"job_history\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\"\nFROM \"akadze\".\"failed_jobs\";"
+    ]
   }
 ];

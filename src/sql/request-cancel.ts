@@ -14,7 +14,7 @@ export function requestCancelStatement(jobId: number): SQL {
     moved as (
       delete from akadze.jobs j using target t where j.id = t.id and t.state = 'queued'
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, true as cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at
+        j.unique_key, j.limit_key, j.limit_wait_ms, true as cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key
     ),
     ${sql.join(archiveCtes("moved", sql`select * from moved`, "history"), sql`, `)},
     marked as (

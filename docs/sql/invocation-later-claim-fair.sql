@@ -1,0 +1,188 @@
+-- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.
+with  limit_full as (
+      select l.key from akadze.limits l
+      where (l.max_running is not null
+          and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
+        or (l.max_starts is not null and not exists (select 1 from akadze.limit_tokens t where t.key = l.key
+          and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')))
+    ),
+    rate_limited as (
+      delete from akadze.jobs j
+      using (select j.id from akadze.jobs j
+            where j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($1::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
+    and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
+    and j.limit_key in (select key from limit_full))
+            order by j.run_at limit $2 for update of j skip locked) x
+      where j.id = x.id
+      returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key
+    ),
+    "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select * from rate_limited) f ),
+    recover_expired as (
+      select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
+      where state = 'running' and lease_expires_at < now()
+      order by lease_expires_at limit $3 for update skip locked
+    ), recover_requeued as (
+      update akadze.jobs j set
+        state = 'queued',
+        attempt = case when x.started then j.attempt else j.attempt - 1 end,
+        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($4, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
+        started_at = case when x.started then j.started_at end,
+        lease_owner = null, lease_expires_at = null,
+        errors = case when not x.started then j.errors else j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
+  'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) end
+      from recover_expired x
+      where j.id = x.id and not (x.started and x.last)
+      returning j.id, j.task, j.queue, j.attempt, j.state
+    ), recover_failed as (
+      delete from akadze.jobs j using recover_expired x where j.id = x.id and x.started and x.last
+      returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
+  'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) as errors, j.result, j.created_at,
+        j.started_at, now() as finished_at, j.fair_key
+    ), "recover_failed_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select * from recover_failed) f ), recovered as (
+      select id, task, queue, attempt, state from recover_requeued
+      union all select id, task, queue, attempt, state from recover_failed
+    ), recover_freed as (
+      update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
+    ),
+    unlimited_candidates as (
+      select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+      from akadze.jobs j
+      where j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
+      order by j.priority desc nulls last, j.run_at, j.id
+      limit 1
+      for update of j skip locked
+    ),
+    room as (
+      select l.key, least($6,
+        case when l.max_running is null then $7
+             else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
+        case when l.max_starts is null then $8
+             else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
+      from akadze.limits l
+    ), limited_candidates as (
+      select x.* from room r cross join lateral (
+        select * from (
+          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key
+          from akadze.jobs j
+          where j.limit_key = r.key and j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused)
+          -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
+          order by j.priority desc nulls last, j.run_at, j.id
+          limit $10
+          for update of j skip locked
+        ) y limit r.n
+      ) x
+      where r.n > 0
+    ),
+    fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
+      with recursive after_cursor(key, n) as (
+        (select j.fair_key, 1 from akadze.jobs j, fair_from f where j.state = 'queued' and j.fair_key is not null and j.fair_key > f.key order by j.fair_key limit 1)
+        union all
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > a.key order by j.fair_key limit 1), a.n + 1
+        from after_cursor a where a.key is not null and a.n < 1
+      ),
+      walked_after as (select count(*)::int as n from after_cursor where key is not null),
+      from_start(key, n) as (
+        (select j.fair_key, w.n + 1 from akadze.jobs j, fair_from f, walked_after w
+         where j.state = 'queued' and j.fair_key is not null and j.fair_key <= f.key and w.n < 1 order by j.fair_key limit 1)
+        union all
+        select (select j.fair_key from akadze.jobs j, fair_from f where j.state = 'queued' and j.fair_key is not null and j.fair_key > s.key and j.fair_key <= f.key
+                order by j.fair_key limit 1), s.n + 1
+        from from_start s where s.key is not null and s.n < 1
+      ),
+      walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null)
+      select key, n, ceil($11::float8 / count(*) over ())::int as share from walked
+    ), fair_candidates as (
+      select x.* from fair_walk w cross join lateral (
+        select * from (
+          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+          from akadze.jobs j
+          where j.fair_key = w.key and j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($12::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
+            and j.id not in (select id from unlimited_candidates)
+          order by j.priority desc nulls last, j.run_at, j.id
+          limit 1
+          for update of j skip locked
+        ) y limit w.share
+      ) x
+    ),
+    candidates as (
+      select c.*, w.n as walk from (
+        select u.*, row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as fair_rank
+        from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u
+      ) c left join fair_walk w on w.key = c.fair_key
+      order by c.priority desc, c.fair_rank, w.n nulls last, c.run_at, c.id
+      limit $13
+    ),
+    oversized as (select null::bigint as id, false as alone where false),
+    too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
+    
+    due as (
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $14 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
+      from candidates c where not c.stop and c.id not in (select id from rate_limited)
+        and c.id not in (select id from oversized)
+    ),
+    claimed as (
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $15,
+        lease_expires_at = now() + ($16)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
+        -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
+        debounce_key = null
+      from due d where j.id = d.id
+      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk
+    ),
+    fair_next as (select fair_key as key from due where walk is not null order by walk desc limit 1), fair_moved as (
+      update akadze.fair_cursor f set key = n.key from fair_next n
+      where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked)
+      returning f.id
+    ), fair_first as (
+      insert into akadze.fair_cursor (id, key) select 1, key from fair_next where not exists (select 1 from akadze.fair_cursor)
+      on conflict do nothing
+      returning id
+    ),
+    
+    -- Cancelled or expired before they ran: out of the queue table, into the history.
+    cancelled as (
+      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop
+      returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key
+    ),
+    "cancelled_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select * from cancelled) f )
+    select json_build_object(
+      -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
+      'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
+        order by priority desc, fair_rank, walk nulls last, run_at, id) from claimed), '[]'::json),
+      'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'running', 'to', state)) from recovered), '[]'::json),
+      'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::json),
+      'rateLimited', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'queued', 'to', 'rate_limited')) from rate_limited), '[]'::json),
+      'tooLarge', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'queued', 'to', 'failed')) from too_large), '[]'::json),
+      'more', exists (select 1 from oversized where not alone),
+      'limits', exists (select 1 from akadze.limits),
+      'fair', exists (select 1 from akadze.jobs where state = 'queued' and fair_key is not null), $17::text, (select count(*) from claimed) >= $18 and exists (
+      select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
+        and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
+                 else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end)
+    ) as r
