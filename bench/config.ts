@@ -3,6 +3,7 @@
 import type { Duration } from "../src/index.js";
 import { AKADZE_DRIVERS, type AkadzeDriver } from "./akadze-db.js";
 import type { FanOutSettings } from "./fan-out.js";
+import type { FairnessSettings } from "./fairness.js";
 
 export interface BenchConfig {
   quick: boolean;
@@ -27,6 +28,8 @@ export interface BenchConfig {
   claimCost: { calls: number; explains: number; backlog: number };
   /** One cron schedule over neon-http for `windowMs` after its tick, at each fan-out width (0: none). */
   fanOut: FanOutSettings;
+  /** One tenant's burst beside small tenants, 4 concurrent invocations; a fair claim's cost over many keys. */
+  fairness: FairnessSettings;
 }
 
 export const FULL: BenchConfig = {
@@ -37,6 +40,7 @@ export const FULL: BenchConfig = {
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 50, jobMs: 20, neonK: 16 },
   claimCost: { calls: 200, explains: 30, backlog: 100_000 },
   fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 60_000, budget: "25s", jobMs: 100, slots: 6, batchSize: 50 },
+  fairness: { bigJobs: 50_000, smallKeys: 100, smallJobsPerKey: 10, invocations: 4, batchSize: 250, costKeys: 10_000, jobsPerCostKey: 5, explains: 20 },
 };
 
 export const QUICK: BenchConfig = {
@@ -47,4 +51,5 @@ export const QUICK: BenchConfig = {
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 6, jobMs: 20, neonK: 16 },
   claimCost: { calls: 30, explains: 5, backlog: 5_000 },
   fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 10_000, budget: "4s", jobMs: 100, slots: 6, batchSize: 50 },
+  fairness: { bigJobs: 5_000, smallKeys: 20, smallJobsPerKey: 10, invocations: 4, batchSize: 100, costKeys: 1_000, jobsPerCostKey: 5, explains: 3 },
 };

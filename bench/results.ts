@@ -1,5 +1,6 @@
 // The shape of bench/results.json, and the ratios and targets derived from the measurements.
 import type { WorkflowBench } from "./workflows.js";
+import type { FairClaimCost, FairnessRow } from "./fairness.js";
 import type { StatementsPerJob, Throughput } from "./akadze.js";
 import type { AkadzeDriver } from "./akadze-db.js";
 import type { CronTick } from "./akadze-worker.js";
@@ -44,6 +45,9 @@ export interface Results {
   scaleOut: ScaleOutRow[];
   claimCost: ClaimCost[];
   fanOut: FanOutRow[];
+  /** Issue 27's fairness (bench/fairness.ts). */
+  fairness: FairnessRow[];
+  fairClaimCost: FairClaimCost[];
   /** Workflows of 5 no-op steps (bench/workflows.ts). */
   workflows: WorkflowBench[];
   targets: { name: string; goal: string; measured: string; met: boolean }[];
@@ -118,6 +122,12 @@ export function targets(r: Omit<Results, "targets">): Target[] {
       }
     }
     out.push({ name: `fan-out ${f.width}: most invocations live at once`, goal: `≤ ${f.width}`, measured: String(f.peakLive), met: f.peakLive <= f.width });
+  }
+  const fair = r.fairness?.find((x) => x.mode === "fair");
+  const plain = r.fairness?.find((x) => x.mode === "plain");
+  if (fair) {
+    out.push({ name: "fairness: claims per invocation until the small tenants' last job started", goal: "≤ 2", measured: `${fair.claimsPerInvocation.toFixed(2)} (plain order: ${plain ? plain.claimsPerInvocation.toFixed(1) : "—"})`, met: fair.claimsPerInvocation <= 2 });
+    out.push({ name: "fairness: small tenants' p95 wait in median claim cycles", goal: "< 2", measured: `${fair.p95InCycles.toFixed(2)} (plain order: ${plain ? plain.p95InCycles.toFixed(1) : "—"})`, met: fair.p95InCycles < 2 });
   }
   if (k16 && k32) out.push({ name: "scale-out jobs/s from K=16 to K=32", goal: "non-decreasing", measured: `${Math.round(k16.jobsPerSec)} → ${Math.round(k32.jobsPerSec)}`, met: k32.jobsPerSec >= k16.jobsPerSec });
   return out;

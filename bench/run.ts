@@ -24,10 +24,11 @@ import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type Machine, type Results } from "./results.js";
 import { claimCosts, scaleOut } from "./scale-out.js";
 import { fanOutMinute } from "./fan-out.js";
+import { fairClaimCost, fairnessWaits } from "./fairness.js";
 import { best, type SweepEntry } from "./sweep.js";
 import { workflowBench } from "./workflows.js";
 
-const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "workflows"] as const;
+const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "fairness", "workflows"] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -150,7 +151,7 @@ async function main(): Promise<void> {
   const r: Results = {
     startedAt: new Date().toISOString(), durationS: 0, machine: await machine(),
     settings: { command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), config, systems: {} },
-    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], fanOut: [], workflows: [], targets: [],
+    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], fanOut: [], fairness: [], fairClaimCost: [], workflows: [], targets: [],
   };
   // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
   let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
@@ -205,6 +206,17 @@ async function main(): Promise<void> {
     for (const width of config.fanOut.widths) {
       log(`fan-out: neon-http, ${width === 0 ? "none" : `maxInvocations ${width}`}, ${config.fanOut.windowMs / 1000} s after one tick`);
       r.fanOut.push(await fanOutMinute(width, config.fanOut));
+    }
+  }
+
+  if (sections.has("fairness")) {
+    for (const mode of ["fair", "plain"] as const) {
+      log(`fairness: one tenant's burst, ${mode} claims`);
+      r.fairness.push(await fairnessWaits(mode, config.fairness));
+    }
+    for (const mode of ["fair", "plain"] as const) {
+      log(`fairness: claim cost over ${config.fairness.costKeys} keys, ${mode}`);
+      r.fairClaimCost.push(await fairClaimCost(mode, config.fairness));
     }
   }
 

@@ -95,17 +95,17 @@ with akadze_pruned_workers as (
     ),
     fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
       with recursive after_cursor(key, n) as (
-        (select j.fair_key, 1 from akadze.jobs j, fair_from f where j.state = 'queued' and j.fair_key is not null and j.fair_key > f.key order by j.fair_key limit 1)
+        (select j.fair_key, 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > (select key from fair_from) order by j.fair_key limit 1)
         union all
         select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > a.key order by j.fair_key limit 1), a.n + 1
         from after_cursor a where a.key is not null and a.n < 8
       ),
       walked_after as (select count(*)::int as n from after_cursor where key is not null),
       from_start(key, n) as (
-        (select j.fair_key, w.n + 1 from akadze.jobs j, fair_from f, walked_after w
-         where j.state = 'queued' and j.fair_key is not null and j.fair_key <= f.key and w.n < 8 order by j.fair_key limit 1)
+        (select j.fair_key, (select n from walked_after) + 1 from akadze.jobs j
+         where j.state = 'queued' and j.fair_key is not null and j.fair_key <= (select key from fair_from) and (select n from walked_after) < 8 order by j.fair_key limit 1)
         union all
-        select (select j.fair_key from akadze.jobs j, fair_from f where j.state = 'queued' and j.fair_key is not null and j.fair_key > s.key and j.fair_key <= f.key
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > s.key and j.fair_key <= (select key from fair_from)
                 order by j.fair_key limit 1), s.n + 1
         from from_start s where s.key is not null and s.n < 8
       ),
@@ -184,7 +184,7 @@ with akadze_pruned_workers as (
         'from', 'queued', 'to', 'failed')) from too_large), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', exists (select 1 from akadze.jobs where state = 'queued' and fair_key is not null), $19::text, (select count(*) from claimed) >= $20 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null, $19::text, (select count(*) from claimed) >= $20 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

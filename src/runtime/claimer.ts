@@ -48,15 +48,16 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
  * What a process learned about the database from its last claims, shared by the invocations of one app:
  * whether any limit exists (a claim without the limit CTEs never takes a limited job, so a stale `false`
  * only leaves limited jobs for the next claim, which reports the truth), whether any queued job has a
- * fairness key (a stale answer only orders one claim plainly or walks no key), and when it last let a claim carry
+ * fairness key (kept for FAIR_HINT_MS after the last claim that saw one: a stale answer only orders one claim
+ * plainly or walks no key), and when it last let a claim carry
  * retention and last started an ANALYZE of the jobs table.
  */
-interface ProcessHints { limits: boolean; fair: boolean; prunedAt: number; analyzedAt: number; vacuumedAt: number }
+interface ProcessHints { limits: boolean; fair: boolean; fairSeenAt: number; prunedAt: number; analyzedAt: number; vacuumedAt: number }
 const hints = new WeakMap<App, ProcessHints>();
 
 function hintsOf(app: App): ProcessHints {
   let h = hints.get(app);
-  if (!h) hints.set(app, (h = { limits: true, fair: true, prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity }));
+  if (!h) hints.set(app, (h = { limits: true, fair: true, fairSeenAt: -Infinity, prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity }));
   return h;
 }
 
@@ -68,6 +69,8 @@ function dueEvery(app: App, at: "prunedAt" | "analyzedAt" | "vacuumedAt", everyM
   return true;
 }
 
+/** How long after its last claim that saw a job with a fairness key a process still walks the keys. */
+const FAIR_HINT_MS = 60_000;
 /** How often one process lets an invocation's first claim carry retention. */
 export const RETENTION_EVERY_MS = 10_000;
 /** How often one process may start an ANALYZE of the jobs table: a role that may not analyze (Postgres skips it with a warning) then adds no statement to every full claim. */
@@ -140,7 +143,10 @@ export class Claimer {
     ]);
     schedules.answered(result.schedules);
     hintsOf(this.o.app).limits = result.limits;
-    hintsOf(this.o.app).fair = result.fair;
+    const h = hintsOf(this.o.app);
+    if (result.fair) h.fairSeenAt = Date.now();
+    // Sticky for a while: a tenant's burst right after a moment without keyed jobs is still claimed fairly.
+    h.fair = result.fair || Date.now() - h.fairSeenAt < FAIR_HINT_MS;
     if (result.vacuum) this.vacuum();
     else if (result.stale) this.analyze();
     this.o.history?.answered(result.historyDue, this.o.count);

@@ -20,8 +20,11 @@ export function fairOrder(alias = ""): SQL {
   return sql`${a}priority desc, ${a}fair_rank, ${a}walk nulls last, ${a}run_at, ${a}id`;
 }
 
-/** Whether any queued job has a fairness key (one probe of jobs_fair_idx): the next claim walks the keys only then. */
-export const ANY_FAIR_JOB = sql`exists (select 1 from akadze.jobs where state = 'queued' and fair_key is not null)`;
+/**
+ * Whether any queued job has a fairness key: the next claim walks the keys only then. Asked for the first key in
+ * index order, so it is one probe of jobs_fair_idx whatever the statistics say (an `exists` may scan the table).
+ */
+export const ANY_FAIR_JOB = sql`(select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null`;
 
 /** The most keys one claim walks: its batch size, as a literal (a prepared claim keeps one plan). */
 function walkBound(batchSize: number): SQL {
@@ -35,23 +38,25 @@ function walkBound(batchSize: number): SQL {
 export function fairCandidatesCtes(o: { eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
   const bound = walkBound(o.batchSize);
   const queuedKey = sql`j.state = 'queued' and j.fair_key is not null`;
+  // (A scalar subquery, not a join: only as a parameter can the cursor bound the index scan.)
+  const cursor = sql`(select key from fair_from)`;
   return [
     sql`fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key)`,
     // A loose index scan: each step reads the next key of jobs_fair_idx, so the walk costs one probe a key
     // however many jobs a key holds. After the cursor first; then from the start up to the cursor.
     sql`fair_walk as (
       with recursive after_cursor(key, n) as (
-        (select j.fair_key, 1 from akadze.jobs j, fair_from f where ${queuedKey} and j.fair_key > f.key order by j.fair_key limit 1)
+        (select j.fair_key, 1 from akadze.jobs j where ${queuedKey} and j.fair_key > ${cursor} order by j.fair_key limit 1)
         union all
         select (select j.fair_key from akadze.jobs j where ${queuedKey} and j.fair_key > a.key order by j.fair_key limit 1), a.n + 1
         from after_cursor a where a.key is not null and a.n < ${bound}
       ),
       walked_after as (select count(*)::int as n from after_cursor where key is not null),
       from_start(key, n) as (
-        (select j.fair_key, w.n + 1 from akadze.jobs j, fair_from f, walked_after w
-         where ${queuedKey} and j.fair_key <= f.key and w.n < ${bound} order by j.fair_key limit 1)
+        (select j.fair_key, (select n from walked_after) + 1 from akadze.jobs j
+         where ${queuedKey} and j.fair_key <= ${cursor} and (select n from walked_after) < ${bound} order by j.fair_key limit 1)
         union all
-        select (select j.fair_key from akadze.jobs j, fair_from f where ${queuedKey} and j.fair_key > s.key and j.fair_key <= f.key
+        select (select j.fair_key from akadze.jobs j where ${queuedKey} and j.fair_key > s.key and j.fair_key <= ${cursor}
                 order by j.fair_key limit 1), s.n + 1
         from from_start s where s.key is not null and s.n < ${bound}
       ),
