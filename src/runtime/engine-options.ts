@@ -3,6 +3,7 @@ import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
 import type { Claim } from "./claimer.js";
 import type { HistoryKeeper } from "./history.js";
+import type { ClaimPolicy } from "./claim-policy.js";
 
 /** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
 export interface EngineOptions {
@@ -11,7 +12,7 @@ export interface EngineOptions {
   owner: string;
   queues: string[] | null;
   slots: number;
-  /** Jobs one claim asks for: the invocation's batch, or the worker's prefetch. */
+  /** The most jobs one claim asks for: the invocation's batch, or the worker's prefetch (what sizes the pace's lookahead). */
   batchSize: number;
   leaseMs: number;
   heartbeatMs: number;
@@ -27,14 +28,8 @@ export interface EngineOptions {
    */
   monotonic: boolean;
   signal?: AbortSignal;
-  /**
-   * Size claims to the work instead of always asking for `batchSize`: the free slots plus what would start
-   * within two round trips, so quick jobs are claimed hundreds at a time and slow ones about a slot's worth
-   * (a long-lived worker's `prefetch` is then the most it holds).
-   */
-  adaptiveBatch?: boolean;
-  /** Claim again while there is work and budget; false: exactly one claim. */
-  drain: boolean;
+  /** How it claims: an invocation's or a worker lane's (claim-policy.ts). */
+  policy: ClaimPolicy;
   /** CTEs for the first claim's round trip (registry, retention). */
   firstClaimExtras: SQL[];
   /** CTEs for claims after the first (a worker's retention, when due). */
@@ -52,11 +47,6 @@ export interface EngineOptions {
    * at the end only if there are any (no settle followed them); null: nothing to send.
    */
   reportUncounted?: (uncounted: number) => SQL | null;
-  /**
-   * Called when nothing is left to run and the last claim found no more: resolve `true` to claim again
-   * (a worker waiting for a wake-up or its next poll), `false` to end.
-   */
-  idle?: () => Promise<boolean>;
   /** A claim that failed after the first (the first one's error is thrown). */
   onError?: (error: unknown) => void;
   /** How far each claim also counts the due jobs (`Claim.backlog`), for fan-out; see ClaimerOptions.backlog. */

@@ -13,10 +13,12 @@ import { BudgetClock } from "./budget-clock.js";
 import { answered, Settler } from "./settler.js";
 import { releaseUnheldStatement } from "../sql/release-unheld.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
-import { countClaim, countCompleted, emptySummary, Unreported } from "./summary.js";
+import { countClaim, countCompleted, emptySummary, SummaryDeltas, Unreported, type Counts } from "./summary.js";
 import { LocalQueue, notRequested } from "./local-queue.js";
 import type { EngineOptions } from "./engine-options.js";
 import { JobAbort, Latch, Wakeup } from "./signal.js";
+import { nextCycle, START, type ClaimCycle, type ClaimEvent } from "./claim-cycle.js";
+import type { ClaimPolicy, ClaimView } from "./claim-policy.js";
 
 /** The wait before an invocation claims again after a failed claim: doubles from the first to the second. */
 const CLAIM_RETRY_MIN_MS = 50;
@@ -44,20 +46,18 @@ export class Engine {
   private readonly bodies = new Set<number>();
   private readonly settling = new Map<number, number>();
   private running = 0;
-  private claiming: Promise<void> | null = null;
-  /** A claim failed: the next one waits for this timer (the drain goes on while budget remains). */
+  /** Where claiming stands (claim-cycle.ts): changed only by `on`, through the pure transition function. */
+  private cycle: ClaimCycle = START;
+  private readonly policy: ClaimPolicy;
+  /** In the backoff phase: the timer that ends it (the drain goes on while budget remains). */
   private claimRetry: ReturnType<typeof setTimeout> | undefined;
   private claimFailures = 0;
   /** A claim's answer was lost: jobs may be leased to this owner that it does not know of (see releaseUnheld). */
   private unheldMayExist = false;
-  private exhausted = false;
   /** Jobs that ended since the last claim: their bodies may have enqueued more, worth one more look. */
   private endedSinceClaim = 0;
-  private idling = false;
-  private noTaskFits = false;
-  private lookAgain = false;
-  private ended = false;
   private readonly unreported = new Unreported();
+  private readonly deltas: SummaryDeltas;
   /** Moving averages that size how many jobs to start ahead of free slots. */
   private readonly pace: Pace;
 
@@ -67,8 +67,10 @@ export class Engine {
   private readonly runTimes = new RunTimes();
 
   constructor(private readonly o: EngineOptions) {
+    this.policy = o.policy;
     this.budget = new BudgetClock(o.now, o.monotonic, o.budgetMs);
     this.summary = emptySummary(o.owner);
+    this.deltas = new SummaryDeltas(this.summary);
     this.pace = new Pace(o.app, o.slots, o.batchSize);
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
@@ -98,6 +100,11 @@ export class Engine {
     });
   }
 
+  /** What the engine did since the last call (a worker lane reports it at each idle moment), as a summary of its own. */
+  takeDelta(): RunSummary & Counts {
+    return this.deltas.take();
+  }
+
   /** Runs until the budget is spent, the work is done (and `idle` says stop) or `signal` aborts; never rejects once a body runs. */
   async run(): Promise<RunSummary> {
     this.heartbeat.start();
@@ -107,9 +114,8 @@ export class Engine {
     this.o.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       const sent = performance.now();
-      // A worker lane that knows nothing of its jobs' pace yet takes a few slots' worth: quick jobs then start
-      // ahead from the first statement on, and slow ones are held, not started.
-      const firstSize = this.o.adaptiveBatch ? Math.max(this.adaptiveSize(), Math.min(this.o.batchSize, 4 * this.o.slots)) : this.o.batchSize;
+      const firstSize = this.policy.firstSize(this.view());
+      this.on({ kind: "sent" });
       const first = await this.claimer.claim(firstSize, this.o.slots + this.pace.lookahead(), this.o.firstClaimExtras)
         // A first claim whose answer was lost may still have leased jobs: `finally` puts them back before the error is thrown.
         .catch((error) => { if (!answered(error)) this.unheldMayExist = true; throw error; });
@@ -132,9 +138,14 @@ export class Engine {
     return this.summary;
   }
 
-  /** A worker lane's claims are sized to the work: the slots plus what would start within two round trips, at most its prefetch. */
-  private adaptiveSize(): number {
-    return Math.min(this.o.batchSize, this.o.slots + 2 * this.pace.lookahead());
+  /** What the claim policy sizes a claim by. */
+  private view(): ClaimView {
+    return { slots: this.o.slots, queued: this.queue.length, lookahead: this.pace.lookahead() };
+  }
+
+  /** The claim cycle's one way forward. */
+  private on(event: ClaimEvent): void {
+    this.cycle = nextCycle(this.cycle, event, this.policy);
   }
 
   private remainingMs(): number {
@@ -182,19 +193,21 @@ export class Engine {
   private async loop(): Promise<void> {
     for (;;) {
       this.dispatch();
-      const quiet = this.running === 0 && this.queue.length === 0 && !this.claiming && !this.settler.startPending && this.claimRetry === undefined;
-      if (quiet && (!this.o.idle || this.ended || this.stopping())) return;
+      const phase = this.cycle.phase;
+      const quiet = this.running === 0 && this.queue.length === 0 && phase !== "claiming" && phase !== "backoff" && !this.settler.startPending;
+      if (quiet && (!this.policy.idles || phase === "ended" || this.stopping())) return;
       await this.change.wait();
     }
   }
 
   /** A worker lane waits for a wake-up or its next poll whenever its claims ran dry, even while other slots run. */
   private waitForWork(): void {
-    if (!this.o.idle || this.idling || this.ended || this.stopping()) return;
-    this.idling = true;
-    this.o.idle().then((again) => { if (again) this.exhausted = false; else this.ended = true; },
-      (error) => { this.ended = true; this.o.onError?.(error); })
-      .finally(() => { this.idling = false; this.change.notify(); });
+    const idle = this.policy.idle;
+    if (!idle || this.cycle.phase !== "exhausted" || this.stopping()) return;
+    this.on({ kind: "idleStarted" });
+    idle().then((again) => { this.on({ kind: "idleEnded", again }); },
+      (error) => { this.on({ kind: "idleEnded", again: false }); this.o.onError?.(error); })
+      .finally(() => { this.change.notify(); });
   }
 
   private dispatch(): void {
@@ -227,30 +240,24 @@ export class Engine {
     }
     // A claim that came back short while bodies still ran gets one more look once everything is done:
     // those bodies (or their completions) may have enqueued more.
-    if (this.exhausted && !this.o.idle && this.o.drain && !this.claiming && this.queue.length === 0 && this.running === 0
-      && this.lookAgain && this.endedSinceClaim > 0 && !this.noTaskFits) this.exhausted = false;
-    // A worker lane with quick jobs (claims larger than twice its slots) claims once it has room for half a
-    // claim: a claim for the few jobs short of its prefetch costs nearly as much as a whole one.
-    const full = this.adaptiveSize();
-    const room = !this.o.adaptiveBatch || full <= 2 * this.o.slots || this.queue.length <= full / 2;
-    if (room && !this.claiming && !this.exhausted && this.claimRetry === undefined && this.o.drain && this.queue.length <= this.o.slots + this.pace.lookahead()) this.claimNext();
-    if (this.exhausted && !this.claiming) this.waitForWork();
+    if (this.queue.length === 0 && this.running === 0) this.on({ kind: "quiet", endedSinceClaim: this.endedSinceClaim });
+    if (this.cycle.phase === "open" && this.policy.worthClaiming(this.view())) this.claimNext();
+    this.waitForWork();
   }
 
   private claimNext(): void {
     this.endedSinceClaim = 0;
     // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
     const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.pace.lookahead() - this.queue.length);
-    // An invocation asks for a whole batch each time (small top-up claims cost nearly as much as whole ones);
-    // a worker lane holds at most its prefetch.
-    const size = this.o.adaptiveBatch ? Math.max(1, this.adaptiveSize() - this.queue.length) : this.o.batchSize;
+    const size = this.policy.nextSize(this.view());
     const sent = performance.now();
     const extras = this.o.laterClaimExtras?.() ?? [];
-    this.claiming = (this.unheldMayExist ? this.releaseUnheld() : Promise.resolve())
+    this.on({ kind: "sent" });
+    void (this.unheldMayExist ? this.releaseUnheld() : Promise.resolve())
       .then(() => this.claimer.claim(size, starts, extras))
       .then((claim) => { this.claimFailures = 0; this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },
         (error) => { this.claimFailed(error); })
-      .finally(() => { this.claiming = null; this.change.notify(); });
+      .finally(() => { this.change.notify(); });
   }
 
   /**
@@ -261,16 +268,10 @@ export class Engine {
   private claimFailed(error: unknown): void {
     if (!answered(error)) this.unheldMayExist = true;
     this.o.onError?.(error);
-    if (this.o.idle) {
-      this.exhausted = true;
-      return;
-    }
     const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.claimFailures++);
-    if (this.stopping() || backoff >= this.remainingMs()) {
-      this.exhausted = true;
-      return;
-    }
-    this.claimRetry = setTimeout(() => { this.claimRetry = undefined; this.change.notify(); }, backoff);
+    this.on({ kind: "failed", retry: !this.stopping() && backoff < this.remainingMs() });
+    if (this.cycle.phase !== "backoff") return;
+    this.claimRetry = setTimeout(() => { this.claimRetry = undefined; this.on({ kind: "retryDue" }); this.change.notify(); }, backoff);
   }
 
   private accept(claim: Claim, asked: number): void {
@@ -282,14 +283,13 @@ export class Engine {
       this.queue.push(job, job.started ? "ready" : "waiting");
     }
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
-    // the same statement were invisible to it, so those call for one more claim.
-    const more = (claim.scheduled ?? 0) > 0 || claim.recovered.length > 0 || claim.more;
-    if (claim.noTaskFits) this.noTaskFits = true;
-    if (!this.o.drain || claim.noTaskFits || (claim.claimed.length < asked && !more)) {
-      this.exhausted = true;
-      // Sent while bodies ran: they may enqueue more before they end, worth one more look then.
-      this.lookAgain = this.running > 0 || this.queue.length > claim.claimed.length;
-    }
+    // the same statement were invisible to it, so those call for one more claim. Sent while bodies ran, it is
+    // worth one more look once they end: they may have enqueued more.
+    this.on({
+      kind: "answered", short: claim.claimed.length < asked, noTaskFits: claim.noTaskFits,
+      more: (claim.scheduled ?? 0) > 0 || claim.recovered.length > 0 || claim.more,
+      busy: this.running > 0 || this.queue.length > claim.claimed.length,
+    });
   }
 
   /**

@@ -9,6 +9,7 @@ import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";
+import { invocationPolicy } from "./claim-policy.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { driverName } from "../db/query.js";
 import { HistoryKeeper } from "./history.js";
@@ -57,7 +58,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const engine = new Engine({
     app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, budgetMs: o.budgetMs, monotonic, signal: options.signal,
-    drain: options.drain !== false, history, keepSucceeded: retention ? retention.keepSucceeded : true,
+    policy: invocationPolicy({ batchSize: o.batchSize, drain: options.drain !== false }), history, keepSucceeded: retention ? retention.keepSucceeded : true,
     backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined,
     onClaim: (claim, asked) => {
       if (claim.claimed.length > 0) listed = true;

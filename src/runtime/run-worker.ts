@@ -8,6 +8,8 @@ import { resolveRetention, type Retention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
+import { COUNTED } from "./summary.js";
+import { workerLanePolicy } from "./claim-policy.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { HistoryKeeper } from "./history.js";
 import { checkedClock, DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
@@ -76,8 +78,6 @@ export interface WorkerSummary {
   invocations: number;
 }
 
-const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited", "lost", "unconfirmed", "roundTrips"] as const;
-
 /**
  * Runs jobs until `signal` aborts, then stops gracefully and resolves with a summary. Every queue (or every
  * queue together) is a lane: one engine with `slots` runners, a local queue of up to `prefetch` claimed jobs
@@ -137,13 +137,9 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     let delay = 0;
     while (!stopping.aborted) {
       let engine: Engine | undefined;
-      let reported: Record<string, number> = {};
-      let problemsReported = 0;
       const take = () => {
         // What the lane did since the last report, as a summary of its own.
-        const s = engine!.summary;
-        const delta = Object.fromEntries(COUNTED.map((k) => [k, s[k] - (reported[k] ?? 0)])) as Record<(typeof COUNTED)[number], number>;
-        reported = Object.fromEntries(COUNTED.map((k) => [k, s[k]]));
+        const delta = engine!.takeDelta();
         const done = delta.succeeded + delta.retried + delta.snoozed + delta.failed + delta.cancelled;
         summary.invocations++;
         summary.jobsDone += done;
@@ -152,26 +148,28 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         summary.failed += delta.failed;
         summary.released += delta.released;
         unreported += done;
-        if (COUNTED.some((k) => k !== "roundTrips" && delta[k] !== 0)) options.onInvocation?.({ ...s, ...delta, problems: s.problems.slice(problemsReported), driver });
-        problemsReported = s.problems.length;
+        if (COUNTED.some((k) => k !== "roundTrips" && delta[k] !== 0)) options.onInvocation?.({ ...delta, driver });
         return delta.claimed;
       };
       engine = new Engine({
-        app, db, owner: `${id}.${++seq}`, queues: queue === null ? null : [queue], slots, batchSize: prefetch, adaptiveBatch: true,
+        app, db, owner: `${id}.${++seq}`, queues: queue === null ? null : [queue], slots, batchSize: prefetch,
         leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow,
-        budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping, drain: true, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
+        budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
         history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,
         keepSucceeded: retention ? retention.keepSucceeded : true,
         settleAfter: () => [], onError,
-        idle: async () => {
-          const claimed = take();
-          if (claimed > 0) delay = 0;
-          else if (unreported > 0) report(); // an empty claim is when the worker has time: report what it did
-          delay = nextPollDelay(delay, claimed === 0 && delay > 0, poll);
-          if (wakeups) await wakeups.wait(queue, delay, stopping);
-          else await sleep(delay, stopping);
-          return !stopping.aborted;
-        },
+        policy: workerLanePolicy({
+          prefetch,
+          idle: async () => {
+            const claimed = take();
+            if (claimed > 0) delay = 0;
+            else if (unreported > 0) report(); // an empty claim is when the worker has time: report what it did
+            delay = nextPollDelay(delay, claimed === 0 && delay > 0, poll);
+            if (wakeups) await wakeups.wait(queue, delay, stopping);
+            else await sleep(delay, stopping);
+            return !stopping.aborted;
+          },
+        }),
       });
       try {
         await engine.run();

@@ -9,6 +9,26 @@ export function emptySummary(id: string): RunSummary {
     recovered: 0, rateLimited: 0, lost: 0, unconfirmed: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
 }
 
+/** The counts a summary adds up. */
+export const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited", "lost", "unconfirmed", "roundTrips"] as const;
+export type Counts = Record<(typeof COUNTED)[number], number>;
+
+/** What a summary gained since the last `take`: its counts' differences and its new problems, as a summary of its own. */
+export class SummaryDeltas {
+  private counted: Partial<Counts> = {};
+  private problems = 0;
+  constructor(private readonly summary: RunSummary) {}
+
+  take(): RunSummary & Counts {
+    const s = this.summary;
+    const delta = Object.fromEntries(COUNTED.map((k) => [k, s[k] - (this.counted[k] ?? 0)])) as Counts;
+    this.counted = Object.fromEntries(COUNTED.map((k) => [k, s[k]]));
+    const problems = s.problems.slice(this.problems);
+    this.problems = s.problems.length;
+    return { ...s, ...delta, problems };
+  }
+}
+
 /** Counts what a claim did: jobs claimed, and those it recovered, cancelled, ended `rate_limited` or failed as too large. */
 export function countClaim(s: RunSummary, claim: ClaimResult): void {
   s.claimed += claim.claimed.length;

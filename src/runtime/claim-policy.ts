@@ -1,0 +1,55 @@
+import type { CycleRules } from "./claim-cycle.js";
+
+/** What a policy sees of the engine when it sizes a claim. */
+export interface ClaimView {
+  slots: number;
+  /** Jobs claimed and not yet started, in the local queue. */
+  queued: number;
+  /** Jobs that would start within a round trip, at the pace measured so far. */
+  lookahead: number;
+}
+
+/**
+ * How an engine claims: the one difference between an invocation (`runOnce`) and a lane of a long-lived
+ * worker, injected instead of flags. The rules feed the claim cycle (claim-cycle.ts); the sizes and the
+ * moment to claim are read from the engine's local queue and pace.
+ */
+export interface ClaimPolicy extends CycleRules {
+  firstSize(view: ClaimView): number;
+  nextSize(view: ClaimView): number;
+  /** Whether a later claim is worth sending now (the cycle is open and no claim is on its way). */
+  worthClaiming(view: ClaimView): boolean;
+  /** A worker lane's wait for work once its claims ran dry: resolves true to claim again, false to end. */
+  idle?: () => Promise<boolean>;
+}
+
+/** Claims ahead once the local queue holds no more than the free slots and what starts within a round trip. */
+const lowQueue = (v: ClaimView) => v.queued <= v.slots + v.lookahead;
+
+/**
+ * An invocation's: a whole batch each time (a small top-up claim costs nearly as much as a whole one), again
+ * while work is due and budget remains (`drain`; false: exactly one claim), retrying a failed claim after a
+ * short backoff, and ending once the queue is found empty.
+ */
+export function invocationPolicy(o: { batchSize: number; drain: boolean }): ClaimPolicy {
+  return { drain: o.drain, idles: false, firstSize: () => o.batchSize, nextSize: () => o.batchSize, worthClaiming: lowQueue };
+}
+
+/**
+ * A worker lane's: claims sized to the work (the slots plus what would start within two round trips, at most
+ * `prefetch`), so quick jobs are claimed hundreds at a time and slow ones about a slot's worth; a failed or
+ * empty claim waits for `idle` (a wake-up or the next poll).
+ */
+export function workerLanePolicy(o: { prefetch: number; idle: () => Promise<boolean> }): ClaimPolicy {
+  const full = (v: ClaimView) => Math.min(o.prefetch, v.slots + 2 * v.lookahead);
+  return {
+    drain: true, idles: true, idle: o.idle,
+    // Knowing nothing of its jobs' pace yet, a lane takes a few slots' worth: quick jobs then start ahead from
+    // the first statement on, and slow ones are held, not started.
+    firstSize: (v) => Math.max(full(v), Math.min(o.prefetch, 4 * v.slots)),
+    nextSize: (v) => Math.max(1, full(v) - v.queued),
+    // With quick jobs (claims larger than twice the slots) it claims once it has room for half a claim: a
+    // claim for the few jobs short of its prefetch costs nearly as much as a whole one.
+    worthClaiming: (v) => lowQueue(v) && (full(v) <= 2 * v.slots || v.queued <= full(v) / 2),
+  };
+}
