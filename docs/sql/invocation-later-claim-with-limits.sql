@@ -124,13 +124,13 @@ with  limit_full as (
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
         order by priority desc, run_at, id) from claimed), '[]'::json),
       'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state)) from recovered), '[]'::json),
+        'from', 'running', 'to', state)) from "recovered" ), '[]'::json),
       'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::json),
+        'from', 'queued', 'to', 'cancelled')) from "cancelled" ), '[]'::json),
       'rateLimited', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'rate_limited')) from rate_limited), '[]'::json),
+        'from', 'queued', 'to', 'rate_limited')) from "rate_limited" ), '[]'::json),
       'tooLarge', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'failed')) from too_large), '[]'::json),
+        'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null, $15::text, (select count(*) from claimed) >= $16 and exists (

@@ -89,8 +89,7 @@ with settle_locked as (select array(
       'succeeded', coalesce((select json_agg(id) from done where state = 'succeeded'), '[]'::json),
       'done', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state, 'kind', kind,
-        'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end))
-        from done where state <> 'succeeded'), '[]'::json),
+        'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end)) from "done" where state <> 'succeeded'), '[]'::json),
       'start', json_build_object(
     'started', (select coalesce(json_agg(id), '[]'::json) from (select id from started union all select id from start_req where already) s),
     'stopped', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from start_stopped), '[]'::json), 'denied', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from start_denied), '[]'::json),

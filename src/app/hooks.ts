@@ -2,7 +2,8 @@ import { AkadzeError, TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/er
 import { errorText } from "../core/json.js";
 import { causesOf, storedMessage } from "../core/error-causes.js";
 import type { JobState } from "../core/states.js";
-import { isNeonHttp, type Db } from "../db/query.js";
+import type { Db } from "../db/query.js";
+import { traitsOf } from "../db/traits.js";
 import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
 import { readSteps } from "../workflow/read-steps.js";
 import type { WorkflowStep } from "../workflow/types.js";
@@ -121,7 +122,7 @@ export async function runWithTransitions<T>(db: Db, hooks: Hooks | undefined, ru
   transitions: (result: T) => Transition[], onHookError: "throw" | "record" = "throw"): Promise<T> {
   if (!hooks || hooks.transition.length === 0) return run(db);
   const record = onHookError === "record";
-  if (isNeonHttp(db)) {
+  if (traitsOf(db).http) {
     const result = await run(db);
     if (!record) await emitTransitions(hooks, transitions(result), db);
     // The change is committed; a lost note must not undo the caller's count of it.

@@ -2,7 +2,8 @@ import { queryJsonWithin } from "./timed-query.js";
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
-import { isNeonHttp, query, queryJsonPrepared, type Db } from "../db/query.js";
+import { query, queryJsonPrepared, type Db } from "../db/query.js";
+import { traitsOf } from "../db/traits.js";
 import { analyzeJobsStatement, statisticsStale, vacuumDue, vacuumJobsStatement } from "../sql/analyze.js";
 import { claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimResult } from "../sql/claim.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
@@ -11,8 +12,6 @@ import { sendWithTransitions } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
 import type { HistoryKeeper } from "./history.js";
 
-/** Over neon-http a claim returns at most this many bytes of args (Neon refuses responses over 10 MB). */
-export const MAX_CLAIM_BYTES = 6 * 1024 * 1024;
 /** The least room a claim leaves for its own round trip once round trips were measured. */
 const MIN_MARGIN_MS = 50;
 
@@ -128,7 +127,7 @@ export class Claimer {
     const withLimits = hintsOf(this.o.app).limits;
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, fair: hintsOf(this.o.app).fair, maxBytes: isNeonHttp(this.o.db) ? MAX_CLAIM_BYTES : null,
+      queues: this.o.queues, limits: withLimits, fair: hintsOf(this.o.app).fair, maxBytes: traitsOf(this.o.db).maxClaimBytes,
       extra: [...extra, ...schedules.extra], afterClaim: this.o.afterClaim?.(), backlog: this.o.backlog?.(!this.claimedOnce, batchSize),
       report: {
         ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report(),

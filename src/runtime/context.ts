@@ -2,7 +2,8 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { SQL } from "drizzle-orm";
 import { AkadzeError, causeChain, LeaseLost } from "../core/errors.js";
 import { emitTransitions, type Hooks } from "../app/hooks.js";
-import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
+import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
+import { traitsOf } from "../db/traits.js";
 import { isJsonValue } from "../core/json.js";
 import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.js";
 import { keepResultStatement } from "../sql/keep-result.js";
@@ -47,7 +48,7 @@ export class CurrentJob {
    */
   async completeTx<T>(block: (tx: Db) => Promise<T>): Promise<T> {
     const { db } = this.run;
-    if (isNeonHttp(db)) {
+    if (traitsOf(db).http) {
       throw new AkadzeError("completeTx needs an interactive transaction, which the neon-http driver does not have: " +
         "use current().completeBatch((db) => [...queries]) instead");
     }
@@ -70,7 +71,7 @@ export class CurrentJob {
     this.assertOpen();
     const { owner, hooks } = this.run;
     const at = this.run.now();
-    const needsTx = hooks.transition.length > 0 && !isNeonHttp(this.run.db);
+    const needsTx = hooks.transition.length > 0 && !traitsOf(this.run.db).http;
     try {
       if (needsTx) {
         await this.run.db.transaction(async (tx) => {

@@ -2,16 +2,14 @@ import { queryJsonWithin } from "./timed-query.js";
 import { causeChain } from "../core/errors.js";
 import type { SQL } from "drizzle-orm";
 import type { Hooks, Transition } from "../app/hooks.js";
-import { isNeonHttp, queryJsonPrepared, type Db } from "../db/query.js";
+import { queryJsonPrepared, type Db } from "../db/query.js";
+import { traitsOf } from "../db/traits.js";
 import { settleResultOf, settleStatement, type CompletedJob, type Outcome, type SettleAnswer, type SettleResult, type StartRequest } from "../sql/complete.js";
 import type { StartResult } from "../sql/start.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
 import { nextTurn } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
-
-/** One settle statement carries at most about this many bytes of outcomes (Neon refuses requests over 10 MB). */
-export const MAX_SETTLE_BYTES = 4 * 1024 * 1024;
 
 /** Outcomes in order, cut into chunks of at most `max` bytes of JSON each (a larger outcome goes alone). */
 function chunkByBytes(outcomes: Outcome[], max: number): Outcome[][] {
@@ -102,7 +100,8 @@ export class Settler {
       const start = this.start;
       this.start = null;
       // Only HTTP requests are capped; over a session one statement takes them all.
-      const [first, ...rest] = isNeonHttp(this.o.db) ? chunkByBytes(outcomes, MAX_SETTLE_BYTES) : [outcomes];
+      const maxBytes = traitsOf(this.o.db).maxSettleBytes;
+      const [first, ...rest] = maxBytes === null ? [outcomes] : chunkByBytes(outcomes, maxBytes);
       await this.settle(first ?? [], start);
       for (const chunk of rest) await this.settle(chunk, null);
     }

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
-import { isNeonHttp, queryJsonPrepared, rowsOf, type Db } from "../db/query.js";
+import { queryJsonPrepared, rowsOf, type Db } from "../db/query.js";
+import { traitsOf } from "../db/traits.js";
 import { withTimeout } from "./signal.js";
 import { MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
 
@@ -13,7 +14,7 @@ const ANSWER_GRACE_MS = 500;
  * the caller waits `ms` plus a little for the answer. Elsewhere it is `queryJsonPrepared`.
  */
 export async function queryJsonWithin<T>(db: Db, statement: SQL, ms: number, what: string): Promise<T> {
-  if (!Number.isFinite(ms) || !isNeonHttp(db)) return queryJsonPrepared<T>(db, statement);
+  if (!Number.isFinite(ms) || !traitsOf(db).http) return queryJsonPrepared<T>(db, statement);
   const timeout = sql`select set_config('statement_timeout', ${String(Math.max(1, Math.ceil(ms)))}, true)`;
   const results = await withTimeout((db as any).batch([db.execute(timeout), db.execute(statement)]) as Promise<unknown[]>, ms + ANSWER_GRACE_MS, what);
   return rowsOf<{ r: T }>(results[1])[0]?.r as T;
@@ -26,6 +27,6 @@ export async function queryJsonWithin<T>(db: Db, statement: SQL, ms: number, wha
  * its connection busy).
  */
 export function requestTimeoutMs(db: Db, remainingMs: number): number {
-  if (!isNeonHttp(db)) return Infinity;
+  if (!traitsOf(db).http) return Infinity;
   return Math.min(REQUEST_TIMEOUT_MS, Math.max(MIN_REQUEST_TIMEOUT_MS, remainingMs));
 }

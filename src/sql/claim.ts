@@ -6,6 +6,7 @@ import { archiveCtes } from "./archive.js";
 import { msInterval, mustStop } from "./time.js";
 import type { SlotReport } from "./enqueue-due-slots.js";
 import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
+import { movedJobsJson, type MovedJob } from "./changed-job.js";
 import { ANY_FAIR_JOB, fairOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes } from "./fair.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
@@ -87,7 +88,7 @@ export function claimResultOf(answer: ClaimAnswer): ClaimResult {
 }
 
 /** A job whose state changed as a side effect of a statement. */
-export interface SideTransition { id: number; task: string; queue: string; attempt: number; from: string; to: string }
+export type SideTransition = MovedJob;
 
 export interface ClaimResult {
   claimed: ClaimedJob[];
@@ -268,13 +269,10 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
         order by ${order}) from claimed), '[]'::json),
-      'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state)) from recovered), '[]'::json),
-      'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'cancelled')) from cancelled), '[]'::json),
+      'recovered', ${movedJobsJson("recovered", "running", sql`state`)},
+      'cancelled', ${movedJobsJson("cancelled", "queued", sql`'cancelled'`)},
       'rateLimited', ${p.limits ? rateLimitedTransitions() : sql`'[]'::json`},
-      'tooLarge', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'failed')) from too_large), '[]'::json),
+      'tooLarge', ${movedJobsJson("too_large", "queued", sql`'failed'`)},
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'fair', ${ANY_FAIR_JOB}${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}

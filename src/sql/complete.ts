@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { ErrorEntry } from "../core/errors.js";
 import { startJobsCtes, startReport, type StartResult } from "./start.js";
 import { archiveCtes } from "./archive.js";
+import { movedJobsJson, type MovedJob } from "./changed-job.js";
 import { msInterval, mustStop } from "./time.js";
 import { lockOwnedInIdOrder } from "./heartbeat.js";
 
@@ -32,8 +33,8 @@ export interface Outcome {
 }
 
 /** A job the completion statement moved, for summaries and transition hooks. */
-export interface CompletedJob {
-  id: number; task: string; queue: string; attempt: number; from: "running"; to: string; kind: OutcomeKind;
+export interface CompletedJob extends MovedJob {
+  from: "running"; kind: OutcomeKind;
   error: { kind: string; message: string } | null;
 }
 
@@ -142,10 +143,8 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
     ${sql.join(ctes, sql` `)}
     select json_build_object(
       'succeeded', coalesce((select json_agg(id) from done where state = 'succeeded'), '[]'::json),
-      'done', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state, 'kind', kind,
-        'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end))
-        from done where state <> 'succeeded'), '[]'::json),
+      'done', ${movedJobsJson("done", "running", sql`state`, sql`, 'kind', kind,
+        'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end`, sql`where state <> 'succeeded'`)},
       'start', ${starts.length > 0 ? startReport() : sql`null::json`}) as r`;
 }
 

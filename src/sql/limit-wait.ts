@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { archiveCtes } from "./archive.js";
 import { tokenFree } from "./start.js";
+import { movedJobsJson } from "./changed-job.js";
 
 /** How many held-back jobs one claim ends at most; the rest end at the next claim. */
 export const RATE_LIMIT_END_LIMIT = 500;
@@ -55,6 +56,5 @@ export function rateLimitedCtes(p: { eligible: SQL; stop: SQL; now: SQL }): SQL 
 
 /** The jobs `rateLimitedCtes` ended, as side transitions for the claim's result. */
 export function rateLimitedTransitions(): SQL {
-  return sql`coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'rate_limited')) from rate_limited), '[]'::json)`;
+  return movedJobsJson("rate_limited", "queued", sql`'rate_limited'`);
 }

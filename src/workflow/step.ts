@@ -5,7 +5,8 @@ import { errorEntry, resolveStepPolicy, safePredicate, type ResolvedStepPolicy }
 import { Cancel, Fail, InvalidInput, LeaseLost, Retry, Snooze } from "../core/errors.js";
 import { jsonProblem } from "../core/json.js";
 import { NameSchema, parseOrThrow } from "../core/validate.js";
-import { isNeonHttp, queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
+import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
+import { traitsOf } from "../db/traits.js";
 import type { CurrentJob } from "../runtime/context.js";
 import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
 import { loadStepsStatement } from "../sql/load-steps.js";
@@ -62,7 +63,7 @@ export class StepRunner implements Step {
   }
 
   transaction<T>(name: string, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T> {
-    if (isNeonHttp(this.db)) {
+    if (traitsOf(this.db).http) {
       return this.refuse(new StepMisuse(`step ${JSON.stringify(name)}: step.transaction needs an interactive transaction, which neon-http does not have: use step.batch(name, (db) => [...queries])`));
     }
     return this.runStep(name, options, (seq, ctx, deadline) => this.db.transaction(async (tx) => {
