@@ -3,7 +3,7 @@ import { RunTimes } from "./run-times.js";
 import { LeaseLost } from "../core/errors.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
-import type { Outcome } from "../sql/complete.js";
+import type { Outcome } from "../sql/settle.js";
 import { Claimer, longestTimeoutMs, type Claim } from "./claimer.js";
 import { Heartbeat, judgeBeat } from "./heartbeat.js";
 import { runJob } from "./execute.js";

@@ -8,7 +8,7 @@ import type { JobContext, TaskDefinition } from "../app/task.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { ErrorEntry } from "../core/errors.js";
 import { causesOf, storedMessage } from "../core/error-causes.js";
-import type { Outcome } from "../sql/complete.js";
+import type { Outcome } from "../sql/settle.js";
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";

@@ -4,7 +4,7 @@ import type { SQL } from "drizzle-orm";
 import type { Hooks, Transition } from "../app/hooks.js";
 import { queryJsonPrepared, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
-import { settleResultOf, settleStatement, type CompletedJob, type Outcome, type SettleAnswer, type SettleResult, type StartRequest } from "../sql/complete.js";
+import { settleResultOf, settleStatement, type CompletedJob, type Outcome, type SettleAnswer, type SettleResult, type StartRequest } from "../sql/settle.js";
 import type { StartResult } from "../sql/start.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";

@@ -1,5 +1,5 @@
 import { cleanText, errorText } from "../core/json.js";
-import type { Outcome } from "../sql/complete.js";
+import type { Outcome } from "../sql/settle.js";
 
 /** A retry or snooze delay is clamped to this, so the next run time stays a storable timestamp. */
 export const MAX_DELAY_MS = 100 * 365 * 86_400_000;

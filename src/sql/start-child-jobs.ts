@@ -13,7 +13,7 @@ export function startChildJobsStatement(owner: string, parentId: number, at: SQL
     with owned as (select id from akadze.jobs where id = ${parentId} and state = 'running' and lease_owner = ${owner} for share),
     ${insertedJobsCte(batch, args)},
     notified as (select pg_notify(${JOBS_CHANNEL}, ${batch.queue}::text) where exists (select 1 from inserted)),
-    -- The settle that ends the last of them wakes the parent (complete.ts, wakeParentsCtes).
+    -- The settle that ends the last of them wakes the parent (settle.ts, wakeParentsCtes).
     waits as (insert into akadze.child_waits (child_id, parent_id) select id, ${parentId} from inserted where exists (select 1 from owned)),
     saved as (
       insert into akadze.steps (job_id, name, seq, kind, state, result, attempts, wake_at, created_at)
