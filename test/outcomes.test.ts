@@ -256,5 +256,19 @@ forEachDriver((h, driver) => {
       expect(row).toMatchObject({ state: "succeeded", attempt: 1 });
       expect(await h().rows(`select priority, errors->0->>'kind' as kind from akadze.all_jobs where id = ${id}`)).toEqual([{ priority: 0, kind: "TransitionHookFailed" }]);
     });
+
+    it("every errors entry akadze makes is stamped by the app's clock: a handler's throw, a throwing hook, a result too large to store", async () => {
+      const { app, clock } = setup();
+      clock.set("2031-03-04T05:06:07Z");
+      app.hooks.onTransition((t) => { if (t.task === "hooked" && t.to === "running") throw new Error("hook down"); });
+      const thrown = await app.task("thrown", { maxAttempts: 1 }, async () => { throw new Error("down"); }).using(h().db).enqueue({});
+      const hooked = await app.task("hooked", async () => 1).using(h().db).enqueue({});
+      const huge = await app.task("huge", async () => ({ blob: "z".repeat(1024 * 1024 + 1) })).using(h().db).enqueue({});
+      await run(app, clock);
+      const rows = await h().rows(`select id, errors->0->>'kind' as kind, errors->0->>'at' as at from akadze.all_jobs order by id`);
+      const at = (id: number) => new Date(rows.find((r) => r.id === id)!.at).toISOString();
+      expect(rows.map((r) => r.kind)).toEqual(["Error", "TransitionHookFailed", "OutcomeNotStorable"]);
+      for (const id of [thrown, hooked, huge]) expect(at(id)).toBe("2031-03-04T05:06:07.000Z");
+    });
   });
 });

@@ -41,7 +41,7 @@ export class App {
     if (hookTimeoutMs === undefined || hookTimeoutMs === 0) {
       throw new InvalidInput(`createApp: transitionHookTimeout must be a positive duration such as "5s", got ${JSON.stringify(options.transitionHookTimeout)}`);
     }
-    this.hooks = new Hooks(hookTimeoutMs, (task) => this.workflows.has(task));
+    this.hooks = new Hooks(hookTimeoutMs, (task) => this.workflows.has(task), () => this.clock());
     this.clock = options.clock ?? (() => new Date());
     this.sqlClock = options.clock ?? null;
   }

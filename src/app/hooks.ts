@@ -1,6 +1,6 @@
 import { AkadzeError, TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
 import { errorText } from "../core/json.js";
-import { causesOf, storedMessage } from "../core/error-causes.js";
+import { errorEntryOf } from "../core/error-entry.js";
 import type { JobState } from "../core/states.js";
 import type { Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
@@ -58,7 +58,9 @@ export class Hooks {
    *   goes on without them (its transaction, and the row locks it holds, are not kept waiting for a hook).
    * @param isWorkflow whether a task is a workflow, whose transitions carry `steps()` (the app tells).
    */
-  constructor(readonly timeoutMs = 5_000, private readonly isWorkflow: (task: string) => boolean = () => false) {}
+  constructor(readonly timeoutMs = 5_000, private readonly isWorkflow: (task: string) => boolean = () => false,
+    /** The app's clock: a failed hook's errors entry is stamped by it. */
+    readonly now: () => Date = () => new Date()) {}
 
   /** The transition as a hook called with `db` sees it: a workflow's gets `steps()`, reading through `db`. @internal */
   seenBy(t: Transition, db: Db): Transition {
@@ -126,13 +128,13 @@ export async function runWithTransitions<T>(db: Db, hooks: Hooks | undefined, ru
     const result = await run(db);
     if (!record) await emitTransitions(hooks, transitions(result), db);
     // The change is committed; a lost note must not undo the caller's count of it.
-    else await recordHookFailures(db, await callHooksIsolated(hooks, transitions(result), db, false)).catch(() => {});
+    else await recordHookFailures(db, hooks, await callHooksIsolated(hooks, transitions(result), db, false)).catch(() => {});
     return result;
   }
   return db.transaction(async (tx) => {
     const result = await run(tx as unknown as Db);
     if (!record) await emitTransitions(hooks, transitions(result), tx as unknown as Db);
-    else await recordHookFailures(tx as unknown as Db, await callHooksIsolated(hooks, transitions(result), tx as unknown as Db, true));
+    else await recordHookFailures(tx as unknown as Db, hooks, await callHooksIsolated(hooks, transitions(result), tx as unknown as Db, true));
     return result;
   });
 }
@@ -160,27 +162,15 @@ async function callHooksIsolated(hooks: Hooks, transitions: Transition[], tx: Db
 }
 
 /** Appends each failed hook call to its job's errors, in one statement. */
-async function recordHookFailures(db: Db, failures: HookFailure[]): Promise<void> {
+async function recordHookFailures(db: Db, hooks: Hooks, failures: HookFailure[]): Promise<void> {
   if (failures.length === 0) return;
-  const entries = failures.map(({ transition: t, error }) => ({ id: t.jobId, entry: hookErrorEntry(t, error) }));
+  const entries = failures.map(({ transition: t, error }) => ({ id: t.jobId, entry: hookErrorEntry(t, error, hooks.now()) }));
   await db.execute(recordHookFailuresStatement(entries));
 }
 
-function hookErrorEntry(t: Transition, error: unknown): ErrorEntry {
-  let message: string;
-  let stack: string | null = null;
-  try {
-    message = error instanceof Error ? error.message : String(error);
-    stack = error instanceof Error ? error.stack ?? null : null;
-  } catch {
-    message = "a value that cannot be turned into text";
-  }
-  const causes = causesOf(error);
-  return {
-    attempt: t.attempt, at: new Date().toISOString(), kind: TRANSITION_HOOK_FAILED,
-    message: errorText(`an onTransition hook threw on ${t.from} -> ${t.to}: ${storedMessage(error, message, causes)}`),
-    stack: stack === null ? null : errorText(stack), ...(causes.length > 0 ? { causes } : {}),
-  };
+function hookErrorEntry(t: Transition, error: unknown, at: Date): ErrorEntry {
+  const entry = errorEntryOf(error, t.attempt, at, { kind: TRANSITION_HOOK_FAILED, message: (m) => `an onTransition hook threw on ${t.from} -> ${t.to}: ${m}` });
+  return { ...entry, message: errorText(entry.message), stack: entry.stack === null ? null : errorText(entry.stack) };
 }
 
 /** A state change the database reported as `{ id, task, queue, attempt, from, to }`. */

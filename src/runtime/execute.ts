@@ -7,7 +7,7 @@ import type { Hooks, HookJob } from "../app/hooks.js";
 import type { JobContext, TaskDefinition } from "../app/task.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { ErrorEntry } from "../core/errors.js";
-import { causesOf, storedMessage } from "../core/error-causes.js";
+import { errorEntryOf } from "../core/error-entry.js";
 import type { Outcome } from "../sql/settle.js";
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
@@ -170,28 +170,7 @@ function safePredicate(predicate: (error: unknown) => boolean, error: unknown): 
   try { return Boolean(predicate(error)); } catch { return true; }
 }
 
-/** The history entry for whatever was thrown: an Error's name, message and stack; anything else as its JSON payload. */
+/** The history entry for whatever was thrown, on the invocation's clock. */
 function errorEntry(run: JobRun, error: unknown): ErrorEntry {
-  const at = run.now().toISOString();
-  const attempt = run.job.attempt;
-  if (error instanceof Error) {
-    const causes = causesOf(error);
-    return { attempt, at, kind: safeText(() => error.name, "Error"), message: storedMessage(error, safeText(() => error.message, ""), causes),
-      stack: safeText(() => error.stack ?? "", "") || null, ...(causes.length > 0 ? { causes } : {}) };
-  }
-  const payload = jsonPayload(error);
-  const message = payload !== undefined ? safeText(() => JSON.stringify(payload), "") : safeText(() => String(error), "a value that cannot be turned into text");
-  return { attempt, at, kind: error === null ? "null" : `NonError(${typeof error})`, message, stack: null, ...(payload !== undefined ? { payload } : {}) };
-}
-
-function safeText(read: () => string, fallback: string): string {
-  try { return String(read()); } catch { return fallback; }
-}
-
-function jsonPayload(value: unknown): unknown {
-  try {
-    if (value === undefined || typeof value === "function" || typeof value === "symbol" || typeof value === "bigint") return undefined;
-    const text = JSON.stringify(value);
-    return text === undefined ? undefined : JSON.parse(text);
-  } catch { return undefined; }
+  return errorEntryOf(error, run.job.attempt, run.now());
 }

@@ -96,7 +96,7 @@ export class Settler {
 
   private async drain(): Promise<void> {
     while (this.outcomes.length > 0 || this.start) {
-      const outcomes = this.outcomes.splice(0).map(storable);
+      const outcomes = this.outcomes.splice(0).map((o) => storable(o, this.o.now));
       const start = this.start;
       this.start = null;
       // Only HTTP requests are capped; over a session one statement takes them all.
@@ -141,7 +141,7 @@ export class Settler {
     if (only && only.error?.kind !== "OutcomeNotStorable") {
       // The database refuses this outcome itself: record that, as this job's failure.
       const reason = `the database refused this job's outcome (${only.kind}): ${messageOf(error)}`;
-      return this.settle([{ id: only.id, kind: "fail", attempt: only.attempt, error: unstorableEntry(only, reason) }], start);
+      return this.settle([{ id: only.id, kind: "fail", attempt: only.attempt, error: unstorableEntry(only, this.o.now(), reason) }], start);
     }
     if (outcomes.length > 0) this.o.lost(outcomes, error, unsure);
     if (start) this.answer(start, null, { clock: 0, mono: 0 });

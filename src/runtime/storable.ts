@@ -1,5 +1,6 @@
 import { cleanText, errorText } from "../core/json.js";
 import type { Outcome } from "../sql/settle.js";
+import { noteEntry } from "../core/error-entry.js";
 
 /** A retry or snooze delay is clamped to this, so the next run time stays a storable timestamp. */
 export const MAX_DELAY_MS = 100 * 365 * 86_400_000;
@@ -20,7 +21,7 @@ export function cleanJson(value: unknown): unknown {
  * The outcome as the completion statement can store it: strings cleaned, delays clamped to
  * [0, MAX_DELAY_MS], a result over MAX_RESULT_BYTES refused as this job's error.
  */
-export function storable(outcome: Outcome): Outcome {
+export function storable(outcome: Outcome, now: () => Date): Outcome {
   const o: Outcome = { ...outcome };
   if (o.delayMs !== undefined) o.delayMs = Number.isFinite(o.delayMs) ? Math.min(MAX_DELAY_MS, Math.max(0, o.delayMs)) : MAX_DELAY_MS;
   if (o.error) {
@@ -32,14 +33,15 @@ export function storable(outcome: Outcome): Outcome {
     const result = cleanJson(o.result);
     const size = new TextEncoder().encode(JSON.stringify(result)).length;
     if (size > MAX_RESULT_BYTES) {
-      return { id: o.id, kind: "fail", error: unstorableEntry(outcome, `the result is ${size} bytes of JSON, over the ${MAX_RESULT_BYTES}-byte cap: store large results in your own tables`) };
+      return { id: o.id, kind: "fail", error: unstorableEntry(outcome, now(), `the result is ${size} bytes of JSON, over the ${MAX_RESULT_BYTES}-byte cap: store large results in your own tables`) };
     }
     o.result = result;
   }
   return o;
 }
 
-/** The error recorded for a job whose outcome the database refused. */
-export function unstorableEntry(outcome: Outcome, message: string): NonNullable<Outcome["error"]> {
-  return { attempt: outcome.error?.attempt ?? outcome.attempt ?? 0, at: outcome.error?.at ?? new Date().toISOString(), kind: "OutcomeNotStorable", message: errorText(message), stack: null };
+/** The error recorded for a job whose outcome the database refused, at the outcome's own time (else `now`, the invocation's clock). */
+export function unstorableEntry(outcome: Outcome, now: Date, message: string): NonNullable<Outcome["error"]> {
+  const entry = noteEntry("OutcomeNotStorable", message, outcome.error?.attempt ?? outcome.attempt ?? 0, now);
+  return outcome.error?.at ? { ...entry, at: outcome.error.at } : entry;
 }
