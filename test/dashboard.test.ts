@@ -97,13 +97,14 @@ forEachDriver((h) => {
 
   it("a job page shows args, attempts and the error history; requeue and cancel change the job", async () => {
     const t = setup(h);
-    const id = await t.broken.using(h().db).enqueue({});
+    const id = await t.broken.using(h().db, { fairKey: "tenant-42" }).enqueue({});
     const queuedId = await t.ok.using(h().db, { delay: "1h" }).enqueue({});
     await t.run();
     await t.signIn();
     const page = await (await t.request(`/akadze/ui/jobs/${id}`)).text();
     expect(page).toContain("no such month: 2026-13");
     expect(page).toContain("1 of 1");
+    expect(page).toContain("tenant-42");
     const token = await t.csrf();
     const requeued = await t.request(`/akadze/ui/jobs/${id}/requeue`, t.form({ _csrf: token }));
     expect(requeued.status).toBe(303);

@@ -66,6 +66,7 @@ export function JobPage(props: { ctx: PageContext; job: JobDetail; notice?: stri
     ["Expires", <Time at={job.expiresAt} ctx={ctx} />],
     ["Unique key", job.uniqueKey ?? "-"],
     ["Limit key", job.limitKey ?? "-"],
+    ["Fair key", job.fairKey ?? "-"],
     ["Lease", job.leaseOwner ? <>{job.leaseOwner}, until <Time at={job.leaseExpiresAt} ctx={ctx} /></> : "-"],
     ["Cancel requested", job.cancelRequested ? "yes" : "no"],
   ];
