@@ -45,6 +45,13 @@ export class Engine {
   /** Jobs whose body runs now, and jobs whose outcome was handed to the settler and not yet answered (by id: count). */
   private readonly bodies = new Set<number>();
   private readonly settling = new Map<number, number>();
+  /**
+   * Jobs that ended here for good (a settle recorded a final outcome, or they completed on their own) while a
+   * claim was on its way. That claim may hand one back: it took the row first (its lease had lapsed and was
+   * recovered), then the settle finished the row under the same owner. Such a copy is stale: it must not run
+   * again. Cleared at each claim's answer (one claim is on its way at a time).
+   */
+  private readonly endedWhileClaiming = new Set<number>();
   private running = 0;
   /** Where claiming stands (claim-cycle.ts): changed only by `on`, through the pure transition function. */
   private cycle: ClaimCycle = START;
@@ -84,6 +91,7 @@ export class Engine {
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent, unsure) => {
         this.settled(sent);
+        for (const j of jobs) if (j.to !== "queued") this.endedDuringClaim(j.id);
         this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length;
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);
@@ -266,6 +274,7 @@ export class Engine {
    * rather than ending its drain with jobs still due.
    */
   private claimFailed(error: unknown): void {
+    this.endedWhileClaiming.clear();
     if (!answered(error)) this.unheldMayExist = true;
     this.o.onError?.(error);
     const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.claimFailures++);
@@ -278,10 +287,13 @@ export class Engine {
     countClaim(this.summary, claim);
     this.o.onClaim?.(claim, asked);
     for (const job of claim.claimed) {
-      if (this.held.has(job.id) && !this.reclaimed(job)) continue;
+      if (this.endedWhileClaiming.has(job.id)) continue;
+      // Held, or its body ended and its outcome is on its way: see `reclaimed`.
+      if ((this.held.has(job.id) || this.settling.has(job.id)) && !this.reclaimed(job)) continue;
       this.held.set(job.id, new JobAbort());
       this.queue.push(job, job.started ? "ready" : "waiting");
     }
+    this.endedWhileClaiming.clear();
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
     // the same statement were invisible to it, so those call for one more claim. Sent while bodies ran, it is
     // worth one more look once they end: they may have enqueued more.
@@ -302,6 +314,11 @@ export class Engine {
     if (this.bodies.has(job.id) || this.settling.has(job.id)) return false;
     this.queue.removeWhere((l) => l.job.id === job.id);
     return true;
+  }
+
+  /** A job ended for good: remembered while a claim is on its way (`endedWhileClaiming`). */
+  private endedDuringClaim(id: number): void {
+    if (this.cycle.phase === "claiming") this.endedWhileClaiming.add(id);
   }
 
   /** Outcomes answered (recorded or not): their jobs are no longer on their way. */
@@ -355,6 +372,7 @@ export class Engine {
         this.held.delete(job.id);
         this.bodies.delete(job.id);
         if (outcome === null) {
+          this.endedDuringClaim(job.id);
           this.summary.succeeded++;
           this.unreported.add(1);
         } else this.push(outcome);
