@@ -47,6 +47,9 @@ const COMPLETE: Record<FloorKind, string> = {
 export async function floorOf(kind: FloorKind, count: number): Promise<Throughput> {
   return withDatabase(`floor_${kind}`, async (database) => {
     const pool = new pg.Pool({ connectionString: database.url, max: CLIENTS + 1 });
+    // An idle connection the server ends (its database dropped, an admin's terminate) is no measurement: a query
+    // in flight still fails the floor, but an idle client's error must not crash the whole run.
+    pool.on("error", () => {});
     try {
       const db = drizzle(pool) as unknown as Db;
       if (kind === "rows kept") {
