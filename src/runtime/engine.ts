@@ -16,7 +16,8 @@ import { CLAIM_MARGIN_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, SummaryDeltas, Unreported, type Counts } from "./summary.js";
 import { LocalQueue, notRequested } from "./local-queue.js";
 import type { EngineOptions } from "./engine-options.js";
-import { JobAbort, Latch, Wakeup } from "./signal.js";
+import { type JobAbort, Latch, Wakeup } from "./signal.js";
+import { HeldJobs } from "./held-jobs.js";
 import { nextCycle, START, type ClaimCycle, type ClaimEvent } from "./claim-cycle.js";
 import type { ClaimPolicy, ClaimView } from "./claim-policy.js";
 
@@ -40,18 +41,8 @@ export class Engine {
   /** Resolved once the budget is spent or the signal aborted: bodies past their timeout are not waited for after. */
   private readonly stopped = new Latch();
   private readonly queue = new LocalQueue();
-  /** Every job this engine holds a lease on (queued locally or running), with the controller its body gets. */
-  private readonly held = new Map<number, JobAbort>();
-  /** Jobs whose body runs now, and jobs whose outcome was handed to the settler and not yet answered (by id: count). */
-  private readonly bodies = new Set<number>();
-  private readonly settling = new Map<number, number>();
-  /**
-   * Jobs that ended here for good (a settle recorded a final outcome, or they completed on their own) while a
-   * claim was on its way. That claim may hand one back: it took the row first (its lease had lapsed and was
-   * recovered), then the settle finished the row under the same owner. Such a copy is stale: it must not run
-   * again. Cleared at each claim's answer (one claim is on its way at a time).
-   */
-  private readonly endedWhileClaiming = new Set<number>();
+  /** Every job this engine holds, runs or settles (held-jobs.ts). */
+  private readonly jobs = new HeldJobs();
   private running = 0;
   /** Where claiming stands (claim-cycle.ts): changed only by `on`, through the pure transition function. */
   private cycle: ClaimCycle = START;
@@ -90,19 +81,19 @@ export class Engine {
       after: () => this.unreported.take((n) => o.settleAfter(n, this.running === 0 && this.queue.length === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent, unsure) => {
-        this.settled(sent);
-        for (const j of jobs) if (j.to !== "queued") this.endedDuringClaim(j.id);
+        this.jobs.outcomesAnswered(sent);
+        for (const j of jobs) if (j.to !== "queued") this.jobs.endedForGood(j.id, this.cycle.phase === "claiming");
         this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length;
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);
       },
-      lost: (outcomes, _error, unsure) => { this.settled(outcomes); this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length; },
+      lost: (outcomes, _error, unsure) => { this.jobs.outcomesAnswered(outcomes); this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length; },
       requestTimeoutMs: () => this.requestTimeoutMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
     this.heartbeat = new Heartbeat({
       db: o.db, owner: o.owner, leaseMs: o.leaseMs, now: o.sqlNow, intervalMs: o.heartbeatMs,
-      held: () => this.held, requestTimeoutMs: () => this.requestTimeoutMs(),
+      held: () => this.jobs.controllers, requestTimeoutMs: () => this.requestTimeoutMs(),
       count: () => { this.summary.roundTrips++; },
       onBeat: (covered, held) => this.onBeat(covered, held),
     });
@@ -183,7 +174,7 @@ export class Engine {
    * attempt refunded, so only what may have run is ever charged. Kept for the next claim if it fails too.
    */
   private async releaseUnheld(): Promise<void> {
-    const known = [...this.held.keys(), ...this.settling.keys()];
+    const known = this.jobs.known();
     try {
       this.summary.roundTrips++;
       const put = await queryJsonWithin<number>(this.o.db, releaseUnheldStatement(this.o.owner, known), this.requestTimeoutMs(), "a release of unheld jobs");
@@ -274,7 +265,7 @@ export class Engine {
    * rather than ending its drain with jobs still due.
    */
   private claimFailed(error: unknown): void {
-    this.endedWhileClaiming.clear();
+    this.jobs.claimAnswered();
     if (!answered(error)) this.unheldMayExist = true;
     this.o.onError?.(error);
     const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.claimFailures++);
@@ -287,13 +278,12 @@ export class Engine {
     countClaim(this.summary, claim);
     this.o.onClaim?.(claim, asked);
     for (const job of claim.claimed) {
-      if (this.endedWhileClaiming.has(job.id)) continue;
-      // Held, or its body ended and its outcome is on its way: see `reclaimed`.
-      if ((this.held.has(job.id) || this.settling.has(job.id)) && !this.reclaimed(job)) continue;
-      this.held.set(job.id, new JobAbort());
+      const admission = this.jobs.admit(job.id);
+      if (admission === "skip") continue;
+      if (admission === "replaces-waiting") this.queue.removeWhere((l) => l.job.id === job.id);
       this.queue.push(job, job.started ? "ready" : "waiting");
     }
-    this.endedWhileClaiming.clear();
+    this.jobs.claimAnswered();
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
     // the same statement were invisible to it, so those call for one more claim. Sent while bodies ran, it is
     // worth one more look once they end: they may have enqueued more.
@@ -304,34 +294,8 @@ export class Engine {
     });
   }
 
-  /**
-   * A claim handed back a job this engine still holds: its lease had lapsed (a body held the event loop, a
-   * heartbeat stalled) and a claim recovered it. The engine never holds one job twice: a job waiting in the
-   * local queue is replaced by the new claim (true: queue it); a job whose body runs, or whose outcome is on
-   * its way, keeps that body and outcome, which now settle under the renewed lease (false).
-   */
-  private reclaimed(job: ClaimedJob): boolean {
-    if (this.bodies.has(job.id) || this.settling.has(job.id)) return false;
-    this.queue.removeWhere((l) => l.job.id === job.id);
-    return true;
-  }
-
-  /** A job ended for good: remembered while a claim is on its way (`endedWhileClaiming`). */
-  private endedDuringClaim(id: number): void {
-    if (this.cycle.phase === "claiming") this.endedWhileClaiming.add(id);
-  }
-
-  /** Outcomes answered (recorded or not): their jobs are no longer on their way. */
-  private settled(outcomes: { id: number }[]): void {
-    for (const { id } of outcomes) {
-      const n = (this.settling.get(id) ?? 1) - 1;
-      if (n > 0) this.settling.set(id, n);
-      else this.settling.delete(id);
-    }
-  }
-
   private push(outcome: Outcome): void {
-    this.settling.set(outcome.id, (this.settling.get(outcome.id) ?? 0) + 1);
+    this.jobs.outcomeSent(outcome.id);
     this.settler.push(outcome);
   }
 
@@ -341,7 +305,7 @@ export class Engine {
       return slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
     };
     // Stopped, denied a limit, or not ours any more; a failed request leaves it to lease expiry (never started: no attempt spent).
-    for (const local of this.queue.answerStarts(ids, new Set(result?.started ?? []), startBy)) this.held.delete(local.job.id);
+    for (const local of this.queue.answerStarts(ids, new Set(result?.started ?? []), startBy)) this.jobs.drop(local.job.id);
     if (result) {
       this.summary.cancelled += result.stopped.length;
       this.summary.released += result.denied.length;
@@ -350,14 +314,14 @@ export class Engine {
   }
 
   private start(job: ClaimedJob, timeoutMs: number): void {
-    const controller = this.held.get(job.id)!;
+    const controller = this.jobs.controllerOf(job.id)!;
     if (controller.aborted) {
       this.push({ id: job.id, kind: controller.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
-      this.held.delete(job.id);
+      this.jobs.drop(job.id);
       return;
     }
     this.running++;
-    this.bodies.add(job.id);
+    this.jobs.bodyStarted(job.id);
     const began = performance.now();
     const ran = this.budget.mark();
     let lingering: Promise<unknown> | null = null;
@@ -369,16 +333,16 @@ export class Engine {
         // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
         // beside it) until it ends or the invocation does.
         if (lingering) await Promise.race([lingering.catch(() => {}), this.stopped.opened]);
-        this.held.delete(job.id);
-        this.bodies.delete(job.id);
+        this.jobs.drop(job.id);
+        this.jobs.bodyEnded(job.id);
         if (outcome === null) {
-          this.endedDuringClaim(job.id);
+          this.jobs.endedForGood(job.id, this.cycle.phase === "claiming");
           this.summary.succeeded++;
           this.unreported.add(1);
         } else this.push(outcome);
       })
       .finally(() => {
-        this.bodies.delete(job.id);
+        this.jobs.bodyEnded(job.id);
         this.running--;
         this.endedSinceClaim++;
         this.pace.ranFor(performance.now() - began);
@@ -388,12 +352,12 @@ export class Engine {
   }
 
   private release(job: ClaimedJob): void {
-    this.held.delete(job.id);
+    this.jobs.drop(job.id);
     this.push({ id: job.id, kind: "release", attempt: job.attempt });
   }
 
   private onBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[]): void {
-    judgeBeat(covered, held, this.held);
+    judgeBeat(covered, held, this.jobs.controllers);
     this.change.notify();
   }
 }
