@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { PG_HOST, PG_PORT } from "../test/support/postgres.js";
-import { openAkadze, type AkadzeTarget } from "./akadze-db.js";
+import { openAkadze } from "./akadze-db.js";
 import { median, percentile, timed } from "./stats.js";
 
 export interface FairnessSettings {
@@ -54,13 +54,9 @@ export interface FairClaimCost {
 
 const Tenant = v.object({ tenant: v.string() });
 
-async function fresh(label: string): Promise<AkadzeTarget> {
-  return openAkadze("node-postgres", label);
-}
-
 /** The burst scenario in one mode: enqueue, then `invocations` concurrent loops of one-claim runOnce calls until the queue is empty. */
 export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings): Promise<FairnessRow> {
-  const target = await fresh(`fair${mode}`);
+  const target = await openAkadze("node-postgres", `fair${mode}`);
   try {
     const app = createApp();
     const starts: { tenant: string; at: number }[] = [];
@@ -112,7 +108,7 @@ function fairProbes(node: PlanNode): number {
 
 /** One claim of `batchSize` over `costKeys` keys of `jobsPerCostKey` jobs, fair or plain, explained in rolled-back transactions. */
 export async function fairClaimCost(mode: "fair" | "plain", s: FairnessSettings): Promise<FairClaimCost> {
-  const target = await fresh(`fcost${mode}`);
+  const target = await openAkadze("node-postgres", `fcost${mode}`);
   try {
     const app = createApp();
     const work = app.task("bench.tenant", { args: Tenant }, async () => {});

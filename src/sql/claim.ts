@@ -7,7 +7,7 @@ import { msInterval, mustStop } from "./time.js";
 import type { SlotReport } from "./enqueue-due-slots.js";
 import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
-import { ANY_FAIR_JOB, fairOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes } from "./fair.js";
+import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes } from "./fair.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
 
@@ -87,17 +87,15 @@ export function claimResultOf(answer: ClaimAnswer): ClaimResult {
   return { ...answer, claimed };
 }
 
-/** A job whose state changed as a side effect of a statement. */
-export type SideTransition = MovedJob;
 
 export interface ClaimResult {
   claimed: ClaimedJob[];
-  recovered: SideTransition[];
-  cancelled: SideTransition[];
+  recovered: MovedJob[];
+  cancelled: MovedJob[];
   /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this claim. */
-  rateLimited: SideTransition[];
+  rateLimited: MovedJob[];
   /** Jobs whose args alone exceed `maxBytes`: `failed`. */
-  tooLarge: SideTransition[];
+  tooLarge: MovedJob[];
   /** Claimable jobs were left for the next claim because the batch reached `maxBytes`. */
   more: boolean;
   /** Whether any limit exists: the next claim includes the limit CTEs only then. */
@@ -135,8 +133,6 @@ function lockLimit(batchSize: number): SQL {
   return sql.raw(String(2 ** Math.ceil(Math.log2(Math.max(1, batchSize)))));
 }
 
-/** Claim order: higher priority first, then the earliest due, then the oldest. */
-const ORDER = sql`priority desc, run_at, id`;
 
 /**
  * Limited keys' candidates: each key brings at most as many jobs as it could start now (free
@@ -220,7 +216,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   // Without the limit CTEs a job qualifies only if no limit applies to it; a key with a limit row waits for a full claim.
   const unlimited = sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`;
   const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
-  const order = p.fair ? fairOrder() : ORDER;
+  const order = claimOrder(p.fair === true);
   return sql`
     with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
     ${sql.join(recoverExpiredLeasesCtes(now), sql`, `)},
@@ -238,10 +234,10 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       ${p.fair
         ? fairCandidates(sql`select * from unlimited_candidates ${p.limits ? sql`union all select * from limited_candidates` : sql``}`, p.batchSize)
         : sql`select * from (select * from unlimited_candidates ${p.limits ? sql`union all select * from limited_candidates` : sql``}) c
-      order by ${ORDER}
+      order by ${order}
       limit ${p.batchSize}`}
     ),
-    ${sizedCtes(p, p.fair ? fairOrder("c") : sql`c.priority desc, c.run_at, c.id`)},
+    ${sizedCtes(p, claimOrder(p.fair === true, "c"))},
     ${p.backlog === undefined ? sql`` : sql`${backlogCte({ eligible, unlimited, bound: p.backlog, limits: p.limits })},`}
     due as (
       select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk, c.fair_key` : sql``}

@@ -14,10 +14,13 @@ import { sql, type SQL } from "drizzle-orm";
  *   claim that meets another claim's lock on the cursor leaves it: the other moves it on.
  */
 
-/** Claim order across keys: priority, then rank within the key, then walk position (the plain scan's keys last), then due time and id. */
-export function fairOrder(alias = ""): SQL {
+/**
+ * Claim order, of columns under `alias`: higher priority first, then the earliest due, then the oldest; a fair
+ * claim puts each job's rank within its key and its walk position (the plain scan's keys last) after priority.
+ */
+export function claimOrder(fair: boolean, alias = ""): SQL {
   const a = sql.raw(alias === "" ? "" : `${alias}.`);
-  return sql`${a}priority desc, ${a}fair_rank, ${a}walk nulls last, ${a}run_at, ${a}id`;
+  return fair ? sql`${a}priority desc, ${a}fair_rank, ${a}walk nulls last, ${a}run_at, ${a}id` : sql`${a}priority desc, ${a}run_at, ${a}id`;
 }
 
 /**
