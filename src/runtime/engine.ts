@@ -14,7 +14,6 @@ import { answered, Settler } from "./settler.js";
 import { releaseUnheldStatement } from "../sql/release-unheld.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, SummaryDeltas, Unreported, type Counts } from "./summary.js";
-import { LocalQueue, notRequested } from "./local-queue.js";
 import type { EngineOptions } from "./engine-options.js";
 import { type JobAbort, Latch, Wakeup } from "./signal.js";
 import { HeldJobs } from "./held-jobs.js";
@@ -40,10 +39,8 @@ export class Engine {
   private readonly change = new Wakeup();
   /** Resolved once the budget is spent or the signal aborted: bodies past their timeout are not waited for after. */
   private readonly stopped = new Latch();
-  private readonly queue = new LocalQueue();
-  /** Every job this engine holds, runs or settles (held-jobs.ts). */
+  /** Every job this engine holds (queued locally or running) or settles: a job's local life (held-jobs.ts). */
   private readonly jobs = new HeldJobs();
-  private running = 0;
   /** Where claiming stands (claim-cycle.ts): changed only by `on`, through the pure transition function. */
   private cycle: ClaimCycle = START;
   private readonly policy: ClaimPolicy;
@@ -78,7 +75,7 @@ export class Engine {
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now, keepSucceeded: o.keepSucceeded !== false, wakeParents: o.app.hasWorkflows(),
-      after: () => this.unreported.take((n) => o.settleAfter(n, this.running === 0 && this.queue.length === 0)),
+      after: () => this.unreported.take((n) => o.settleAfter(n, this.jobs.running === 0 && this.jobs.queued === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent, unsure) => {
         this.jobs.outcomesAnswered(sent);
@@ -139,7 +136,7 @@ export class Engine {
 
   /** What the claim policy sizes a claim by. */
   private view(): ClaimView {
-    return { slots: this.o.slots, queued: this.queue.length, lookahead: this.pace.lookahead() };
+    return { slots: this.o.slots, queued: this.jobs.queued, lookahead: this.pace.lookahead() };
   }
 
   /** The claim cycle's one way forward. */
@@ -193,7 +190,7 @@ export class Engine {
     for (;;) {
       this.dispatch();
       const phase = this.cycle.phase;
-      const quiet = this.running === 0 && this.queue.length === 0 && phase !== "claiming" && phase !== "backoff" && !this.settler.startPending;
+      const quiet = this.jobs.running === 0 && this.jobs.queued === 0 && phase !== "claiming" && phase !== "backoff" && !this.settler.startPending;
       if (quiet && (!this.policy.idles || phase === "ended" || this.stopping())) return;
       await this.change.wait();
     }
@@ -214,7 +211,7 @@ export class Engine {
       this.stopped.open();
       // A job whose start is on its way waits for the answer: denied or stopped, it is back in the queue
       // table already, and a release would find it gone; started, it is released then (attempt refunded).
-      for (const local of this.queue.removeWhere(notRequested)) this.release(local.job);
+      for (const job of this.jobs.takeUnstarted()) this.release(job);
       return;
     }
     const remaining = this.remainingMs();
@@ -222,10 +219,10 @@ export class Engine {
     if (remaining < Math.max(longestTimeoutMs(this.o.app), CLAIM_MARGIN_MS)) {
       // Jobs that can never fit any more (the remaining budget only shrinks) are released; an untimed job
       // needs the least its task takes (untimedFloorMs).
-      for (const { job } of this.queue.removeWhere((l) => notRequested(l) && (timeoutOf(l.job) ?? this.runTimes.floorMs(l.job.task)) > remaining)) this.release(job);
+      for (const job of this.jobs.takeUnstarted((j) => (timeoutOf(j) ?? this.runTimes.floorMs(j.task)) > remaining)) this.release(job);
     }
-    while (this.running < this.o.slots) {
-      const local = this.queue.takeReady();
+    while (this.jobs.running < this.o.slots) {
+      const local = this.jobs.takeReady();
       if (!local) break;
       const { job, startBy } = local;
       if (startBy && ((!this.o.monotonic && this.o.now().getTime() > startBy.clock) || performance.now() > startBy.mono)) {
@@ -234,12 +231,12 @@ export class Engine {
       } else this.start(job, timeoutOf(job) ?? remaining);
     }
     if (!this.settler.startPending) {
-      const next = this.queue.pickStarts(this.o.slots - this.running, this.pace.lookahead());
+      const next = this.jobs.pickStarts(this.o.slots - this.jobs.running, this.pace.lookahead());
       if (next.length > 0) this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
     }
     // A claim that came back short while bodies still ran gets one more look once everything is done:
     // those bodies (or their completions) may have enqueued more.
-    if (this.queue.length === 0 && this.running === 0) this.on({ kind: "quiet", endedSinceClaim: this.endedSinceClaim });
+    if (this.jobs.queued === 0 && this.jobs.running === 0) this.on({ kind: "quiet", endedSinceClaim: this.endedSinceClaim });
     if (this.cycle.phase === "open" && this.policy.worthClaiming(this.view())) this.claimNext();
     this.waitForWork();
   }
@@ -247,7 +244,7 @@ export class Engine {
   private claimNext(): void {
     this.endedSinceClaim = 0;
     // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
-    const starts = Math.max(0, this.o.slots - this.running - this.queue.length) + Math.max(0, this.pace.lookahead() - this.queue.length);
+    const starts = Math.max(0, this.o.slots - this.jobs.running - this.jobs.queued) + Math.max(0, this.pace.lookahead() - this.jobs.queued);
     const size = this.policy.nextSize(this.view());
     const sent = performance.now();
     const extras = this.o.laterClaimExtras?.() ?? [];
@@ -277,12 +274,7 @@ export class Engine {
   private accept(claim: Claim, asked: number): void {
     countClaim(this.summary, claim);
     this.o.onClaim?.(claim, asked);
-    for (const job of claim.claimed) {
-      const admission = this.jobs.admit(job.id);
-      if (admission === "skip") continue;
-      if (admission === "replaces-waiting") this.queue.removeWhere((l) => l.job.id === job.id);
-      this.queue.push(job, job.started ? "ready" : "waiting");
-    }
+    for (const job of claim.claimed) this.jobs.admit(job);
     this.jobs.claimAnswered();
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
     // the same statement were invisible to it, so those call for one more claim. Sent while bodies ran, it is
@@ -290,7 +282,7 @@ export class Engine {
     this.on({
       kind: "answered", short: claim.claimed.length < asked, noTaskFits: claim.noTaskFits,
       more: (claim.scheduled ?? 0) > 0 || claim.recovered.length > 0 || claim.more,
-      busy: this.running > 0 || this.queue.length > claim.claimed.length,
+      busy: this.jobs.running > 0 || this.jobs.queued > claim.claimed.length,
     });
   }
 
@@ -305,7 +297,7 @@ export class Engine {
       return slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
     };
     // Stopped, denied a limit, or not ours any more; a failed request leaves it to lease expiry (never started: no attempt spent).
-    for (const local of this.queue.answerStarts(ids, new Set(result?.started ?? []), startBy)) this.jobs.drop(local.job.id);
+    this.jobs.answerStarts(ids, new Set(result?.started ?? []), startBy);
     if (result) {
       this.summary.cancelled += result.stopped.length;
       this.summary.released += result.denied.length;
@@ -320,7 +312,6 @@ export class Engine {
       this.jobs.drop(job.id);
       return;
     }
-    this.running++;
     this.jobs.bodyStarted(job.id);
     const began = performance.now();
     const ran = this.budget.mark();
@@ -333,7 +324,6 @@ export class Engine {
         // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
         // beside it) until it ends or the invocation does.
         if (lingering) await Promise.race([lingering.catch(() => {}), this.stopped.opened]);
-        this.jobs.drop(job.id);
         this.jobs.bodyEnded(job.id);
         if (outcome === null) {
           this.jobs.endedForGood(job.id, this.cycle.phase === "claiming");
@@ -343,7 +333,6 @@ export class Engine {
       })
       .finally(() => {
         this.jobs.bodyEnded(job.id);
-        this.running--;
         this.endedSinceClaim++;
         this.pace.ranFor(performance.now() - began);
         this.runTimes.record(job.task, this.budget.elapsedMs(ran));

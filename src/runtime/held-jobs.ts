@@ -1,17 +1,19 @@
+import type { ClaimedJob } from "../sql/claim.js";
+import { LocalQueue, notRequested, type LocalJob } from "./local-queue.js";
 import { JobAbort } from "./signal.js";
 
-/** What becomes of a job a claim handed to an engine that may know it already (`HeldJobs.admit`). */
-export type Admission = "new" | "replaces-waiting" | "skip";
-
 /**
- * A job's life in one engine outside its local queue: held (leased to the engine, with the controller its
- * body gets), its body running, its outcome on its way to the database; and what that means when a claim of
- * the same engine hands the job back after its lease lapsed (a body held the event loop, a heartbeat
- * stalled) and a claim recovered it. The engine never runs one job twice beside itself.
+ * A job's whole life in one engine, in one place: held (leased to the engine, with the controller its body
+ * gets), waiting in the local queue (waiting, its start requested, started and ready for a slot), its body
+ * running, its outcome on its way to the database; and what that means when a claim of the same engine hands
+ * the job back after its lease lapsed (a body held the event loop, a heartbeat stalled) and a claim recovered
+ * it. The engine never runs one job twice beside itself.
  */
 export class HeldJobs {
   /** Every job held (waiting locally or running), with the controller its body gets. */
   readonly controllers = new Map<number, JobAbort>();
+  /** The held jobs not started yet, in claim order (local-queue.ts). */
+  private readonly queue = new LocalQueue();
   private readonly bodies = new Set<number>();
   /** Outcomes handed to the settler and not yet answered, by job id: how many. */
   private readonly settling = new Map<number, number>();
@@ -22,16 +24,23 @@ export class HeldJobs {
    */
   private readonly endedWhileClaiming = new Set<number>();
 
+  /** Held jobs whose bodies have not started. */
+  get queued(): number { return this.queue.length; }
+
+  /** Bodies running (a body past its timeout runs until it ends or the invocation does). */
+  get running(): number { return this.bodies.size; }
+
   /**
-   * A claim handed `id` over. `new`: hold it (a fresh controller) and queue it. `replaces-waiting`: it waits in
-   * the local queue already: the caller drops that copy, and this one is held and queued instead. `skip`: its
-   * body runs, its outcome is on its way (both now settle under the renewed lease), or the copy is stale.
+   * A claim handed `job` over: held (a fresh controller) and queued, `ready` if the claim started it. A copy
+   * waiting in the local queue already is replaced by this one. Skipped when its body runs or its outcome is
+   * on its way (both now settle under the renewed lease), or when the copy is stale.
    */
-  admit(id: number): Admission {
-    if (this.endedWhileClaiming.has(id) || this.bodies.has(id) || this.settling.has(id)) return "skip";
-    const waiting = this.controllers.has(id);
+  admit(job: ClaimedJob): void {
+    const id = job.id;
+    if (this.endedWhileClaiming.has(id) || this.bodies.has(id) || this.settling.has(id)) return;
+    if (this.controllers.has(id)) this.queue.removeWhere((l) => l.job.id === id);
     this.controllers.set(id, new JobAbort());
-    return waiting ? "replaces-waiting" : "new";
+    this.queue.push(job, job.started ? "ready" : "waiting");
   }
 
   /** A claim was answered (or failed): the jobs that ended while it was on its way are no longer in question. */
@@ -53,11 +62,40 @@ export class HeldJobs {
     this.controllers.delete(id);
   }
 
+  /**
+   * Takes out of the local queue, no longer held, the jobs `which` picks among those whose start is not on its
+   * way (one that is may be back in the queue table when the answer comes): the caller releases them.
+   */
+  takeUnstarted(which: (job: ClaimedJob) => boolean = () => true): ClaimedJob[] {
+    return this.queue.removeWhere((l) => notRequested(l) && which(l.job)).map(({ job }) => { this.drop(job.id); return job; });
+  }
+
+  /** The first queued job a start answer marked started, in claim order (local-queue.ts), taken out of the queue. */
+  takeReady(): LocalJob | undefined {
+    return this.queue.takeReady();
+  }
+
+  /** The waiting jobs to ask the next statement to start (local-queue.ts), for `freeSlots` free slots and `lookahead` more. */
+  pickStarts(freeSlots: number, lookahead: number): LocalJob[] {
+    return this.queue.pickStarts(freeSlots, lookahead);
+  }
+
+  /**
+   * A start answer for `ids`: those `started` are ready for a slot by their deadline (`startBy`); the others
+   * (stopped, denied a limit, not ours any more, or a failed request) are no longer held.
+   */
+  answerStarts(ids: number[], started: Set<number>, startBy: (id: number) => LocalJob["startBy"]): void {
+    for (const local of this.queue.answerStarts(ids, started, startBy)) this.drop(local.job.id);
+  }
+
+  /** Its body runs: it no longer waits in the local queue (takeReady took it out). */
   bodyStarted(id: number): void {
     this.bodies.add(id);
   }
 
+  /** Its body ended (or, past its timeout, was left behind at the invocation's end): no longer held. */
   bodyEnded(id: number): void {
+    this.drop(id);
     this.bodies.delete(id);
   }
 

@@ -1,0 +1,106 @@
+// A job's local life in one engine (issue 23, item 1), driven without Postgres: held, queued in claim order,
+// its start asked and answered, its body running, its outcome settling, and what a claim that hands it back
+// means.
+import { describe, expect, it } from "vitest";
+import { HeldJobs } from "../src/runtime/held-jobs.js";
+import type { ClaimedJob } from "../src/sql/claim.js";
+
+const job = (id: number, o: Partial<ClaimedJob> = {}): ClaimedJob =>
+  ({ id, task: "t", queue: "default", args: {}, attempt: 1, max_attempts: 3, priority: 0, started: false, limited: false, ...o });
+
+/** The ids `takeReady` gives, in order, until it gives none. */
+function drainReady(jobs: HeldJobs): number[] {
+  const ids: number[] = [];
+  for (let l = jobs.takeReady(); l; l = jobs.takeReady()) ids.push(l.job.id);
+  return ids;
+}
+
+describe("held jobs", () => {
+  it("a job the claim started is ready at once; one it did not waits for a start answer", () => {
+    const jobs = new HeldJobs();
+    jobs.admit(job(1, { started: true }));
+    jobs.admit(job(2));
+    expect(jobs.queued).toBe(2);
+    expect(drainReady(jobs)).toEqual([1]);
+    const asked = jobs.pickStarts(4, 0).map((l) => l.job.id);
+    expect(asked).toEqual([2]);
+    jobs.answerStarts(asked, new Set([2]), () => undefined);
+    expect(drainReady(jobs)).toEqual([2]);
+    expect(jobs.queued).toBe(0);
+  });
+
+  it("ready jobs start in claim order: none overtakes a job whose start answer is on its way", () => {
+    const jobs = new HeldJobs();
+    jobs.admit(job(1));
+    jobs.pickStarts(1, 0); // 1 is asked for
+    jobs.admit(job(2, { started: true })); // a later claim started 2 itself
+    expect(jobs.takeReady()).toBeUndefined();
+    jobs.answerStarts([1], new Set([1]), () => undefined);
+    expect(drainReady(jobs)).toEqual([1, 2]);
+  });
+
+  it("a job denied its start is no longer held", () => {
+    const jobs = new HeldJobs();
+    jobs.admit(job(1, { limited: true }));
+    jobs.admit(job(2, { limited: true }));
+    // A limited job is asked for only into a free slot.
+    expect(jobs.pickStarts(1, 5).map((l) => l.job.id)).toEqual([1]);
+    jobs.answerStarts([1], new Set(), () => undefined);
+    expect(jobs.controllerOf(1)).toBeUndefined();
+    expect(jobs.queued).toBe(1);
+    expect(jobs.known()).toEqual([2]);
+  });
+
+  it("a job handed back while it waits replaces its waiting copy, with a fresh controller", () => {
+    const jobs = new HeldJobs();
+    jobs.admit(job(1, { attempt: 1 }));
+    const first = jobs.controllerOf(1)!;
+    first.abort(new Error("lease lost"));
+    jobs.admit(job(1, { attempt: 2, started: true }));
+    expect(jobs.queued).toBe(1);
+    expect(jobs.controllerOf(1)).not.toBe(first);
+    expect(jobs.controllerOf(1)!.aborted).toBe(false);
+    expect(jobs.takeReady()!.job.attempt).toBe(2);
+  });
+
+  it("a job handed back while its body runs, or while its outcome is on its way, is not queued again", () => {
+    const jobs = new HeldJobs();
+    jobs.admit(job(1, { started: true }));
+    jobs.takeReady();
+    jobs.bodyStarted(1);
+    jobs.admit(job(1, { started: true }));
+    expect(jobs.queued).toBe(0);
+    expect(jobs.running).toBe(1);
+    jobs.bodyEnded(1);
+    jobs.outcomeSent(1);
+    jobs.admit(job(1, { started: true }));
+    expect(jobs.queued).toBe(0);
+    expect(jobs.known()).toEqual([1]);
+    jobs.outcomesAnswered([{ id: 1 }]);
+    expect(jobs.known()).toEqual([]);
+  });
+
+  it("a copy from a claim sent before the job ended for good is stale until that claim is answered", () => {
+    const jobs = new HeldJobs();
+    jobs.endedForGood(1, true);
+    jobs.admit(job(1, { started: true }));
+    expect(jobs.queued).toBe(0);
+    jobs.claimAnswered();
+    jobs.admit(job(1, { started: true }));
+    expect(jobs.queued).toBe(1);
+    // Ended while no claim was on its way: nothing to remember.
+    jobs.endedForGood(2, false);
+    jobs.admit(job(2));
+    expect(jobs.queued).toBe(2);
+  });
+
+  it("takeUnstarted leaves a job whose start answer is on its way, and what it takes is no longer held", () => {
+    const jobs = new HeldJobs();
+    for (const id of [1, 2, 3]) jobs.admit(job(id, { task: id === 3 ? "slow" : "t" }));
+    jobs.pickStarts(1, 0); // 1 is asked for
+    expect(jobs.takeUnstarted((j) => j.task === "slow").map((j) => j.id)).toEqual([3]);
+    expect(jobs.takeUnstarted().map((j) => j.id)).toEqual([2]);
+    expect(jobs.known()).toEqual([1]);
+    expect(jobs.queued).toBe(1);
+  });
+});
