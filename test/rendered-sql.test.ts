@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { expect, it } from "vitest";
 import { renderStatements, RENDERED_DIR } from "../scripts/render-sql.js";
+import { CTE } from "../src/sql/cte-names.js";
 
 it("docs/sql holds the claim and settle statements exactly as the runtime sends them (npm run render-sql renews it)", async () => {
   const rendered = await renderStatements();
@@ -10,5 +11,26 @@ it("docs/sql holds the claim and settle statements exactly as the runtime sends 
   for (const [name, text] of Object.entries(rendered)) {
     const committed = readFileSync(`${RENDERED_DIR}/${name}`, "utf8").replace(/^-- Rendered by [^\n]*\n/, "");
     expect(committed, `${RENDERED_DIR}/${name} is stale: run npm run render-sql and commit it`).toBe(text);
+  }
+}, 60_000);
+
+it("a CTE one fragment defines and another file reads is named only through cte-names.ts, and each rendered statement that reads one defines it", async () => {
+  const rendered = await renderStatements();
+  const dir = "src/sql";
+  for (const file of readdirSync(dir)) {
+    if (!file.endsWith(".ts") || file === "cte-names.ts" || file === "migrations.generated.ts") continue;
+    const text = readFileSync(`${dir}/${file}`, "utf8");
+    // Inside SQL, a shared name written out ("from claimed", "claimed as (") instead of ${cte("claimed")}.
+    for (const name of Object.values(CTE)) {
+      const literal = new RegExp(`(?:from|join|exists \\(select 1 from)\\s+${name}\\b(?!_)|[\\s\`]${name} as \\(`);
+      expect(literal.test(text), `${dir}/${file} writes the shared CTE name ${name}: use cte() from cte-names.ts`).toBe(false);
+    }
+  }
+  for (const [statement, text] of Object.entries(rendered)) {
+    for (const name of Object.values(CTE)) {
+      const read = new RegExp(`from ${name}\\b(?!_)`).test(text);
+      const defined = new RegExp(`[\\s,]${name} as \\(`).test(text);
+      if (read) expect(defined, `${statement} reads ${name} without defining it`).toBe(true);
+    }
   }
 }, 60_000);

@@ -79,7 +79,7 @@ with settle_locked as (select array(
       returning j.id
     ) , start_denied as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false) , start_granted as (select null::bigint as id, null::text as limit_key where false) , akadze_seen as (
     update akadze.workers w set
-      jobs_done = w.jobs_done + $8::int + (select count(*) from done where done.kind <> 'release')::int,
+      jobs_done = w.jobs_done + $8::int + (select count(*) from done d where d.kind <> 'release')::int,
       last_seen_at = greatest(w.last_seen_at, $9::timestamptz),
       stopped_at = case when exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = $10
                                       and j.id not in (select id from done)) then w.stopped_at else $11::timestamptz end

@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { cte } from "./cte-names.js";
 
 /**
  * The jobs table's planner statistics lag far behind it: never gathered though it already holds over 256 kB
@@ -11,7 +12,7 @@ import { sql, type SQL } from "drizzle-orm";
  * backlog makes.
  */
 export function statisticsStale(batchSize: number): SQL {
-  return sql`(select count(*) from claimed) >= ${batchSize} and exists (
+  return sql`(select count(*) from ${cte("claimed")}) >= ${batchSize} and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { cte } from "./cte-names.js";
 
 /**
  * `backlog`: how many due jobs this claim could have taken, counted up to `bound` (so its cost never grows
@@ -11,7 +12,7 @@ export function backlogCte(o: { eligible: SQL; unlimited: SQL; bound: number; li
   const bound = 2 ** Math.ceil(Math.log2(Math.max(1, o.bound)));
   return sql`backlog as (
       select (select count(*) from (select 1 from akadze.jobs j where ${o.eligible} and ${o.unlimited} limit ${sql.raw(String(bound))}) b)
-        ${o.limits ? sql`+ (select count(*) from limited_candidates)` : sql``} as n
+        ${o.limits ? sql`+ (select count(*) from ${cte("limitedCandidates")})` : sql``} as n
     )`;
 }
 

@@ -8,6 +8,7 @@ import type { SlotReport } from "./enqueue-due-slots.js";
 import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes } from "./fair.js";
+import { CTE, cte } from "./cte-names.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
 
@@ -151,7 +152,7 @@ function limitedCandidatesCtes(p: ClaimParams, eligible: SQL, stop: SQL): SQL[] 
     )`,
     // (The constant inner limit lets the planner walk jobs_limit_idx; the outer one stops it, and
     // so the locking, after r.n rows.)
-    sql`limited_candidates as (
+    sql`${cte("limitedCandidates")} as (
       select x.* from room r cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, ${stop} as stop, true as limited, j.fair_key
@@ -220,7 +221,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   return sql`
     with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
     ${sql.join(recoverExpiredLeasesCtes(now), sql`, `)},
-    unlimited_candidates as (
+    ${cte("unlimitedCandidates")} as (
       select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
       from akadze.jobs j
       where ${eligible} and ${unlimited}
@@ -232,24 +233,24 @@ export function claimJobsStatement(p: ClaimParams): SQL {
     ${sql.join(fairCandidatesCtes({ eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
     candidates as (
       ${p.fair
-        ? fairCandidates(sql`select * from unlimited_candidates ${p.limits ? sql`union all select * from limited_candidates` : sql``}`, p.batchSize)
-        : sql`select * from (select * from unlimited_candidates ${p.limits ? sql`union all select * from limited_candidates` : sql``}) c
+        ? fairCandidates(sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`, p.batchSize)
+        : sql`select * from (select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}) c
       order by ${order}
       limit ${p.batchSize}`}
     ),
     ${sizedCtes(p, claimOrder(p.fair === true, "c"))},
     ${p.backlog === undefined ? sql`` : sql`${backlogCte({ eligible, unlimited, bound: p.backlog, limits: p.limits })},`}
-    due as (
+    ${cte("due")} as (
       select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk, c.fair_key` : sql``}
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
         and c.id not in (select id from oversized)
     ),
-    claimed as (
+    ${cte("claimed")} as (
       update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = ${p.owner},
         lease_expires_at = ${now} + ${msInterval(sql`${p.leaseMs}`)}, started_at = case when d.start then ${now} end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
-      from due d where j.id = d.id
+      from ${cte("due")} d where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}
     ),${p.fair ? sql`
     ${sql.join(fairCursorCtes(), sql`, `)},` : sql``}
@@ -264,8 +265,8 @@ export function claimJobsStatement(p: ClaimParams): SQL {
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
-        order by ${order}) from claimed), '[]'::json),
-      'recovered', ${movedJobsJson("recovered", "running", sql`state`)},
+        order by ${order}) from ${cte("claimed")}), '[]'::json),
+      'recovered', ${movedJobsJson(CTE.recovered, "running", sql`state`)},
       'cancelled', ${movedJobsJson("cancelled", "queued", sql`'cancelled'`)},
       'rateLimited', ${p.limits ? rateLimitedTransitions() : sql`'[]'::json`},
       'tooLarge', ${movedJobsJson("too_large", "queued", sql`'failed'`)},

@@ -11,15 +11,15 @@ export const LEASE_LOST_PREFIX = "akadze: this run no longer owns job ";
  */
 export function completeOwnedStatement(owner: string, at: SQL, jobId: number, result: unknown = null, keepSucceeded = true): SQL {
   return sql`
-    with done as (
+    with completed as (
       delete from akadze.jobs where id = ${jobId} and state = 'running' and lease_owner = ${owner}
       returning id, task, queue, args, 'succeeded'::text as state, priority, attempt, max_attempts, run_at, expires_at, unique_key,
         limit_key, limit_wait_ms, cancel_requested, errors, ${JSON.stringify(result ?? null)}::jsonb as result, created_at, started_at,
         ${at} as finished_at, fair_key
     ),
-    ${sql.join(archiveCtes("done", sql`select * from done`, "history", keepSucceeded), sql`, `)},
-    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id returning s.key)
-    select case when exists (select 1 from done)
-      then (select jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt) from done)
+    ${sql.join(archiveCtes("completed", sql`select * from completed`, "history", keepSucceeded), sql`, `)},
+    freed as (update akadze.limit_slots s set job_id = null from completed d where s.job_id = d.id returning s.key)
+    select case when exists (select 1 from completed)
+      then (select jsonb_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt) from completed)
       else to_jsonb(akadze.raise_error(${LEASE_LOST_PREFIX + jobId}, ${LEASE_LOST_CODE})) end as r`;
 }

@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { cte } from "./cte-names.js";
 
 /**
  * Fair claims: a claim shares its batch across the fairness keys with due jobs (`EnqueueOptions.fairKey`),
@@ -74,7 +75,7 @@ export function fairCandidatesCtes(o: { eligible: SQL; unlimited: SQL; stop: SQL
           select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key
           from akadze.jobs j
           where j.fair_key = w.key and ${o.eligible} and ${o.unlimited}
-            and j.id not in (select id from unlimited_candidates)
+            and j.id not in (select id from ${cte("unlimitedCandidates")})
           order by j.priority desc nulls last, j.run_at, j.id
           limit ${bound}
           for update of j skip locked
@@ -97,7 +98,7 @@ export function fairCandidates(offered: SQL, batchSize: number): SQL {
 /** Moves the cursor to the last walked key this claim served (`due`), skipping it when another claim holds it. */
 export function fairCursorCtes(): SQL[] {
   return [
-    sql`fair_next as (select fair_key as key from due where walk is not null order by walk desc limit 1)`,
+    sql`fair_next as (select fair_key as key from ${cte("due")} where walk is not null order by walk desc limit 1)`,
     sql`fair_moved as (
       update akadze.fair_cursor f set key = n.key from fair_next n
       where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked)

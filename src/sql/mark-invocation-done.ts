@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { timestamp } from "./time.js";
+import { cte } from "./cte-names.js";
 
 /**
  * The invocation's registry row: `counted` more jobs done, seen at `now`, and stopped once it holds no
@@ -20,8 +21,8 @@ function markDone(id: string, now: Date, counted: SQL, settled: SQL): SQL {
  * stopped once it holds no other running job.
  */
 export function invocationDoneCte(id: string, now: Date, alsoDone: number): SQL {
-  return sql`akadze_seen as (
-    ${markDone(id, now, sql`${alsoDone}::int + (select count(*) from done where done.kind <> 'release')::int`, sql`select id from done`)}
+  return sql`${cte("registrySeen")} as (
+    ${markDone(id, now, sql`${alsoDone}::int + (select count(*) from ${cte("done")} d where d.kind <> 'release')::int`, sql`select id from ${cte("done")}`)}
     returning w.id)`;
 }
 

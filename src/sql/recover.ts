@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { archiveCtes } from "./archive.js";
 import { defaultBackoffSql } from "./time.js";
+import { cte } from "./cte-names.js";
 
 /** How many expired leases one claim recovers at most; the rest wait for the next claim. */
 export const RECOVER_LIMIT = 500;
@@ -42,12 +43,12 @@ export function recoverExpiredLeasesCtes(now: SQL): SQL[] {
         j.started_at, ${now} as finished_at, j.fair_key
     )`,
     ...archiveCtes("recover_failed", sql`select * from recover_failed`, "failed"),
-    sql`recovered as (
+    sql`${cte("recovered")} as (
       select id, task, queue, attempt, state from recover_requeued
       union all select id, task, queue, attempt, state from recover_failed
     )`,
     sql`recover_freed as (
-      update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
+      update akadze.limit_slots s set job_id = null from ${cte("recovered")} r where s.job_id = r.id
     )`,
   ];
 }

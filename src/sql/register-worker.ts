@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { timestamp } from "./time.js";
+import { cte } from "./cte-names.js";
 
 /** A serverless invocation (one `runOnce`) or a long-lived worker process (`runWorker`). */
 export type WorkerKind = "invocation" | "worker";
@@ -17,10 +18,10 @@ const SEEN_AGAIN = sql`on conflict (id) do update set last_seen_at = greatest(w.
  * that claims nothing leaves no row: idle cron ticks would otherwise fill the registry with empty ones.
  */
 export function invocationSeenCte(id: string, queues: string[] | null, startedAt: Date, now: Date): SQL {
-  return sql`akadze_seen as (
+  return sql`${cte("registrySeen")} as (
     insert into akadze.workers as w ${COLUMNS}
     select ${id}, 'invocation', ${JSON.stringify(queues ?? [])}::jsonb, ${timestamp(startedAt)}, ${timestamp(now)}
-    where exists (select 1 from claimed)
+    where exists (select 1 from ${cte("claimed")})
     ${SEEN_AGAIN}
     returning w.id)`;
 }

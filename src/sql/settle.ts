@@ -5,6 +5,7 @@ import { archiveCtes } from "./archive.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
 import { msInterval, mustStop } from "./time.js";
 import { lockOwnedInIdOrder } from "./heartbeat.js";
+import { CTE, cte } from "./cte-names.js";
 
 /**
  * What a run ended with, as the completion statement records it:
@@ -134,16 +135,16 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       from (${ended}) e where e.state = 'queued'
     ),
     ${sql.join(archiveCtes("settled", sql`${ended} where state <> 'queued'`, "by-state", keepSucceeded), sql`, `)},
-    done as (select id, task, queue, case when refund then attempt - 1 else attempt end as attempt, state, kind, o_error as error from settled),
+    ${cte("done")} as (select id, task, queue, case when refund then attempt - 1 else attempt end as attempt, state, kind, o_error as error from settled),
     -- (A data-modifying CTE runs to completion whether or not the result reads it. The exists is checked
     -- once: while no limit slot is taken, the done jobs are not looked up one by one.)
-    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id
+    freed as (update akadze.limit_slots s set job_id = null from ${cte("done")} d where s.job_id = d.id
       and exists (select 1 from akadze.limit_slots t where t.job_id is not null))${wakeParents ? sql`,
     ${wakeParentsCtes()}` : sql``}
     ${sql.join(ctes, sql` `)}
     select json_build_object(
-      'succeeded', coalesce((select json_agg(id) from done where state = 'succeeded'), '[]'::json),
-      'done', ${movedJobsJson("done", "running", sql`state`, sql`, 'kind', kind,
+      'succeeded', coalesce((select json_agg(id) from ${cte("done")} where state = 'succeeded'), '[]'::json),
+      'done', ${movedJobsJson(CTE.done, "running", sql`state`, sql`, 'kind', kind,
         'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end`, sql`where state <> 'succeeded'`)},
       'start', ${starts.length > 0 ? startReport() : sql`null::json`}) as r`;
 }
