@@ -17,7 +17,7 @@ function kindOf(db: Db): string {
 }
 
 const DRIVER_NAMES: Record<string, string> = {
-  NodePgDatabase: "node-postgres", NeonHttpDatabase: "neon-http", NeonServerlessDatabase: "neon-serverless", PgliteDatabase: "pglite",
+  NodePgDatabase: "node-postgres", NeonHttpDatabase: "neon-http", NeonDatabase: "neon-serverless", NeonServerlessDatabase: "neon-serverless", PgliteDatabase: "pglite",
 };
 
 /** The driver's name as the docs spell it (`neon-http`), for log lines; drizzle's own class name for others. */

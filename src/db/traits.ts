@@ -17,6 +17,14 @@ export interface DriverTraits {
   maxClaimBytes: number | null;
   /** The most bytes of outcomes one settle statement sends (Neon refuses requests over 10 MB); null: no cap. */
   maxSettleBytes: number | null;
+  /**
+   * How a worker can hear a NOTIFY: `pool`, a pool whose connections keep a session (node-postgres,
+   * neon-serverless), one of them held with LISTEN; `client`, a client with its own `listen` (PGlite); null,
+   * no session to listen on (neon-http, or a client of unknown shape).
+   */
+  listen: "pool" | "client" | null;
+  /** For `listen: "pool"`, the pool's size when it declares one (a pool of 1 has no connection to spare for LISTEN). */
+  poolMax: number | null;
 }
 
 /** Over HTTP a claim returns at most this many bytes of args, well inside Neon's 10 MB response cap. */
@@ -31,8 +39,26 @@ export function traitsOf(db: Db): DriverTraits {
   let traits = known.get(db);
   if (!traits) {
     const http = isNeonHttp(db);
-    traits = Object.freeze({ name: driverName(db), http, maxClaimBytes: http ? MAX_CLAIM_BYTES : null, maxSettleBytes: http ? MAX_SETTLE_BYTES : null });
+    const client = http ? null : clientOf(db);
+    const listen = !client ? null
+      : typeof client.listen === "function" && typeof client.connect !== "function" ? "client"
+      : typeof client.connect === "function" && typeof client.query === "function" ? "pool"
+      : null;
+    const max = listen === "pool" ? client?.options?.max : undefined;
+    traits = Object.freeze({
+      name: driverName(db), http, maxClaimBytes: http ? MAX_CLAIM_BYTES : null, maxSettleBytes: http ? MAX_SETTLE_BYTES : null,
+      listen, poolMax: typeof max === "number" ? max : null,
+    });
     known.set(db, traits);
   }
   return traits;
+}
+
+/**
+ * The driver's own client under a drizzle database (drizzle's `$client`: a pool, a PGlite instance), for
+ * what drizzle does not wrap (LISTEN); null when there is none. Its shape is judged once, in `traitsOf`.
+ */
+export function clientOf(db: Db): any {
+  const client = (db as { $client?: unknown }).$client;
+  return client && typeof client === "object" ? client : null;
 }

@@ -1,4 +1,5 @@
 import type { Db } from "../db/query.js";
+import { clientOf, traitsOf } from "../db/traits.js";
 import { JOBS_CHANNEL } from "../sql/enqueue.js";
 import { Wakeup } from "./signal.js";
 import { AkadzeError } from "../core/errors.js";
@@ -23,20 +24,20 @@ const RELISTEN_MAX_MS = 5_000;
  * (polling covers the gap, and every lane looks once it listens again).
  */
 export async function listenForJobs(db: Db, onError: (error: unknown) => void): Promise<JobWakeups | null> {
-  const client = (db as any).$client;
-  if (!client || typeof client !== "object") return null;
+  const { listen, poolMax } = traitsOf(db);
+  if (listen === null) return null;
+  const client = clientOf(db);
   const lanes = new Map<string | null, Wakeup>();
   const lane = (queue: string | null) => { let w = lanes.get(queue); if (!w) lanes.set(queue, w = new Wakeup()); return w; };
   const notify = (queue: string) => { lane(null).notify(); lanes.get(queue)?.notify(); };
   let stop: () => Promise<void>;
   try {
-    if (typeof client.listen === "function" && typeof client.connect !== "function") {
+    if (listen === "client") {
       const unlisten = await client.listen(JOBS_CHANNEL, (payload: string) => notify(payload));
       stop = async () => { await unlisten(); };
-    } else if (typeof client.connect === "function" && typeof client.query === "function") {
-      const max = client.options?.max;
-      if (typeof max === "number" && max < 2) {
-        onError(new AkadzeError(`the pool has ${max} connection: LISTEN would hold the only one, so the worker polls for enqueues instead (give the pool max >= 2 to wake on enqueue)`));
+    } else {
+      if (poolMax !== null && poolMax < 2) {
+        onError(new AkadzeError(`the pool has ${poolMax} connection: LISTEN would hold the only one, so the worker polls for enqueues instead (give the pool max >= 2 to wake on enqueue)`));
         return null;
       }
       let closed = false;
@@ -90,7 +91,7 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
         s.removeAllListeners?.("notification");
         s.release?.(true); // closed, not pooled: a listening session is not handed to a query
       };
-    } else return null;
+    }
   } catch (error) {
     onError(error);
     return null;
