@@ -1,0 +1,38 @@
+import { sql } from "drizzle-orm";
+import { createApp, runWorker } from "../src/index.js";
+import { openAkadze } from "../bench/akadze-db.js";
+import { enqueueNoops } from "../bench/akadze.js";
+import { snapshotCpu, cpuSpentMs } from "../bench/pg-cpu.js";
+const n = Number(process.argv[2] ?? 10000);
+const slots = Number(process.argv[3] ?? 10);
+const prefetch = process.argv[4] ? Number(process.argv[4]) : undefined;
+const target = await openAkadze("node-postgres", "cnt");
+const kinds = new Map<string, number>();
+const pool: any = (target.db as any).$client;
+pool.on("connect", (client: any) => {
+  const q = client.query.bind(client);
+  client.query = (...args: any[]) => {
+    const t = typeof args[0] === "string" ? args[0] : args[0]?.text ?? "";
+    const k = t.includes("unlimited_candidates as (") ? "claim" : t.includes("settle_locked") ? "settle" : t.includes("held as (") ? "heartbeat" : t.replace(/\s+/g, " ").trim().slice(0, 60);
+    kinds.set(k, (kinds.get(k) ?? 0) + 1);
+    return q(...args);
+  };
+});
+let ran = 0; let all!: () => void; const done = new Promise<void>((r) => (all = r));
+const app = createApp();
+const noop = app.task("bench.noop", async () => { if (++ran === n) all(); });
+await enqueueNoops(noop, target.db, n);
+kinds.clear();
+const before = await snapshotCpu(target.database!); const c0 = process.cpuUsage();
+const stop = new AbortController();
+const t0 = performance.now();
+const w = runWorker(app, { db: target.db, slots, signal: stop.signal, ...(prefetch ? { prefetch } : {}) });
+await Promise.race([done, w]);
+const ms = performance.now() - t0;
+stop.abort(); await w;
+const c1 = process.cpuUsage(c0); const after = await snapshotCpu(target.database!);
+console.log(JSON.stringify({ nodeCpuMs: Math.round((c1.user + c1.system) / 1000), pgCpuMs: cpuSpentMs(before, after) }));
+console.log(JSON.stringify({ perSec: Math.round(n / ms * 1000), ms: Math.round(ms) }));
+for (const [k, v] of [...kinds].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(v, (v / n).toFixed(4), k);
+await target.close();
+process.exit(0);
