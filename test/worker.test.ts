@@ -100,7 +100,9 @@ describe("runWorker", () => {
     await Promise.all([gate("a").started.promise, gate("b").started.promise]);
     stop.abort();
     gate("a").finish.resolve();
-    await new Promise((r) => setImmediate(r));
+    // a's outcome is recorded and c (prefetched, never started) released: all a worker that did not wait for
+    // b would do before it resolves.
+    await waitFor(async () => { const [a, , c] = await states(); return a.state === "succeeded" && c.state === "queued"; }, "a's outcome and c's release");
     expect(resolved).toBe(false); // b still runs
     gate("b").finish.resolve();
     const summary = await worker;
