@@ -128,12 +128,21 @@ function skewSuite(driver: keyof typeof SIZES): void {
       const totals = await Promise.all(loops.map((l) => l.done));
       await Promise.all(loops.map((l) => l.exited));
 
-      // Every job's body ran exactly once if it succeeded, never otherwise (ticks the stop left queued).
-      const jobs = await rows<{ id: number; task: string; state: string; runs: number; expired: boolean }>(`
-        select j.id::int, j.task, j.state, count(r.seq)::int as runs, j.errors @> '[{"kind": "LeaseExpired"}]' as expired
-        from akadze.all_jobs j left join skew_runs r on r.job_id = j.id group by j.id, j.task, j.state, j.errors order by j.id`);
-      const extraRuns = jobs.reduce((n, j) => n + Math.max(0, j.runs - 1), 0);
-      const wrong = jobs.filter((j) => j.runs !== (j.state === "succeeded" ? 1 : 0) || (j.task !== "skew.tick" && j.state !== "succeeded"));
+      // Every run spent an attempt (a release or a recovery of a job that never ran refunds it): a body that ran
+      // twice on one attempt is the defect this suite looks for. A succeeded job ran once, plus once more for each
+      // attempt its invocation's budget cut short (JobTimeout: on 2 cores beside another suite, a quick body
+      // started near the end of a 2 s budget can outlast it), which its errors record. Ticks the stop left queued
+      // ran once per attempt too.
+      const jobs = await rows<{ id: number; task: string; state: string; runs: number; attempt: number; kinds: string[]; expired: boolean }>(`
+        select j.id::int, j.task, j.state, count(r.seq)::int as runs, j.attempt,
+          array(select e->>'kind' from jsonb_array_elements(j.errors) e) as kinds, j.errors @> '[{"kind": "LeaseExpired"}]' as expired
+        from akadze.all_jobs j left join skew_runs r on r.job_id = j.id group by j.id, j.task, j.state, j.attempt, j.errors order by j.id`);
+      const timeouts = (j: { kinds: string[] }) => j.kinds.filter((k) => k === "JobTimeout").length;
+      const extraRuns = jobs.reduce((n, j) => n + Math.max(0, j.runs - 1 - timeouts(j)), 0);
+      const rerunAfterTimeout = jobs.reduce((n, j) => n + Math.min(Math.max(0, j.runs - 1), timeouts(j)), 0);
+      const wrong = jobs.filter((j) => j.runs !== j.attempt
+        || (j.state === "succeeded" && j.kinds.length !== j.attempt - 1)
+        || (j.task !== "skew.tick" && j.state !== "succeeded"));
       const expired = jobs.filter((j) => j.expired).length;
 
       const exportRuns = await rows<{ began: number; ended: number }>(`select extract(epoch from began) * 1000 as began,
@@ -155,7 +164,7 @@ function skewSuite(driver: keyof typeof SIZES): void {
 
       const sum = (k: keyof Omit<Totals, "errors">) => totals.reduce((n, t) => n + t[k], 0);
       console.log(`clock skew (${driver}): loops ${LOOPS.map((l, i) => `${l.loop} ${l.skewMs} ms (measured ${Math.round(offsets[i])})`).join(", ")}; ` +
-        `${jobs.length} jobs, ${jobs.reduce((n, j) => n + j.runs, 0)} runs, ${extraRuns} extra runs, ${expired} leases expired, ` +
+        `${jobs.length} jobs, ${jobs.reduce((n, j) => n + j.runs, 0)} runs, ${extraRuns} extra runs, ${rerunAfterTimeout} runs again after a budget timeout, ${expired} leases expired, ` +
         `recovered ${sum("recovered")}, lost ${sum("lost")}, released ${sum("released")}, ${sum("invocations")} invocations; ` +
         `maxRunning ${MAX_RUNNING}: at most ${deepest} at once over ${exportRuns.length} runs; maxStarts ${MAX_STARTS} per ${WINDOW_MS} ms: ` +
         `at most ${busiest} in a window over ${callStarts.length} starts (a row came up to ${lag} ms after its handler was called); ${slots.length} schedule slots, most jobs per slot ${Math.max(...slots.map((s) => s.n))}, ` +
