@@ -4,6 +4,11 @@
 import { describe, expect, it } from "vitest";
 import { HeldJobs } from "../src/runtime/held-jobs.js";
 import type { ClaimedJob } from "../src/sql/claim.js";
+import type { StartResult } from "../src/sql/start.js";
+
+/** A start answer that started `ids` (the rest of the request was stopped, denied or not ours). */
+const startedOnly = (...ids: number[]): StartResult => ({ started: ids, slack: null, stopped: [], denied: [] });
+const SENT = { clock: 0, mono: 0 };
 
 const job = (id: number, o: Partial<ClaimedJob> = {}): ClaimedJob =>
   ({ id, task: "t", queue: "default", args: {}, attempt: 1, max_attempts: 3, priority: 0, started: false, limited: false, ...o });
@@ -24,7 +29,7 @@ describe("held jobs", () => {
     expect(drainReady(jobs)).toEqual([1]);
     const asked = jobs.pickStarts(4, 0).map((l) => l.job.id);
     expect(asked).toEqual([2]);
-    jobs.answerStarts(asked, new Set([2]), () => undefined);
+    jobs.answerStarts(asked, startedOnly(2), SENT);
     expect(drainReady(jobs)).toEqual([2]);
     expect(jobs.queued).toBe(0);
   });
@@ -35,7 +40,7 @@ describe("held jobs", () => {
     jobs.pickStarts(1, 0); // 1 is asked for
     jobs.admit(job(2, { started: true })); // a later claim started 2 itself
     expect(jobs.takeReady()).toBeUndefined();
-    jobs.answerStarts([1], new Set([1]), () => undefined);
+    jobs.answerStarts([1], startedOnly(1), SENT);
     expect(drainReady(jobs)).toEqual([1, 2]);
   });
 
@@ -45,7 +50,7 @@ describe("held jobs", () => {
     jobs.admit(job(2, { limited: true }));
     // A limited job is asked for only into a free slot.
     expect(jobs.pickStarts(1, 5).map((l) => l.job.id)).toEqual([1]);
-    jobs.answerStarts([1], new Set(), () => undefined);
+    jobs.answerStarts([1], startedOnly(), SENT);
     expect(jobs.controllerOf(1)).toBeUndefined();
     expect(jobs.queued).toBe(1);
     expect(jobs.known()).toEqual([2]);

@@ -10,8 +10,8 @@ import { runJob } from "./execute.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
 import { BudgetClock } from "./budget-clock.js";
-import { answered, Settler } from "./settler.js";
-import { releaseUnheldStatement } from "../sql/release-unheld.js";
+import { Settler } from "./settler.js";
+import { UnheldJobs } from "./unheld-jobs.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, SummaryDeltas, Unreported, type Counts } from "./summary.js";
 import type { EngineOptions } from "./engine-options.js";
@@ -47,8 +47,8 @@ export class Engine {
   /** In the backoff phase: the timer that ends it (the drain goes on while budget remains). */
   private claimRetry: ReturnType<typeof setTimeout> | undefined;
   private claimFailures = 0;
-  /** A claim's answer was lost: jobs may be leased to this owner that it does not know of (see releaseUnheld). */
-  private unheldMayExist = false;
+  /** Jobs a claim whose answer was lost may have leased to this owner (unheld-jobs.ts). */
+  private readonly unheld: UnheldJobs;
   /** Jobs that ended since the last claim: their bodies may have enqueued more, worth one more look. */
   private endedSinceClaim = 0;
   private readonly unreported = new Unreported();
@@ -88,6 +88,10 @@ export class Engine {
       requestTimeoutMs: () => this.requestTimeoutMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
+    this.unheld = new UnheldJobs({
+      db: o.db, owner: o.owner, requestTimeoutMs: () => this.requestTimeoutMs(), onError: o.onError,
+      count: () => { this.summary.roundTrips++; }, released: (n) => { this.summary.released += n; },
+    });
     this.heartbeat = new Heartbeat({
       db: o.db, owner: o.owner, leaseMs: o.leaseMs, now: o.sqlNow, intervalMs: o.heartbeatMs,
       held: () => this.jobs.controllers, requestTimeoutMs: () => this.requestTimeoutMs(),
@@ -114,7 +118,7 @@ export class Engine {
       this.on({ kind: "sent" });
       const first = await this.claimer.claim(firstSize, this.o.slots + this.pace.lookahead(), this.o.firstClaimExtras)
         // A first claim whose answer was lost may still have leased jobs: `finally` puts them back before the error is thrown.
-        .catch((error) => { if (!answered(error)) this.unheldMayExist = true; throw error; });
+        .catch((error) => { this.unheld.claimFailed(error); throw error; });
       this.pace.roundTripTook(performance.now() - sent);
       this.accept(first, firstSize);
       await this.loop();
@@ -125,7 +129,7 @@ export class Engine {
       this.heartbeat.stop();
       await this.settler.flush();
       await this.reportUncounted();
-      if (this.unheldMayExist) await this.releaseUnheld();
+      await this.unheld.release(this.jobs.known());
       await this.claimer.finished();
       this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
@@ -160,23 +164,6 @@ export class Engine {
     this.summary.roundTrips++;
     try {
       await queryJsonWithin(this.o.db, statement, this.requestTimeoutMs(), "a registry update");
-    } catch (error) {
-      this.o.onError?.(error);
-    }
-  }
-
-  /**
-   * After a claim whose answer was lost (it may have committed: jobs leased to this owner, some marked
-   * started, that no body will run), puts back every job leased to this owner that the engine does not hold,
-   * attempt refunded, so only what may have run is ever charged. Kept for the next claim if it fails too.
-   */
-  private async releaseUnheld(): Promise<void> {
-    const known = this.jobs.known();
-    try {
-      this.summary.roundTrips++;
-      const put = await queryJsonWithin<number>(this.o.db, releaseUnheldStatement(this.o.owner, known), this.requestTimeoutMs(), "a release of unheld jobs");
-      this.unheldMayExist = false;
-      this.summary.released += put ?? 0;
     } catch (error) {
       this.o.onError?.(error);
     }
@@ -249,7 +236,7 @@ export class Engine {
     const sent = performance.now();
     const extras = this.o.laterClaimExtras?.() ?? [];
     this.on({ kind: "sent" });
-    void (this.unheldMayExist ? this.releaseUnheld() : Promise.resolve())
+    void this.unheld.release(this.jobs.known())
       .then(() => this.claimer.claim(size, starts, extras))
       .then((claim) => { this.claimFailures = 0; this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },
         (error) => { this.claimFailed(error); })
@@ -257,13 +244,13 @@ export class Engine {
   }
 
   /**
-   * A later claim failed. Its answer may have been lost after it committed (see releaseUnheld). A worker
+   * A later claim failed. Its answer may have been lost after it committed (unheld-jobs.ts). A worker
    * lane waits for its next poll; an invocation tries again after a short backoff while its budget lasts,
    * rather than ending its drain with jobs still due.
    */
   private claimFailed(error: unknown): void {
     this.jobs.claimAnswered();
-    if (!answered(error)) this.unheldMayExist = true;
+    this.unheld.claimFailed(error);
     this.o.onError?.(error);
     const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.claimFailures++);
     this.on({ kind: "failed", retry: !this.stopping() && backoff < this.remainingMs() });
@@ -292,12 +279,7 @@ export class Engine {
   }
 
   private onStarted(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {
-    const startBy = (id: number) => {
-      const slack = result?.slack?.[String(id)];
-      return slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
-    };
-    // Stopped, denied a limit, or not ours any more; a failed request leaves it to lease expiry (never started: no attempt spent).
-    this.jobs.answerStarts(ids, new Set(result?.started ?? []), startBy);
+    this.jobs.answerStarts(ids, result, sent);
     if (result) {
       this.summary.cancelled += result.stopped.length;
       this.summary.released += result.denied.length;
@@ -324,7 +306,6 @@ export class Engine {
         // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
         // beside it) until it ends or the invocation does.
         if (lingering) await Promise.race([lingering.catch(() => {}), this.stopped.opened]);
-        this.jobs.bodyEnded(job.id);
         if (outcome === null) {
           this.jobs.endedForGood(job.id, this.cycle.phase === "claiming");
           this.summary.succeeded++;

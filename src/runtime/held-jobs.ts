@@ -1,4 +1,5 @@
 import type { ClaimedJob } from "../sql/claim.js";
+import type { StartResult } from "../sql/start.js";
 import { LocalQueue, notRequested, type LocalJob } from "./local-queue.js";
 import { JobAbort } from "./signal.js";
 
@@ -81,11 +82,17 @@ export class HeldJobs {
   }
 
   /**
-   * A start answer for `ids`: those `started` are ready for a slot by their deadline (`startBy`); the others
-   * (stopped, denied a limit, not ours any more, or a failed request) are no longer held.
+   * The answer to a start request for `ids` sent at `sent` (null: the request failed): those started are ready
+   * for a slot, a job that took a `maxStarts` token by the deadline its slack gives; the others (stopped,
+   * denied a limit, not ours any more, or a failed request: left to lease expiry, never started, no attempt
+   * spent) are no longer held.
    */
-  answerStarts(ids: number[], started: Set<number>, startBy: (id: number) => LocalJob["startBy"]): void {
-    for (const local of this.queue.answerStarts(ids, started, startBy)) this.drop(local.job.id);
+  answerStarts(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {
+    const startBy = (id: number) => {
+      const slack = result?.slack?.[String(id)];
+      return slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
+    };
+    for (const local of this.queue.answerStarts(ids, new Set(result?.started ?? []), startBy)) this.drop(local.job.id);
   }
 
   /** Its body runs: it no longer waits in the local queue (takeReady took it out). */

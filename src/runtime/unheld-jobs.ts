@@ -1,0 +1,38 @@
+import type { Db } from "../db/query.js";
+import { releaseUnheldStatement } from "../sql/release-unheld.js";
+import { answered } from "./settler.js";
+import { queryJsonWithin } from "./timed-query.js";
+
+/**
+ * Jobs a claim may have leased to an engine that never learnt of them: the claim's answer was lost after it
+ * committed (some may even be marked started), so no body will run them. Until they are put back, the engine
+ * releases every job leased to its owner that it does not hold, attempt refunded, before its next claim and
+ * at its end, so only what may have run is ever charged.
+ */
+export class UnheldJobs {
+  /** A claim's answer was lost: jobs may be leased to this owner that the engine does not know of. */
+  mayExist = false;
+
+  constructor(private readonly o: {
+    db: Db; owner: string; requestTimeoutMs: () => number; count: () => void;
+    released: (n: number) => void; onError?: (error: unknown) => void;
+  }) {}
+
+  /** A claim failed with `error`: unless the database answered (so it did not commit), jobs may be unheld. */
+  claimFailed(error: unknown): void {
+    if (!answered(error)) this.mayExist = true;
+  }
+
+  /** Puts back the jobs leased to the owner outside `known` (held or settling); kept for later if it fails too. */
+  async release(known: number[]): Promise<void> {
+    if (!this.mayExist) return;
+    try {
+      this.o.count();
+      const put = await queryJsonWithin<number>(this.o.db, releaseUnheldStatement(this.o.owner, known), this.o.requestTimeoutMs(), "a release of unheld jobs");
+      this.mayExist = false;
+      this.o.released(put ?? 0);
+    } catch (error) {
+      this.o.onError?.(error);
+    }
+  }
+}
