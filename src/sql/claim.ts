@@ -88,7 +88,6 @@ export function claimResultOf(answer: ClaimAnswer): ClaimResult {
   return { ...answer, claimed };
 }
 
-
 export interface ClaimResult {
   claimed: ClaimedJob[];
   recovered: MovedJob[];
@@ -133,7 +132,6 @@ function queueCondition(queues: string[] | null): SQL {
 function lockLimit(batchSize: number): SQL {
   return sql.raw(String(2 ** Math.ceil(Math.log2(Math.max(1, batchSize)))));
 }
-
 
 /**
  * Limited keys' candidates: each key brings at most as many jobs as it could start now (free
@@ -218,6 +216,8 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   const unlimited = sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`;
   const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
   const order = claimOrder(p.fair === true);
+  // The plain scan's candidates and the limited keys' ones, which the batch is cut from.
+  const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`;
   return sql`
     with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
     ${sql.join(recoverExpiredLeasesCtes(now), sql`, `)},
@@ -233,8 +233,8 @@ export function claimJobsStatement(p: ClaimParams): SQL {
     ${sql.join(fairCandidatesCtes({ eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
     candidates as (
       ${p.fair
-        ? fairCandidates(sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`, p.batchSize)
-        : sql`select * from (select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}) c
+        ? fairCandidates(offered, p.batchSize)
+        : sql`select * from (${offered}) c
       order by ${order}
       limit ${p.batchSize}`}
     ),
