@@ -108,4 +108,24 @@ describe("held jobs", () => {
     expect(jobs.known()).toEqual([1]);
     expect(jobs.queued).toBe(1);
   });
+
+  it("a job whose body ran stays known until an answer to its outcome: a lost settle leaves it to its lease", () => {
+    const jobs = new HeldJobs();
+    for (const id of [1, 2, 3]) { jobs.admit(job(id, { started: true })); jobs.takeReady(); jobs.bodyStarted(id); }
+    for (const id of [1, 2]) { jobs.bodyEnded(id); jobs.outcomeSent(id); }
+    jobs.bodyEnded(3);
+    jobs.endedForGood(3, false); // its body completed it in its own transaction
+    jobs.outcomesLost([{ id: 1 }]);
+    jobs.outcomesAnswered([{ id: 2 }]);
+    expect(jobs.known()).toEqual([1]);
+    // Recovered by a later claim, run and answered: no longer in question.
+    jobs.admit(job(1, { attempt: 2, started: true }));
+    jobs.takeReady();
+    jobs.bodyStarted(1);
+    jobs.bodyEnded(1);
+    jobs.outcomeSent(1);
+    expect(jobs.known()).toEqual([1]);
+    jobs.outcomesAnswered([{ id: 1 }]);
+    expect(jobs.known()).toEqual([]);
+  });
 });

@@ -12,6 +12,7 @@ import { ManualClock } from "./support/clock.js";
 
 const isClaim = (queries: string[]) => queries.some((q) => q.includes("unlimited_candidates"));
 const isSettle = (queries: string[]) => queries.some((q) => q.includes("settle_locked") || q.includes("o_now"));
+const isReleaseUnheld = (queries: string[]) => queries.some((q) => q.includes("with unheld as"));
 
 let pool: pg.Pool;
 let endpoint: NeonEndpoint;
@@ -86,5 +87,48 @@ describe("neon-http faults", () => {
     await expect(runOnce(app, { db: http, now: clock.now, slots: 2, batchSize: 6 })).rejects.toThrow();
     const jobs = (await pool.query("select state, attempt, started_at from akadze.all_jobs order by id")).rows;
     expect(jobs).toEqual(Array(6).fill({ state: "queued", attempt: 0, started_at: null }));
+  });
+
+  it("a job whose body ran and whose outcome went unanswered is left to its lease, never put back beside a lost claim", async () => {
+    // The order that ran jobs twice at one attempt: a claim's answer is lost (jobs may be leased unknown to
+    // the engine), then a settle's every try fails unanswered, then a release of unheld jobs succeeds. That
+    // release must leave the jobs whose bodies ran alone: their attempt was spent by a run.
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const attempts = new Map<number, number[]>();
+    let phase: "before" | "claimLost" | "settlesFail" | "after" = "before";
+    let claims = 0;
+    let settleFailures = 0;
+    const task = app.task("counted", { maxAttempts: 3, args: v.object({}) }, async (_a, job) => {
+      attempts.set(job.id, [...(attempts.get(job.id) ?? []), job.attempt]);
+      if (phase === "claimLost") phase = "settlesFail"; // this run's outcome will go unanswered
+    });
+    const ids = await task.using(http).enqueueMany(Array.from({ length: 12 }, () => ({})));
+    plan = (q) => {
+      if (isClaim(q) && ++claims === 2) { phase = "claimLost"; return "drop"; }
+      if (phase === "claimLost" && isReleaseUnheld(q)) return "fail"; // unheld jobs may exist until a body has run
+      if (phase !== "settlesFail") return undefined;
+      if (isReleaseUnheld(q)) return "fail";
+      // Six tries: the statement on its way when the body ended (at most three), then every try of the one
+      // that carries its outcome.
+      if (isSettle(q)) { if (++settleFailures === 6) phase = "after"; return "fail"; }
+      return undefined;
+    };
+    await runOnce(app, { db: http, now: clock.now, slots: 2, batchSize: 4 });
+    expect(phase).toBe("after");
+    // Past every lease and retry delay: the runs whose outcomes were lost are recovered, charged, and run again.
+    for (let i = 0; i < 3; i++) { clock.advance(3600_000); await runOnce(app, { db: http, now: clock.now }); }
+    const jobs = (await pool.query("select id::int, state, attempt, errors from akadze.all_jobs order by id")).rows;
+    expect(jobs.map((j) => [j.id, j.state])).toEqual(ids.map((id) => [id, "succeeded"]));
+    // No attempt number ran twice; an attempt a run spent without a recorded outcome is a lease expiry.
+    const twice = [...attempts].filter(([, list]) => new Set(list).size !== list.length);
+    expect(twice).toEqual([]);
+    for (const job of jobs) {
+      const ran = attempts.get(job.id) ?? [];
+      expect(ran).toEqual(Array.from({ length: job.attempt }, (_, i) => i + 1));
+      expect(job.errors.map((e: { attempt: number; kind: string }) => [e.attempt, e.kind]))
+        .toEqual(ran.slice(0, -1).map((a) => [a, "LeaseExpired"]));
+    }
+    expect(jobs.some((j) => j.attempt > 1)).toBe(true); // an outcome was lost, and its job was charged for it
   });
 });

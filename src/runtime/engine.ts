@@ -84,7 +84,7 @@ export class Engine {
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);
       },
-      lost: (outcomes, _error, unsure) => { this.jobs.outcomesAnswered(outcomes); this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length; },
+      lost: (outcomes, _error, unsure) => { this.jobs.outcomesLost(outcomes); this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length; },
       requestTimeoutMs: () => this.requestTimeoutMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });

@@ -19,6 +19,12 @@ export class HeldJobs {
   /** Outcomes handed to the settler and not yet answered, by job id: how many. */
   private readonly settling = new Map<number, number>();
   /**
+   * Jobs whose body ran here and whose outcome no answer has confirmed: their settles failed unanswered (or
+   * are on their way). Each may still be `running` under this owner, attempt spent by a body that ran, so
+   * only its lease expiry may put it back (charged); a release of unheld jobs must leave it alone.
+   */
+  private readonly ranUnsettled = new Set<number>();
+  /**
    * Jobs that ended here for good (a settle recorded a final outcome, or they completed on their own) while a
    * claim was on its way. That claim may hand one back: it took the row first, then the settle finished the
    * row under the same owner. Such a copy is stale. Cleared at each claim's answer (one is on its way at a time).
@@ -51,6 +57,7 @@ export class HeldJobs {
 
   /** A job ended for good; `claiming`: while a claim was on its way. */
   endedForGood(id: number, claiming: boolean): void {
+    this.ranUnsettled.delete(id);
     if (claiming) this.endedWhileClaiming.add(id);
   }
 
@@ -98,6 +105,7 @@ export class HeldJobs {
   /** Its body runs: it no longer waits in the local queue (takeReady took it out). */
   bodyStarted(id: number): void {
     this.bodies.add(id);
+    this.ranUnsettled.add(id);
   }
 
   /** Its body ended (or, past its timeout, was left behind at the invocation's end): no longer held. */
@@ -110,17 +118,33 @@ export class HeldJobs {
     this.settling.set(id, (this.settling.get(id) ?? 0) + 1);
   }
 
-  /** Outcomes answered (recorded or not): their jobs are no longer on their way. */
+  /**
+   * The database answered a settle of `outcomes`: each is recorded, or was already (an earlier try's answer
+   * was lost), or the job is not this owner's any more. None is left running under this owner by its run.
+   */
   outcomesAnswered(outcomes: { id: number }[]): void {
     for (const { id } of outcomes) {
-      const n = (this.settling.get(id) ?? 1) - 1;
-      if (n > 0) this.settling.set(id, n);
-      else this.settling.delete(id);
+      this.settleEnded(id);
+      this.ranUnsettled.delete(id);
     }
   }
 
-  /** Every job this engine knows it leases or is settling (what a release of unheld jobs must leave alone). */
+  /** A settle of `outcomes` went unanswered (the database unreachable): they are no longer on their way, and their leases expire. */
+  outcomesLost(outcomes: { id: number }[]): void {
+    for (const { id } of outcomes) this.settleEnded(id);
+  }
+
+  private settleEnded(id: number): void {
+    const n = (this.settling.get(id) ?? 1) - 1;
+    if (n > 0) this.settling.set(id, n);
+    else this.settling.delete(id);
+  }
+
+  /**
+   * Every job this engine knows it leases, is settling, or ran without an answer to its outcome: what a
+   * release of unheld jobs must leave alone.
+   */
   known(): number[] {
-    return [...this.controllers.keys(), ...this.settling.keys()];
+    return [...new Set([...this.controllers.keys(), ...this.settling.keys(), ...this.ranUnsettled])];
   }
 }
