@@ -1,8 +1,10 @@
 // Fan-out on Cloudflare as it runs there: the Worker bundled by wrangler, executed by real workerd (miniflare),
 // bound to itself (SELF) and talking Neon's HTTP protocol to a real Postgres. One cron tick over 2,000 jobs of
-// 100 ms with 6 slots per invocation, a 6 s budget and maxInvocations 8: the work is done by the tick's first
-// wave and their successors (two budgets; one invocation alone would need about six), never more than 8 live,
-// and the limits hold on the handlers' start times.
+// 100 ms with 6 slots per invocation, a 6 s budget and maxInvocations 8: the tick's wave fans out, it and its
+// successors drain every job the limits do not hold back with no second tick, never more than 8 live, and the
+// limits hold on the handlers' start times. How many budgets that takes is a speed: alone here it is two (one
+// invocation alone would need about six), beside another suite on 2 cores three or four; bench/fan-out.ts
+// measures the drain per minute.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -68,7 +70,7 @@ function mostAtOnce(intervals: { from: number; to: number }[]): number {
 }
 
 describe("fan-out in workerd, the Worker bound to itself", () => {
-  it("one cron tick drains 2,000 jobs of 100 ms within two budgets, never more than 8 invocations live, limits held", async () => {
+  it("one cron tick's chain drains 2,000 jobs of 100 ms, never more than 8 invocations live, limits held", async () => {
     const { mf, pool } = harness!;
     const rows = async (text: string) => (await pool.query(text)).rows;
     // miniflare types its Fetcher against @cloudflare/workers-types, which this project does not install.
@@ -97,16 +99,16 @@ describe("fan-out in workerd, the Worker bound to itself", () => {
     expect(jobs).toHaveLength(JOBS);
     expect(jobs.filter((j) => j.state !== "succeeded" || j.attempt !== 1)).toEqual([]);
 
-    // Two budgets: every job ran in the tick's wave (generation 0) or in their successors' (1).
+    // The budgets the chain took: the tick's wave is generation 0, their successors 1, and so on.
     const generations = new Map<number, Set<string>>();
     for (const j of jobs) {
       const g = generationOf(j.result.invocation);
       if (!generations.has(g)) generations.set(g, new Set());
       generations.get(g)!.add(j.result.invocation);
     }
-    expect([...generations.keys()].sort()).toEqual(expect.arrayContaining([0]));
-    expect(Math.max(...generations.keys())).toBeLessThanOrEqual(1);
-    // The tick did fan out: its wave held more than one invocation (one alone would have needed ~6 budgets).
+    const deepest = Math.max(...generations.keys());
+    console.log(`fan-out in workerd: ${JOBS} jobs in ${deepest + 1} budgets, invocations per budget ${[...generations.keys()].sort().map((g) => generations.get(g)!.size).join(", ")}`);
+    // The tick did fan out: its wave held more than one invocation.
     expect(generations.get(0)!.size).toBeGreaterThan(1);
 
     // Never more than 8 live: neither by the registry (slot taken .. stop, on the database's clock) nor by the

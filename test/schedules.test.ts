@@ -1,7 +1,11 @@
 // Schedules (SPEC §1 `app.periodic` / `app.addSchedules`, §2 "Schedules"), on node-postgres and neon-http.
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
+import { sql } from "drizzle-orm";
 import { createApp, InvalidInput, listSchedules, runOnce, type App } from "../src/index.js";
+import { queryJson } from "../src/db/query.js";
+import { ScheduleSlots } from "../src/schedules/enqueue.js";
+import type { SlotReport } from "../src/sql/enqueue-due-slots.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
@@ -76,6 +80,32 @@ forEachDriver((h, driver) => {
         expect(await slotsOf("minutely")).toEqual(["2026-06-01T12:00:00.000Z", "2026-06-01T12:02:00.000Z"]);
       });
     }
+
+    it("a process whose clock is periods off the database's fires no stale slot: it learns the offset, then fires the latest", async () => {
+      const app = createApp();
+      app.periodic("tick.1s", { every: "1s" }, async () => {});
+      /** One claim's schedule CTEs as the claim carries them, on the database clock `dbAt`, from a host reading `hostAt`. */
+      const claimAt = async (slots: ScheduleSlots, hostAt: string, dbAt: string) => {
+        const { extra, report, answered } = slots.forClaim(new Date(hostAt), sql`${dbAt}::timestamptz`);
+        if (extra.length === 0) return;
+        const r = await queryJson<{ schedules: SlotReport }>(h().db, sql`with ${sql.join(extra, sql`, `)}
+          select jsonb_build_object('scheduled', ${report.scheduled}, 'schedules', ${report.schedules}) as r`);
+        answered(r.schedules);
+      };
+      // Three seconds behind, its first guess offers 12:00:06-09, all due at 12:00:10.5: the latest of them is stale.
+      const behind = new ScheduleSlots(app);
+      await claimAt(behind, "2026-06-01T12:00:07.500Z", "2026-06-01T12:00:10.500Z");
+      expect(await slotsOf("tick.1s")).toEqual([]);
+      await claimAt(behind, "2026-06-01T12:00:07.600Z", "2026-06-01T12:00:10.600Z");
+      expect(await slotsOf("tick.1s")).toEqual(["2026-06-01T12:00:10.000Z"]);
+      // Three seconds ahead: nothing it offers first is due; then it fires the next slot, none skipped.
+      const ahead = new ScheduleSlots(app);
+      await claimAt(ahead, "2026-06-01T12:00:14.100Z", "2026-06-01T12:00:11.100Z");
+      expect(await slotsOf("tick.1s")).toEqual(["2026-06-01T12:00:10.000Z"]);
+      await claimAt(ahead, "2026-06-01T12:00:14.200Z", "2026-06-01T12:00:11.200Z");
+      await claimAt(behind, "2026-06-01T12:00:09.300Z", "2026-06-01T12:00:12.300Z");
+      expect(await slotsOf("tick.1s")).toEqual(["2026-06-01T12:00:10.000Z", "2026-06-01T12:00:11.000Z", "2026-06-01T12:00:12.000Z"]);
+    });
 
     it("a Europe/Berlin hourly schedule fires at every UTC hour across both 2026 DST changes", async () => {
       const clock = new ManualClock();

@@ -15,9 +15,9 @@ export const SCHEDULE_RECHECK_MS = 60_000;
 
 /**
  * Each schedule's candidate slots around `estimate` (the database's clock as this process guesses it): the
- * slot before the latest, the latest and the next, so the statement finds the slot due on the database's
- * clock even when the guess is off by up to a period. Only the latest slot ever fires: a long gap never
- * fires a storm.
+ * slot before the latest, the latest and the next two, so the statement finds the slot due on the database's
+ * clock, and knows it is the latest, when the guess is off by up to a period (off by more, nothing fires
+ * until the report teaches the offset). Only the latest slot ever fires: a long gap never fires a storm.
  */
 export function slotOffers(app: App, estimate: Date): SlotOffer[] {
   const offers: SlotOffer[] = [];
@@ -25,10 +25,12 @@ export function slotOffers(app: App, estimate: Date): SlotOffer[] {
     const task = app.tasks.get(schedule.task);
     if (!task) continue;
     const latest = schedule.latestSlot(estimate);
-    const slots = [latest && schedule.latestSlot(new Date(latest.getTime() - 1)), latest, schedule.nextSlot(estimate)]
+    const next = schedule.nextSlot(estimate);
+    const after = next && schedule.nextSlot(next);
+    const slots = [latest && schedule.latestSlot(new Date(latest.getTime() - 1)), latest, next, after]
       .filter((slot): slot is Date => slot !== null);
     if (slots.length === 0) continue;
-    offers.push({ name: schedule.name, task: task.name, slots, queue: task.queue, args: schedule.args, priority: task.priority, maxAttempts: task.maxAttempts });
+    offers.push({ name: schedule.name, task: task.name, slots, ends: after === null, queue: task.queue, args: schedule.args, priority: task.priority, maxAttempts: task.maxAttempts });
   }
   return offers;
 }

@@ -11,8 +11,10 @@ export const SEEN_REFRESH = "1 minute";
 export interface SlotOffer {
   name: string;
   task: string;
-  /** Candidate slots, any order; those after the statement's clock are ignored. */
+  /** Candidate slots, consecutive, any order; those after the statement's clock are ignored. */
   slots: Date[];
+  /** The schedule has no slot after the latest of `slots`. */
+  ends: boolean;
   queue: string;
   args: unknown;
   priority: number;
@@ -40,20 +42,25 @@ export interface SlotReport {
  */
 export function enqueueDueSlotsCtes(offers: SlotOffer[], now: SQL, firstSightGraceMs: number): SQL[] {
   const payload = JSON.stringify(offers.map((d) => ({
-    name: d.name, task: d.task, slots: d.slots.map((slot) => slot.toISOString()), queue: d.queue, args: d.args,
+    name: d.name, task: d.task, slots: d.slots.map((slot) => slot.toISOString()), ends: d.ends, queue: d.queue, args: d.args,
     priority: d.priority, max_attempts: d.maxAttempts,
   })));
   return [
     sql`sched_offered as (
-      select * from jsonb_to_recordset(${payload}::jsonb) as d(name text, task text, slots jsonb, queue text, args jsonb,
+      select * from jsonb_to_recordset(${payload}::jsonb) as d(name text, task text, slots jsonb, ends boolean, queue text, args jsonb,
         priority smallint, max_attempts int)
     )`,
+    // The latest offered slot at or before the clock is the schedule's latest due slot only if an offered slot
+    // comes after the clock (or none exists): every offered slot already due means the process's guess was behind
+    // by more than a period, and the slot it would pick is stale. Then none fires; the report teaches the offset.
     sql`sched_due as (
       select d.name, d.task, d.queue, d.args, d.priority, d.max_attempts, c.slot,
         c.slot > ${now} - ${msInterval(sql`${firstSightGraceMs}`)} as fire_if_new
       from sched_offered d
-      cross join lateral (select max(x::timestamptz) as slot from jsonb_array_elements_text(d.slots) x where x::timestamptz <= ${now}) c
-      where c.slot is not null
+      cross join lateral (select max(x::timestamptz) filter (where x::timestamptz <= ${now}) as slot,
+          bool_or(x::timestamptz > ${now}) as later
+        from jsonb_array_elements_text(d.slots) x) c
+      where c.slot is not null and (c.later or d.ends)
     )`,
     // After waiting for a lock, Postgres re-checks the row as the lock holder left it and computes
     // the target list from that version, so `fire` is the truth under the lock.
