@@ -5,10 +5,14 @@ import { describe, expect, it } from "vitest";
 import { HeldJobs } from "../src/runtime/held-jobs.js";
 import type { ClaimedJob } from "../src/sql/claim.js";
 import type { StartResult } from "../src/sql/start.js";
+import type { Outcome } from "../src/sql/settle.js";
 
 /** A start answer that started `ids` (the rest of the request was stopped, denied or not ours). */
 const startedOnly = (...ids: number[]): StartResult => ({ started: ids, slack: null, stopped: [], denied: [] });
 const SENT = { clock: 0, mono: 0 };
+const succeeded = (id: number): Outcome => ({ id, kind: "succeeded", result: null, attempt: 1 });
+/** A settle of these outcomes answered, applying them all. */
+const applied = (jobs: HeldJobs, ...ids: number[]) => jobs.settleAnswered(ids.map(succeeded), new Set(ids), false, false);
 
 const job = (id: number, o: Partial<ClaimedJob> = {}): ClaimedJob =>
   ({ id, task: "t", queue: "default", args: {}, attempt: 1, max_attempts: 3, priority: 0, started: false, limited: false, ...o });
@@ -81,7 +85,7 @@ describe("held jobs", () => {
     jobs.admit(job(1, { started: true }));
     expect(jobs.queued).toBe(0);
     expect(jobs.known()).toEqual([1]);
-    jobs.outcomesAnswered([{ id: 1 }]);
+    applied(jobs, 1);
     expect(jobs.known()).toEqual([]);
   });
 
@@ -116,7 +120,7 @@ describe("held jobs", () => {
     jobs.bodyEnded(3);
     jobs.endedForGood(3, false); // its body completed it in its own transaction
     jobs.outcomesLost([{ id: 1 }]);
-    jobs.outcomesAnswered([{ id: 2 }]);
+    applied(jobs, 2);
     expect(jobs.known()).toEqual([1]);
     // Recovered by a later claim, run and answered: no longer in question.
     jobs.admit(job(1, { attempt: 2, started: true }));
@@ -125,7 +129,38 @@ describe("held jobs", () => {
     jobs.bodyEnded(1);
     jobs.outcomeSent(1);
     expect(jobs.known()).toEqual([1]);
-    jobs.outcomesAnswered([{ id: 1 }]);
+    applied(jobs, 1);
+    expect(jobs.known()).toEqual([]);
+  });
+
+  it("an outcome a settle found not ours while a claim was on its way is sent again if that claim hands the job back", () => {
+    const jobs = new HeldJobs();
+    for (const id of [1, 2]) { jobs.admit(job(id, { started: true })); jobs.takeReady(); jobs.bodyStarted(id); jobs.bodyEnded(id); jobs.outcomeSent(id); }
+    // The settle ran before the claim committed: neither applied; the claim on its way takes 1 back, not 2.
+    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], new Set(), false, true)).toEqual({ again: [], kept: 2 });
+    expect(jobs.admit(job(1, { attempt: 2, started: true }))).toEqual(succeeded(1));
+    expect(jobs.queued).toBe(0);
+    expect(jobs.claimAnswered()).toBe(1); // 2's outcome is lost: its job is another owner's
+    expect(jobs.known()).toEqual([1]);
+    // With no claim on its way, or when an earlier try may have recorded it, nothing is kept.
+    jobs.outcomeSent(1);
+    expect(jobs.settleAnswered([succeeded(1)], new Set(), false, false)).toEqual({ again: [], kept: 0 });
+    expect(jobs.known()).toEqual([]);
+  });
+
+  it("a job handed back while its outcome is on its way gets that outcome again if the settle found it not ours", () => {
+    const jobs = new HeldJobs();
+    for (const id of [1, 2]) { jobs.admit(job(id, { started: true })); jobs.takeReady(); jobs.bodyStarted(id); jobs.bodyEnded(id); jobs.outcomeSent(id); }
+    expect(jobs.admit(job(1, { attempt: 2, started: true }))).toBeUndefined();
+    expect(jobs.admit(job(2, { attempt: 2, started: true }))).toBeUndefined();
+    expect(jobs.queued).toBe(0);
+    jobs.claimAnswered();
+    // 1 was applied (the row the claim took back, same owner); 2 was not, and goes again.
+    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], new Set([1]), false, false)).toEqual({ again: [succeeded(2)], kept: 0 });
+    jobs.outcomeSent(2);
+    expect(jobs.known()).toEqual([2]);
+    // An unsure answer is not sent again: the lost try may have recorded it.
+    expect(jobs.settleAnswered([succeeded(2)], new Set(), true, false)).toEqual({ again: [], kept: 0 });
     expect(jobs.known()).toEqual([]);
   });
 });

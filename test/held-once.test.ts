@@ -1,10 +1,13 @@
 // An engine never holds one job twice (issue 21, item 1): when a live engine's own leases lapse (a body
 // held the event loop, a heartbeat stalled) and one of its claims recovers them, a later claim of the same
 // engine may hand the same jobs back. The engine merges them with what it holds: a job waiting in its local
-// queue is replaced by the new claim, a job whose body still runs keeps that one body.
+// queue is replaced by the new claim, a job whose body still runs keeps that one body, and that body's outcome
+// is recorded even when its settle ran before the claim that took the job back had committed.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import pg from "pg";
 import * as v from "valibot";
-import { createApp } from "../src/index.js";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { createApp, type Db } from "../src/index.js";
 import { runWorker } from "../src/runtime/run-worker.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { ManualClock } from "./support/clock.js";
@@ -87,5 +90,59 @@ describe("a live engine whose own leases lapsed", () => {
     expect(errors.map(String)).toEqual([]);
     expect(a.mostAtOnce()).toBe(1);
     expect(a.runs).toEqual([{ task: "block", id: blockId, attempt: 1 }]);
+  });
+
+  it("records the first body's outcome when its settle ran before the claim that took the job back committed", async () => {
+    // Over a session the claim's transition hooks run inside its transaction: here the hook of the claim that
+    // takes `block` back lets the first body end and holds the claim uncommitted until the settle of that
+    // body's outcome was answered. The settle found the job queued (not this owner's); the engine must send the
+    // outcome again under the new lease, not run the job a second time.
+    const a = leaseApp(3);
+    const settled = deferred();
+    let blockId = -1;
+    class NotingClient extends pg.Client {
+      override query(...args: any[]): any {
+        const config = args[0];
+        const text: string = typeof config === "string" ? config : config?.text ?? "";
+        const values: unknown[] = (Array.isArray(args[1]) ? args[1] : config?.values) ?? [];
+        if (!text.includes("settle_locked") || !values.includes(JSON.stringify([blockId]))) return (super.query as any)(...args);
+        // Called with a callback (a pool's own query) or for a promise (a transaction's statement).
+        const callback = args.at(-1);
+        if (typeof callback === "function") {
+          return (super.query as any)(...args.slice(0, -1), (error: unknown, answer: unknown) => { callback(error, answer); settled.resolve(); });
+        }
+        const result = (super.query as any)(...args);
+        result.then(() => settled.resolve(), () => settled.resolve());
+        return result;
+      }
+    }
+    const pool = new pg.Pool({ connectionString: t.url, max: 6, Client: NotingClient });
+    const db = drizzle(pool) as unknown as Db;
+    let claimsOfBlock = 0;
+    a.app.hooks.onTransition(async (tr) => {
+      if (tr.jobId !== blockId || tr.to !== "running" || ++claimsOfBlock !== 2) return;
+      a.gate.resolve();
+      await settled.promise;
+    });
+    [blockId] = await a.block.using(db).enqueueMany([{}]);
+    const errors: unknown[] = [];
+    const stop = new AbortController();
+    const worker = runWorker(a.app, { db, slots: 2, minPoll: "10ms", maxPoll: "20ms", listen: false, signal: stop.signal, onError: (e) => errors.push(e) });
+    try {
+      await a.blockStarted.promise;
+      a.clock.advance(60_000);
+      await waitFor(async () => (await t.rows("select state from akadze.all_jobs where id = $1", [blockId]))[0].state === "queued", "block recovered");
+      a.clock.advance(5_000);
+      await waitFor(async () => (await t.rows("select state from akadze.all_jobs where id = $1", [blockId]))[0].state === "succeeded", "block's success");
+    } finally {
+      stop.abort();
+      await worker;
+      await pool.end();
+    }
+    expect(errors.map(String)).toEqual([]);
+    expect(claimsOfBlock).toBe(2);
+    expect(a.runs).toEqual([{ task: "block", id: blockId, attempt: 1 }]);
+    const [row] = await t.rows("select state, attempt, errors from akadze.all_jobs where id = $1", [blockId]);
+    expect([row.state, row.attempt, row.errors.map((e: { kind: string }) => e.kind)]).toEqual(["succeeded", 2, ["LeaseExpired"]]);
   });
 });

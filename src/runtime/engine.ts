@@ -78,11 +78,13 @@ export class Engine {
       after: () => this.unreported.take((n) => o.settleAfter(n, this.jobs.running === 0 && this.jobs.queued === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent, unsure) => {
-        this.jobs.outcomesAnswered(sent);
-        for (const j of jobs) if (j.to !== "queued") this.jobs.endedForGood(j.id, this.cycle.phase === "claiming");
-        this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length;
+        const claiming = this.cycle.phase === "claiming";
+        const { again, kept } = this.jobs.settleAnswered(sent, new Set(jobs.map((j) => j.id)), unsure, claiming);
+        for (const j of jobs) if (j.to !== "queued") this.jobs.endedForGood(j.id, claiming);
+        this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length - again.length - kept;
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);
+        for (const outcome of again) this.push(outcome);
       },
       lost: (outcomes, _error, unsure) => { this.jobs.outcomesLost(outcomes); this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length; },
       requestTimeoutMs: () => this.requestTimeoutMs(),
@@ -249,7 +251,7 @@ export class Engine {
    * rather than ending its drain with jobs still due.
    */
   private claimFailed(error: unknown): void {
-    this.jobs.claimAnswered();
+    this.summary.lost += this.jobs.claimAnswered();
     this.unheld.claimFailed(error);
     this.o.onError?.(error);
     const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.claimFailures++);
@@ -261,8 +263,11 @@ export class Engine {
   private accept(claim: Claim, asked: number): void {
     countClaim(this.summary, claim);
     this.o.onClaim?.(claim, asked);
-    for (const job of claim.claimed) this.jobs.admit(job);
-    this.jobs.claimAnswered();
+    for (const job of claim.claimed) {
+      const again = this.jobs.admit(job);
+      if (again) this.push(again);
+    }
+    this.summary.lost += this.jobs.claimAnswered();
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
     // the same statement were invisible to it, so those call for one more claim. Sent while bodies ran, it is
     // worth one more look once they end: they may have enqueued more.

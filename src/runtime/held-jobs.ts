@@ -1,5 +1,6 @@
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
+import type { Outcome } from "../sql/settle.js";
 import { LocalQueue, notRequested, type LocalJob } from "./local-queue.js";
 import { JobAbort } from "./signal.js";
 
@@ -30,6 +31,14 @@ export class HeldJobs {
    * row under the same owner. Such a copy is stale. Cleared at each claim's answer (one is on its way at a time).
    */
   private readonly endedWhileClaiming = new Set<number>();
+  /**
+   * The two orders in which a body's outcome and a claim that hands its job back cross, and the outcome would
+   * be lost while the job runs again: a settle found the job not this owner's (the claim had not committed)
+   * while that claim was on its way, or the claim handed the job back while its outcome was on its way. Either
+   * way the job is this owner's again, and the outcome its one body produced is sent again under the new lease.
+   */
+  private readonly unappliedWhileClaiming = new Map<number, Outcome>();
+  private readonly handedBackWhileSettling = new Set<number>();
 
   /** Held jobs whose bodies have not started. */
   get queued(): number { return this.queue.length; }
@@ -42,17 +51,32 @@ export class HeldJobs {
    * waiting in the local queue already is replaced by this one. Skipped when its body runs or its outcome is
    * on its way (both now settle under the renewed lease), or when the copy is stale.
    */
-  admit(job: ClaimedJob): void {
+  admit(job: ClaimedJob): Outcome | undefined {
     const id = job.id;
-    if (this.endedWhileClaiming.has(id) || this.bodies.has(id) || this.settling.has(id)) return;
+    const unapplied = this.unappliedWhileClaiming.get(id);
+    if (unapplied) {
+      // Its body ran here and ended; the settle came before this claim committed: send that outcome again.
+      this.unappliedWhileClaiming.delete(id);
+      return unapplied;
+    }
+    if (this.settling.has(id)) this.handedBackWhileSettling.add(id);
+    if (this.endedWhileClaiming.has(id) || this.bodies.has(id) || this.settling.has(id)) return undefined;
     if (this.controllers.has(id)) this.queue.removeWhere((l) => l.job.id === id);
     this.controllers.set(id, new JobAbort());
     this.queue.push(job, job.started ? "ready" : "waiting");
+    return undefined;
   }
 
-  /** A claim was answered (or failed): the jobs that ended while it was on its way are no longer in question. */
-  claimAnswered(): void {
+  /**
+   * A claim was answered (or failed): the jobs that ended while it was on its way are no longer in question,
+   * and the outcomes it did not hand back are lost (their jobs are not this owner's). Answers how many.
+   */
+  claimAnswered(): number {
     this.endedWhileClaiming.clear();
+    const lost = this.unappliedWhileClaiming.size;
+    for (const id of this.unappliedWhileClaiming.keys()) this.ranUnsettled.delete(id);
+    this.unappliedWhileClaiming.clear();
+    return lost;
   }
 
   /** A job ended for good; `claiming`: while a claim was on its way. */
@@ -119,19 +143,32 @@ export class HeldJobs {
   }
 
   /**
-   * The database answered a settle of `outcomes`: each is recorded, or was already (an earlier try's answer
-   * was lost), or the job is not this owner's any more. None is left running under this owner by its run.
+   * The database answered a settle of `sent`, applying those in `applied`; `unsure`: an earlier try may have
+   * committed unanswered. Each other one was recorded already (unsure) or its job was not this owner's when
+   * the statement ran. Answers the outcomes to send again now (their job was handed back meanwhile), and how
+   * many are kept until the claim on its way (`claiming`) is answered; the rest are lost.
    */
-  outcomesAnswered(outcomes: { id: number }[]): void {
-    for (const { id } of outcomes) {
+  settleAnswered(sent: Outcome[], applied: ReadonlySet<number>, unsure: boolean, claiming: boolean): { again: Outcome[]; kept: number } {
+    const again: Outcome[] = [];
+    let kept = 0;
+    for (const outcome of sent) {
+      const id = outcome.id;
       this.settleEnded(id);
-      this.ranUnsettled.delete(id);
+      const handedBack = this.handedBackWhileSettling.delete(id);
+      if (applied.has(id) || unsure) this.ranUnsettled.delete(id);
+      else if (handedBack) again.push(outcome);
+      else if (claiming) { this.unappliedWhileClaiming.set(id, outcome); kept++; }
+      else this.ranUnsettled.delete(id);
     }
+    return { again, kept };
   }
 
   /** A settle of `outcomes` went unanswered (the database unreachable): they are no longer on their way, and their leases expire. */
   outcomesLost(outcomes: { id: number }[]): void {
-    for (const { id } of outcomes) this.settleEnded(id);
+    for (const { id } of outcomes) {
+      this.settleEnded(id);
+      this.handedBackWhileSettling.delete(id);
+    }
   }
 
   private settleEnded(id: number): void {
