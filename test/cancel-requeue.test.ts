@@ -3,6 +3,7 @@ import { expect, it } from "vitest";
 import { createApp, requestCancel, requeue, Retry, Snooze, runOnce, InvalidInput, type Transition } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { abortedOf } from "./support/deferred.js";
 
 forEachDriver((h, driver) => {
   const state = async (id: number) => (await h().rows(`select state, attempt, max_attempts, errors, result, cancel_requested from akadze.all_jobs where id = ${id}`))[0];
@@ -55,7 +56,7 @@ forEachDriver((h, driver) => {
       let signalled = false;
       const id = await app.task("t", { maxAttempts: 2 }, async (_a, job) => {
         await requestCancel(h().db, job.id);
-        await new Promise<void>((resolve) => job.signal.addEventListener("abort", () => resolve()));
+        await abortedOf(job.signal); // the heartbeat may have seen the request before this line
         signalled = true;
         return body();
       }).using(h().db).enqueue({});

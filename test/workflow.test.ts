@@ -7,6 +7,7 @@ import { ChildJobFailed, createApp, Fail, getJob, pruneJobs, requestCancel, requ
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
+import { abortedOf } from "./support/deferred.js";
 
 const DAY = 86_400_000;
 
@@ -361,7 +362,7 @@ forEachDriver((h, driver) => {
       await step.run("one", async ({ signal }) => {
         ran.push("one");
         await requestCancel(h().db, job.id);
-        await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve())); // the heartbeat saw it
+        await abortedOf(signal); // the heartbeat saw it (perhaps before this line)
       });
       await step.run("two", () => { ran.push("two"); });
     }).using(h().db).enqueue({});

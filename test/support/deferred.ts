@@ -13,3 +13,11 @@ export function deferred<T = void>(): Deferred<T> {
   const promise = new Promise<T>((r) => { resolve = r; });
   return { promise, resolve };
 }
+
+/** Resolves once `signal` aborts, at once if it has already (an abort before the listener fires no event). */
+export function abortedOf(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
