@@ -73,7 +73,9 @@ function deepestOverlap(intervals: { began: number; ended: number }[]): number {
 
 const SIZES = {
   "node-postgres": { plain: 240, exports: 24, calls: 25 },
-  "neon-http": { plain: 80, exports: 12, calls: 15 },
+  // 25 calls, as over node-postgres: with 15, two suites at once on 2 cores once started no more than 4 in any
+  // window, so the maxStarts limit was never reached (and the check that it was, below, failed).
+  "neon-http": { plain: 80, exports: 12, calls: 25 },
 } as const;
 
 function skewSuite(driver: keyof typeof SIZES): void {
