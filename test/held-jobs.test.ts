@@ -12,7 +12,7 @@ const startedOnly = (...ids: number[]): StartResult => ({ started: ids, slack: n
 const SENT = { clock: 0, mono: 0 };
 const succeeded = (id: number): Outcome => ({ id, kind: "succeeded", result: null, attempt: 1 });
 /** A settle of these outcomes answered, applying them all. */
-const applied = (jobs: HeldJobs, ...ids: number[]) => jobs.settleAnswered(ids.map(succeeded), new Set(ids), false, false);
+const applied = (jobs: HeldJobs, ...ids: number[]) => jobs.settleAnswered(ids.map(succeeded), ids.map((id) => ({ id, to: "succeeded" })), false, false);
 
 const job = (id: number, o: Partial<ClaimedJob> = {}): ClaimedJob =>
   ({ id, task: "t", queue: "default", args: {}, attempt: 1, max_attempts: 3, priority: 0, started: false, limited: false, ...o });
@@ -137,14 +137,14 @@ describe("held jobs", () => {
     const jobs = new HeldJobs();
     for (const id of [1, 2]) { jobs.admit(job(id, { started: true })); jobs.takeReady(); jobs.bodyStarted(id); jobs.bodyEnded(id); jobs.outcomeSent(id); }
     // The settle ran before the claim committed: neither applied; the claim on its way takes 1 back, not 2.
-    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], new Set(), false, true)).toEqual({ again: [], kept: 2 });
+    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], [], false, true)).toEqual({ again: [], kept: 2 });
     expect(jobs.admit(job(1, { attempt: 2, started: true }))).toEqual(succeeded(1));
     expect(jobs.queued).toBe(0);
     expect(jobs.claimAnswered()).toBe(1); // 2's outcome is lost: its job is another owner's
     expect(jobs.known()).toEqual([1]);
     // With no claim on its way, or when an earlier try may have recorded it, nothing is kept.
     jobs.outcomeSent(1);
-    expect(jobs.settleAnswered([succeeded(1)], new Set(), false, false)).toEqual({ again: [], kept: 0 });
+    expect(jobs.settleAnswered([succeeded(1)], [], false, false)).toEqual({ again: [], kept: 0 });
     expect(jobs.known()).toEqual([]);
   });
 
@@ -156,11 +156,11 @@ describe("held jobs", () => {
     expect(jobs.queued).toBe(0);
     jobs.claimAnswered();
     // 1 was applied (the row the claim took back, same owner); 2 was not, and goes again.
-    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], new Set([1]), false, false)).toEqual({ again: [succeeded(2)], kept: 0 });
+    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], [{ id: 1, to: "succeeded" }], false, false)).toEqual({ again: [succeeded(2)], kept: 0 });
     jobs.outcomeSent(2);
     expect(jobs.known()).toEqual([2]);
     // An unsure answer is not sent again: the lost try may have recorded it.
-    expect(jobs.settleAnswered([succeeded(2)], new Set(), true, false)).toEqual({ again: [], kept: 0 });
+    expect(jobs.settleAnswered([succeeded(2)], [], true, false)).toEqual({ again: [], kept: 0 });
     expect(jobs.known()).toEqual([]);
   });
 });

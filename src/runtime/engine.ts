@@ -78,9 +78,7 @@ export class Engine {
       after: () => this.unreported.take((n) => o.settleAfter(n, this.jobs.running === 0 && this.jobs.queued === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent, unsure) => {
-        const claiming = this.cycle.phase === "claiming";
-        const { again, kept } = this.jobs.settleAnswered(sent, new Set(jobs.map((j) => j.id)), unsure, claiming);
-        for (const j of jobs) if (j.to !== "queued") this.jobs.endedForGood(j.id, claiming);
+        const { again, kept } = this.jobs.settleAnswered(sent, jobs, unsure, this.cycle.phase === "claiming");
         this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length - again.length - kept;
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);

@@ -143,12 +143,15 @@ export class HeldJobs {
   }
 
   /**
-   * The database answered a settle of `sent`, applying those in `applied`; `unsure`: an earlier try may have
-   * committed unanswered. Each other one was recorded already (unsure) or its job was not this owner's when
-   * the statement ran. Answers the outcomes to send again now (their job was handed back meanwhile), and how
-   * many are kept until the claim on its way (`claiming`) is answered; the rest are lost.
+   * The database answered a settle of `sent`, moving the jobs in `moved` (those not back to `queued` ended for
+   * good); `unsure`: an earlier try may have committed unanswered. Each other one was recorded already (unsure)
+   * or its job was not this owner's when the statement ran. Answers the outcomes to send again now (their job
+   * was handed back meanwhile), and how many are kept until the claim on its way (`claiming`) is answered; the
+   * rest are lost.
    */
-  settleAnswered(sent: Outcome[], applied: ReadonlySet<number>, unsure: boolean, claiming: boolean): { again: Outcome[]; kept: number } {
+  settleAnswered(sent: Outcome[], moved: readonly { id: number; to: string }[], unsure: boolean, claiming: boolean): { again: Outcome[]; kept: number } {
+    for (const j of moved) if (j.to !== "queued") this.endedForGood(j.id, claiming);
+    const applied = new Set(moved.map((j) => j.id));
     const again: Outcome[] = [];
     let kept = 0;
     for (const outcome of sent) {
