@@ -12,7 +12,7 @@ with settle_locked as (select array(
     -- version, so a cancel request that committed meanwhile counts); a job that runs again is written back.
     settled as (
       delete from akadze.jobs j using o, o_now
-      where j.id = o.id and j.id = any((select ids from settle_locked)::bigint[]) and j.state = 'running' and j.lease_owner = $5
+      where j.id = o.id and (select ids from settle_locked) is not null and j.state = 'running' and j.lease_owner = $5
       returning j.id, j.task, j.queue, j.args, case
       when o.kind = 'succeeded' then 'succeeded'
       when o.kind = 'release' then case when j.cancel_requested then 'cancelled' else 'queued' end
@@ -66,7 +66,7 @@ with settle_locked as (select array(
       select j.id, j.limit_key, j.priority, j.run_at, j.started_at is not null as already, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop
       from akadze.jobs j
       where j.id in (select value::bigint from jsonb_array_elements_text($6::jsonb))
-        and j.id = any((select ids from settle_locked)::bigint[]) and j.state = 'running' and j.lease_owner = $7
+        and (select ids from settle_locked) is not null and j.state = 'running' and j.lease_owner = $7
     ) , start_stopped as (
       delete from akadze.jobs j using start_req r where j.id = r.id and r.stop and not r.already
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt - 1 as attempt, j.max_attempts, j.run_at,

@@ -4,7 +4,7 @@ import { startJobsCtes, startReport, type StartResult } from "./start.js";
 import { archiveCtes } from "./archive.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
 import { msInterval, mustStop } from "./time.js";
-import { lockOwnedInIdOrder } from "./heartbeat.js";
+import { lockedFirst, lockOwnedInIdOrder } from "./heartbeat.js";
 import { CTE, cte } from "./cte-names.js";
 
 /**
@@ -98,7 +98,7 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       else 'queued' end`;
   // Every row the statement changes (outcomes and starts) is locked first, in id order, as the heartbeat does.
   const lockIds = JSON.stringify([...outcomes.map((o) => o.id), ...(start?.ids ?? [])]);
-  const locked = sql`j.id = any((select ids from settle_locked)::bigint[])`;
+  const locked = lockedFirst("settle_locked");
   const starts = start && start.ids.length > 0 ? startJobsCtes(owner, now, start.ids, start.limited, locked) : [];
   const ctes = [...starts, ...after].map((cte) => sql`, ${cte}`);
   // The settled row as it ends: attempt refunded or not, the error appended unless refunded, the result kept.

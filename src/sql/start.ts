@@ -38,7 +38,7 @@ export interface StartResult {
  */
 export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: boolean, locked: SQL = sql`true`): SQL[] {
   const stop = mustStop(now);
-  // (`locked`: the statement's condition naming the rows it locked first, in id order; see lockOwnedInIdOrder.)
+  // (`locked`: the condition that takes the statement's row locks first, in id order; see lockedFirst.)
   const requested = sql`start_req as (
       select j.id, j.limit_key, j.priority, j.run_at, j.started_at is not null as already, ${stop} as stop
       from akadze.jobs j
