@@ -24,7 +24,9 @@ export class CurrentJob {
       /** `now` is the real clock: a step's timeout is measured on the monotonic clock alone. */
       monotonic?: boolean },
   ) {
-    this.deadline = run.now().getTime() + (run.timeoutMs ?? Infinity);
+    // (Without a timeout the clock is not read: a no-op job's run is cheap enough for a Date to show.)
+    const timeoutMs = run.timeoutMs ?? Infinity;
+    this.deadline = Number.isFinite(timeoutMs) ? run.now().getTime() + timeoutMs : Infinity;
   }
 
   /** When this run's timeout (or its invocation's budget) ends, by the invocation's clock; a workflow yields before it. */

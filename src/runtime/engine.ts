@@ -129,7 +129,7 @@ export class Engine {
       this.heartbeat.stop();
       await this.settler.flush();
       await this.reportUncounted();
-      await this.unheld.release(this.jobs.known());
+      await this.unheld.release(() => this.jobs.known());
       await this.claimer.finished();
       this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
@@ -236,7 +236,7 @@ export class Engine {
     const sent = performance.now();
     const extras = this.o.laterClaimExtras?.() ?? [];
     this.on({ kind: "sent" });
-    void this.unheld.release(this.jobs.known())
+    void this.unheld.release(() => this.jobs.known())
       .then(() => this.claimer.claim(size, starts, extras))
       .then((claim) => { this.claimFailures = 0; this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },
         (error) => { this.claimFailed(error); })
@@ -301,27 +301,28 @@ export class Engine {
     const began = performance.now();
     const ran = this.budget.mark();
     let lingering: Promise<unknown> | null = null;
-    void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow,
-      monotonic: this.o.monotonic,
-      keepSucceeded: this.o.keepSucceeded !== false,
-      lingering: (body) => { lingering = body; } })
-      .then(async (outcome) => {
-        // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
-        // beside it) until it ends or the invocation does.
-        if (lingering) await Promise.race([lingering.catch(() => {}), this.stopped.opened]);
+    const ended = (outcome: Outcome | null) => {
+      try {
         if (outcome === null) {
           this.jobs.endedForGood(job.id, this.cycle.phase === "claiming");
           this.summary.succeeded++;
           this.unreported.add(1);
         } else this.push(outcome);
-      })
-      .finally(() => {
+      } finally {
         this.jobs.bodyEnded(job.id);
         this.endedSinceClaim++;
         this.pace.ranFor(performance.now() - began);
         this.runTimes.record(job.task, this.budget.elapsedMs(ran));
         this.change.notify();
-      });
+      }
+    };
+    void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow,
+      monotonic: this.o.monotonic,
+      keepSucceeded: this.o.keepSucceeded !== false,
+      lingering: (body) => { lingering = body; } })
+      // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
+      // beside it) until it ends or the invocation does. (runJob never rejects.)
+      .then((outcome) => lingering ? Promise.race([lingering.catch(() => {}), this.stopped.opened]).then(() => ended(outcome)) : ended(outcome));
   }
 
   private release(job: ClaimedJob): void {

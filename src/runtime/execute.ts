@@ -51,7 +51,7 @@ export interface JobStart {
  * Runs one claimed job and always settles with its outcome (`null`: completeTx/completeBatch recorded it):
  * nothing the body, its hooks or its thrown value do can make it reject.
  */
-export async function runJob(start: JobStart): Promise<Outcome | null> {
+export function runJob(start: JobStart): Promise<Outcome | null> {
   const { app, job } = start;
   const task = app.tasks.get(job.task)!;
   const current = new CurrentJob(job.id, {
@@ -61,30 +61,40 @@ export async function runJob(start: JobStart): Promise<Outcome | null> {
   });
   const run: JobRun = { job, owner: start.owner, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
     timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };
+  const failed = (error: unknown): Outcome | null => current.completed ? null
+    : { id: job.id, kind: "error", attempt: job.attempt, delayMs: backoffMs(job.attempt, task.backoff), error: errorEntry(run, error) };
   try {
-    return await executeJob(run);
+    return executeJob(run).catch(failed);
   } catch (error) {
-    return current.completed ? null : { id: job.id, kind: "error", attempt: job.attempt, delayMs: backoffMs(job.attempt, task.backoff), error: errorEntry(run, error) };
+    return Promise.resolve(failed(error));
   }
 }
 
 /**
  * Runs a job's body (with its hooks) under its timeout and turns what happened into an outcome;
- * `null` when completeTx/completeBatch already recorded it.
+ * `null` when completeTx/completeBatch already recorded it. (Written with callbacks rather than `await`:
+ * while `current()`'s AsyncLocalStorage is on, every promise and every await costs each job a hook call.)
  */
-export async function executeJob(run: JobRun): Promise<Outcome | null> {
+export function executeJob(run: JobRun): Promise<Outcome | null> {
   const { job, task, controller } = run;
   const parsed = v.safeParse(task.schema, job.args);
   if (!parsed.success) {
-    return { id: job.id, kind: "fail", error: errorEntry(run, new Fail(`args no longer match the task's schema: ${describeIssues(parsed.issues)}`)) };
+    return Promise.resolve({ id: job.id, kind: "fail", error: errorEntry(run, new Fail(`args no longer match the task's schema: ${describeIssues(parsed.issues)}`)) });
   }
-  const hookJob: HookJob = Object.assign(jobContext(job, controller, run.owner), { args: job.args });
   const overran = overrunCheck(run);
+  const body = withCurrentJob(run.current, () => runBody(run, parsed.output, overran));
+  const ended = (result: unknown): Outcome | null | Promise<null> => {
+    if (run.current.completed) return run.current.keepResult(result).then(() => null, () => null);
+    // A body that held the event loop past its timeout kept the timer from firing: the clocks decide.
+    if (overran()) return outcomeOfError(run, timeoutError(run));
+    return { id: job.id, kind: "succeeded", result: result === undefined ? null : result, attempt: job.attempt, task: job.task, queue: job.queue };
+  };
+  const threw = (error: unknown): Outcome | null => run.current.completed ? null : outcomeOfError(run, overran() ? timeoutError(run) : error);
+  // A long-lived worker's job without a declared timeout has none: its body alone decides.
+  if (!Number.isFinite(run.timeoutMs)) return body.then(ended, threw);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let bodyEnded = false;
-  const body = withCurrentJob(run.current, () => runBody(run, parsed.output, hookJob, overran));
-  // A long-lived worker's job without a declared timeout has none: its body alone decides.
-  const timedOut = !Number.isFinite(run.timeoutMs) ? null : new Promise<never>((_, reject) => {
+  const timedOut = new Promise<never>((_, reject) => {
     body.then(() => { bodyEnded = true; }, () => { bodyEnded = true; });
     timer = setTimeout(() => {
       const error = timeoutError(run);
@@ -94,21 +104,8 @@ export async function executeJob(run: JobRun): Promise<Outcome | null> {
       if (!bodyEnded) run.lingering?.(body);
     }, run.timeoutMs);
   });
-  try {
-    const result = await (timedOut ? Promise.race([body, timedOut]) : body);
-    if (run.current.completed) {
-      await run.current.keepResult(result);
-      return null;
-    }
-    // A body that held the event loop past its timeout kept the timer from firing: the clocks decide.
-    if (overran()) return outcomeOfError(run, timeoutError(run));
-    return { id: job.id, kind: "succeeded", result: result === undefined ? null : result, attempt: job.attempt, task: job.task, queue: job.queue };
-  } catch (error) {
-    if (run.current.completed) return null;
-    return outcomeOfError(run, overran() ? timeoutError(run) : error);
-  } finally {
-    clearTimeout(timer);
-  }
+  return Promise.race([body, timedOut]).then((result) => { clearTimeout(timer); return ended(result); },
+    (error) => { clearTimeout(timer); return threw(error); });
 }
 
 /**
@@ -137,20 +134,67 @@ function timeoutError(run: JobRun): JobTimeout {
     : `task ${run.task.name} ran past its timeout of ${run.timeoutMs} ms`);
 }
 
-/** What a body (and, with its args, a hook) sees of its job; the signal is made only if it is read. */
-function jobContext(job: ClaimedJob, controller: JobAbort, invocation = ""): JobContext {
-  return { id: job.id, task: job.task, queue: job.queue, attempt: job.attempt, maxAttempts: job.max_attempts, invocation, get signal() { return controller.signal; } };
+/**
+ * What a body (and, with its args, a hook) sees of its job; the signal is made only if it is read. (A class:
+ * an object literal with a getter cost each job more than the rest of its context.)
+ */
+class RunContext implements JobContext {
+  readonly id: number;
+  readonly task: string;
+  readonly queue: string;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly #controller: JobAbort;
+  constructor(job: ClaimedJob, controller: JobAbort, readonly invocation: string) {
+    this.#controller = controller;
+    this.id = job.id;
+    this.task = job.task;
+    this.queue = job.queue;
+    this.attempt = job.attempt;
+    this.maxAttempts = job.max_attempts;
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
 }
 
-async function runBody(run: JobRun, args: unknown, hookJob: HookJob, overran: () => boolean): Promise<unknown> {
+class HookContext extends RunContext implements HookJob {
+  constructor(job: ClaimedJob, controller: JobAbort, invocation: string, readonly args: unknown) {
+    super(job, controller, invocation);
+  }
+}
+
+function jobContext(run: JobRun): JobContext {
+  return new RunContext(run.job, run.controller, run.owner ?? "");
+}
+
+/** The body and, when the app has any, its beforeRun and afterRun hooks; rejects with whatever the body threw. */
+function runBody(run: JobRun, args: unknown, overran: () => boolean): Promise<unknown> {
+  if (run.hooks.before.length > 0 || run.hooks.after.length > 0) return runBodyWithHooks(run, args, overran);
+  try {
+    return Promise.resolve(run.task.handler(args, jobContext(run))).then((result) => returned(run, result, overran));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+async function runBodyWithHooks(run: JobRun, args: unknown, overran: () => boolean): Promise<unknown> {
+  const hookJob: HookJob = new HookContext(run.job, run.controller, run.owner ?? "", run.job.args);
   for (const hook of run.hooks.before) await hook(hookJob);
-  const result = await run.task.handler(args, jobContext(run.job, run.controller, run.owner));
+  const result = returned(run, await run.task.handler(args, jobContext(run)), overran);
+  if (run.current.completed) return result;
+  for (const hook of run.hooks.after) await hook(hookJob, result);
+  return result;
+}
+
+/** What the body returned, once checked: a late body is a timeout, and a result must be JSON. */
+function returned(run: JobRun, result: unknown, overran: () => boolean): unknown {
   if (run.current.completed) return result;
   // afterRun hooks run only inside the timeout: a late body is a timeout before its result is looked at.
   if (overran()) throw timeoutError(run);
   const notJson = result === undefined ? null : describeNonJson(result);
   if (notJson !== null) throw new ResultNotJson(`task ${run.task.name} returned a value that is not JSON: ${notJson}`);
-  for (const hook of run.hooks.after) await hook(hookJob, result);
   return result;
 }
 

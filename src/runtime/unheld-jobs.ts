@@ -23,12 +23,12 @@ export class UnheldJobs {
     if (!answered(error)) this.mayExist = true;
   }
 
-  /** Puts back the jobs leased to the owner outside `known` (held or settling); kept for later if it fails too. */
-  async release(known: number[]): Promise<void> {
+  /** Puts back the jobs leased to the owner outside `known()` (held or settling, asked only when some may be unheld); kept for later if it fails too. */
+  async release(known: () => number[]): Promise<void> {
     if (!this.mayExist) return;
     try {
       this.o.count();
-      const put = await queryJsonWithin<number>(this.o.db, releaseUnheldStatement(this.o.owner, known), this.o.requestTimeoutMs(), "a release of unheld jobs");
+      const put = await queryJsonWithin<number>(this.o.db, releaseUnheldStatement(this.o.owner, known()), this.o.requestTimeoutMs(), "a release of unheld jobs");
       this.mayExist = false;
       this.o.released(put ?? 0);
     } catch (error) {
