@@ -3,6 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { createApp, Fail, pauseQueue, runOnce, setLimit } from "../src/index.js";
 import { escapeLabelValue, renderMetrics } from "../src/ops/metrics.js";
+import { listQueues } from "../src/ops/queues.js";
+import { query } from "../src/db/query.js";
+import { sql } from "drizzle-orm";
+import { HISTORY_COUNT_ROWS, historyCounts } from "../src/sql/history-counts.js";
 import { ManualClock } from "./support/clock.js";
 import { forEachDriver } from "./support/drivers.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
@@ -91,6 +95,48 @@ describe("metrics", () => {
 
   it("label values escape backslash, double quote and newline", () => {
     expect(escapeLabelValue('a"b\\c\nd')).toBe('a\\"b\\\\c\\nd');
+  });
+
+  it("counts a large history from a bounded sample, and live jobs and dead letters exactly", async () => {
+    await t.reset();
+    const app = createApp();
+    const ok = app.task("mail.send", { queue: "mail" }, async () => {});
+    const doomed = app.task("mail.doomed", { queue: "mail" }, async () => { throw new Fail("bad"); });
+    await ok.using(t.db).enqueueMany([{}, {}]);
+    await doomed.using(t.db).enqueueMany([{}, {}, {}]);
+    expect(await runOnce(app, { db: t.db, drain: false })).toMatchObject({ succeeded: 2, failed: 3 });
+    const small = await listQueues(t.db);
+    expect(small).toEqual([expect.objectContaining({ queue: "mail", succeeded: 2, failed: 3, estimated: false })]);
+
+    // Two and a half times what a count reads row by row, finished over the last day, as a history holds them.
+    const kept = Math.round(2.5 * HISTORY_COUNT_ROWS);
+    await t.rows(`insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, cancel_requested, errors, created_at, started_at, finished_at)
+      select -g, 'mail.send', 'mail', '{}', 'succeeded', 0, 1, 3, t, false, '[]', t, t, t
+      from generate_series(1, ${kept}) g, lateral (select now() - random() * interval '1 day' as t) x`);
+    await ok.using(t.db).enqueueMany([{}, {}, {}, {}]);
+    await t.rows("analyze akadze.job_history");
+
+    const [mail] = await listQueues(t.db);
+    expect(mail).toMatchObject({ queue: "mail", due: 4, running: 0, failed: 3, estimated: true });
+    expect(mail.succeeded).toBeGreaterThan(0.8 * kept);
+    expect(mail.succeeded).toBeLessThan(1.2 * kept);
+    const families = parsePrometheusTextFormat(await renderMetrics(t.db)) as Family[];
+    expect(sample(families, "akadze_jobs", { queue: "mail", task: "mail.send", state: "queued" })).toBe(4);
+    expect(sample(families, "akadze_jobs", { queue: "mail", task: "mail.doomed", state: "failed" })).toBe(3);
+    const succeeded = sample(families, "akadze_jobs", { queue: "mail", task: "mail.send", state: "succeeded" })!;
+    expect(succeeded).toBeGreaterThan(0.8 * kept);
+    expect(succeeded).toBeLessThan(1.2 * kept);
+
+    // What the count reads of the history: a sample of about HISTORY_COUNT_ROWS rows, not every row kept.
+    const [explained] = await query<Record<string, unknown>>(t.db, sql`explain (analyze, format json) select * from (${historyCounts(["queue", "task", "state"])}) h`);
+    const plan = Object.values(explained)[0];
+    const scanned: number[] = [];
+    const walk = (node: any) => { if (node["Node Type"] === "Sample Scan") scanned.push(node["Actual Rows"] * node["Actual Loops"]); for (const child of node.Plans ?? []) walk(child); };
+    walk((plan as any)[0].Plan);
+    const read = scanned.reduce((a, b) => a + b, 0);
+    expect(scanned.length).toBeGreaterThan(0);
+    expect(read).toBeLessThan(2 * HISTORY_COUNT_ROWS);
+    expect(read).toBeGreaterThan(0.3 * HISTORY_COUNT_ROWS);
   });
 
   it("an empty database still renders every family with its HELP and TYPE", async () => {

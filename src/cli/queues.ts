@@ -11,10 +11,12 @@ export function registerQueues(program: Command, ctx: CliContext): void {
   queues.command("list").description("every queue with its jobs by state and its oldest due job's wait")
     .action((_opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
       const rows = await listQueues(db);
+      // The history's counts, estimated from a sample once it is large, are marked "~".
+      const kept = (q: QueueRow, n: number) => (q.estimated && n > 0 ? `~${n}` : n);
       printRows<QueueRow>(ctx.json(cmd), rows, "no queues yet: enqueue a job or pause a queue", [
         ["QUEUE", (q) => q.queue], ["PAUSED", (q) => (q.paused ? "yes" : "no")], ["DUE", (q) => q.due],
-        ["SCHEDULED", (q) => q.scheduled], ["RUNNING", (q) => q.running], ["SUCCEEDED", (q) => q.succeeded],
-        ["FAILED", (q) => q.failed], ["CANCELLED", (q) => q.cancelled], ["RATE LIMITED", (q) => q.rateLimited],
+        ["SCHEDULED", (q) => q.scheduled], ["RUNNING", (q) => q.running], ["SUCCEEDED", (q) => kept(q, q.succeeded)],
+        ["FAILED", (q) => q.failed], ["CANCELLED", (q) => kept(q, q.cancelled)], ["RATE LIMITED", (q) => kept(q, q.rateLimited)],
         ["OLDEST DUE", (q) => (q.due > 0 ? formatSpan(q.oldestDueSeconds * 1000) : "-")],
       ]);
     }));

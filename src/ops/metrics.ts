@@ -4,6 +4,7 @@ import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
 import { DurationRangeSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
 import { readMetricsStatement, type MetricsSnapshot } from "../sql/read-metrics.js";
+import { HISTORY_COUNT_ROWS } from "../sql/history-counts.js";
 import { msBefore, timestamp } from "../sql/time.js";
 import type { Misfits } from "./misfits.js";
 
@@ -49,7 +50,7 @@ function familiesOf(s: MetricsSnapshot, windowMs: number): Family[] {
   const window = windowMs % 3_600_000 === 0 ? `${windowMs / 3_600_000}h` : windowMs % 60_000 === 0 ? `${windowMs / 60_000}m` : `${windowMs / 1000}s`;
   const family = (name: string, help: string, samples: Family["samples"]): Family => ({ name, help, samples });
   return [
-    family("akadze_jobs", "Jobs by queue, task and state: live ones, and finished ones until retention drops them.",
+    family("akadze_jobs", `Jobs by queue, task and state: live ones, and finished ones until retention drops them (succeeded, cancelled and rate_limited estimated from a sample once more than ${HISTORY_COUNT_ROWS} are kept).`,
       s.jobs.map(([queue, task, state, n]) => ({ labels: { queue, task, state }, value: n }))),
     family("akadze_queue_oldest_due_seconds", "Seconds the longest-waiting due queued job of the queue has waited since its run_at (0 when none is due).",
       s.queues.map(([queue, , oldest]) => ({ labels: { queue }, value: Number(oldest) }))),

@@ -18,6 +18,11 @@ export interface QueueRow {
   rateLimited: number;
   /** Seconds the longest-waiting due job has waited since its run_at; 0 when none is due. */
   oldestDueSeconds: number;
+  /**
+   * Whether `succeeded`, `cancelled` and `rateLimited` are estimates: past HISTORY_COUNT_ROWS finished jobs
+   * kept, they are counted from a sample of the history, not row by row. The other counts are always exact.
+   */
+  estimated: boolean;
 }
 
 /**
@@ -30,5 +35,6 @@ export async function listQueues(db: Db, options: { now?: Date } = {}): Promise<
   return (rows ?? []).map((q) => ({
     queue: q.queue, paused: q.paused, due: q.due, scheduled: q.scheduled, running: q.running, succeeded: q.succeeded,
     failed: q.failed, cancelled: q.cancelled, rateLimited: q.rateLimited, oldestDueSeconds: Number(q.oldestDueSeconds),
+    estimated: q.estimated,
   }));
 }

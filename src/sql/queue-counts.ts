@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { historyCounts } from "./history-counts.js";
 
 /**
  * Per queue at `now`, as a subquery: every queue that has jobs or a row in akadze.queues, whether it is
@@ -11,19 +12,26 @@ export function queueCounts(now: SQL): SQL {
     select coalesce(c.queue, q.name) as queue, coalesce(q.paused, false) as paused,
       coalesce(c.due, 0) as due, coalesce(c.scheduled, 0) as scheduled, coalesce(c.running, 0) as running,
       coalesce(c.expired, 0) as expired, coalesce(c.succeeded, 0) as succeeded, coalesce(c.failed, 0) as failed,
-      coalesce(c.cancelled, 0) as cancelled, coalesce(c.rate_limited, 0) as rate_limited,
+      coalesce(c.cancelled, 0) as cancelled, coalesce(c.rate_limited, 0) as rate_limited, coalesce(c.estimated, false) as estimated,
       coalesce(round(extract(epoch from ${now} - c.oldest_due)::numeric, 3), 0) as oldest_due_seconds
     from (
       select queue,
-        count(*) filter (where state = 'queued' and run_at <= ${now}) as due,
-        count(*) filter (where state = 'queued' and run_at > ${now}) as scheduled,
-        count(*) filter (where state = 'running') as running,
-        count(*) filter (where state = 'running' and lease_expires_at < ${now}) as expired,
-        count(*) filter (where state = 'succeeded') as succeeded,
-        count(*) filter (where state = 'failed') as failed,
-        count(*) filter (where state = 'cancelled') as cancelled,
-        count(*) filter (where state = 'rate_limited') as rate_limited,
+        sum(n) filter (where state = 'queued' and run_at <= ${now}) as due,
+        sum(n) filter (where state = 'queued' and run_at > ${now}) as scheduled,
+        sum(n) filter (where state = 'running') as running,
+        sum(n) filter (where state = 'running' and lease_expires_at < ${now}) as expired,
+        sum(n) filter (where state = 'succeeded') as succeeded,
+        sum(n) filter (where state = 'failed') as failed,
+        sum(n) filter (where state = 'cancelled') as cancelled,
+        sum(n) filter (where state = 'rate_limited') as rate_limited,
+        bool_or(not exact) as estimated,
         min(run_at) filter (where state = 'queued' and run_at <= ${now}) as oldest_due
-      from akadze.all_jobs group by queue
+      from (
+        -- Live jobs and dead letters row by row; the history (which retention keeps large) by historyCounts.
+        select queue, state, run_at, lease_expires_at, 1::bigint as n, true as exact from akadze.jobs
+        union all select queue, 'failed', null, null, count(*), true from akadze.failed_jobs group by queue
+        union all select queue, state, null, null, n, exact from (${historyCounts(["queue", "state"])}) h
+      ) a
+      group by queue
     ) c full join akadze.queues q on q.name = c.queue`;
 }

@@ -3,11 +3,12 @@ import { findMisfitsStatement, type Misfits } from "./find-misfits.js";
 import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
 import { limitUsage } from "./limit-usage.js";
 import { queueCounts } from "./queue-counts.js";
+import { historyCounts } from "./history-counts.js";
 import { workerStatus } from "./worker-status.js";
 
 /** What `readMetricsStatement` returns: one array of tuples per family group. */
 export interface MetricsSnapshot {
-  /** [queue, task, state, jobs] */
+  /** [queue, task, state, jobs]: succeeded, cancelled and rate_limited estimated once the history is large (history-counts.ts) */
   jobs: [string, string, string, number][];
   /** [queue, paused, oldest due seconds, running, expired leases] */
   queues: [string, boolean, number, number, number][];
@@ -28,7 +29,11 @@ const rows = (query: SQL) => sql`coalesce((select jsonb_agg(x.v order by x.v) fr
 /** Everything the metrics show, at `now` and over the window since `since`, in one statement (a `MetricsSnapshot`). */
 export function readMetricsStatement(now: SQL, since: SQL, knownTasks?: string[]): SQL {
   return sql`select jsonb_build_object(
-    'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, count(*)) as v from akadze.all_jobs group by queue, task, state`)},
+    'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, n) as v from (
+      select queue, task, state, count(*) as n from akadze.jobs group by queue, task, state
+      union all select queue, task, 'failed', count(*) from akadze.failed_jobs group by queue, task
+      -- (The history, which retention keeps large, from a sample once it is: history-counts.ts.)
+      union all select queue, task, state, n from (${historyCounts(["queue", "task", "state"])}) h) c`)},
     'queues', ${rows(sql`
       select jsonb_build_array(c.queue, c.paused, c.oldest_due_seconds, c.running, c.expired) as v from (${queueCounts(now)}) c`)},
     'errors', ${rows(sql`

@@ -17,6 +17,8 @@ export interface OverviewData {
 }
 
 const COUNTS = ["due", "scheduled", "running", "succeeded", "failed", "cancelled"] as const;
+// Counts of the history: estimated from a sample once it is large (QueueRow.estimated).
+const ESTIMATED = new Set<string>(["succeeded", "cancelled"]);
 // Which list a count links to: due and scheduled jobs are both `queued`.
 const STATE_OF: Record<(typeof COUNTS)[number], string> = {
   due: "queued", scheduled: "queued", running: "running", succeeded: "succeeded", failed: "failed", cancelled: "cancelled",
@@ -37,7 +39,8 @@ export function OverviewPage(props: { ctx: PageContext; data: OverviewData; noti
             <td><a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}`}>{q.queue}</a> {q.paused && <Badge value="paused" />}</td>
             {COUNTS.map((k) => (
               <td class="n">{q[k] === 0 ? <span class="muted">0</span>
-                : <a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}&state=${STATE_OF[k]}`}>{q[k]}</a>}</td>
+                : <a href={`${ctx.base}/jobs?queue=${encodeURIComponent(q.queue)}&state=${STATE_OF[k]}`}
+                  title={q.estimated && ESTIMATED.has(k) ? "estimated from a sample of the history" : undefined}>{q.estimated && ESTIMATED.has(k) ? "≈" : ""}{q[k]}</a>}</td>
             ))}
             <td class="n">{q.oldestDueSeconds > 0 ? formatSpan(q.oldestDueSeconds * 1000) : <span class="muted">-</span>}</td>
             <td class="n">
