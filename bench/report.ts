@@ -31,10 +31,11 @@ function throughputSections(r: Results): Section[] {
   if (r.worker) {
     const w = r.worker;
     out.push({
-      title: `Long-lived workers at concurrency 10: ${fmt(w.jobs)} no-op jobs`,
+      title: `Long-lived workers at concurrency 10: ${fmt(w.jobs)} no-op jobs (median of ${w.rounds} interleaved round(s))`,
       head: ["system", "process jobs/s", "ratio"],
       rows: [["akadze runWorker", fmt(w.akadze.processPerSec), ratio(w.ratio)], ["graphile-worker", fmt(w.graphile.processPerSec), ""]],
-      notes: [`akadze: ${w.akadzeSettings}`, `graphile-worker: ${w.graphileSettings} (the fastest concurrency-10 entry of its sweep)`],
+      notes: [`akadze: ${w.akadzeSettings}`, `graphile-worker: ${w.graphileSettings} (the fastest concurrency-10 entry of its sweep)`,
+        `every round, jobs/s: akadze ${w.samples.akadze.map((n) => fmt(n)).join(", ")}; graphile-worker ${w.samples.graphile.map((n) => fmt(n)).join(", ")}`],
     });
   }
   return out;

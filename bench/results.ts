@@ -18,8 +18,11 @@ export const PEERS = ["graphile-worker", "pg-boss", "raw-SQL floor"] as const;
 
 export interface WorkerComparison {
   jobs: number;
+  /** Medians of `rounds` interleaved rounds (each round alternates which system runs first). */
+  rounds: number;
   akadze: Throughput;
   graphile: Throughput;
+  samples: { akadze: number[]; graphile: number[] };
   akadzeSettings: string;
   graphileSettings: string;
   ratio: number;

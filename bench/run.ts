@@ -158,11 +158,22 @@ async function main(): Promise<void> {
   if (sections.has("burn-down")) ({ graphile10 } = await burnDown(r));
 
   if (sections.has("worker")) {
-    log(`concurrency ${WORKER_SLOTS}: runWorker vs graphile-worker, ${config.workerJobs} jobs`);
-    const graphile = await graphileThroughput(config.workerJobs, graphile10);
-    const akadze = await workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS);
+    // Interleaved rounds, the first system alternating, as the burn-down's: one run of each is a few hundred
+    // milliseconds, well inside this machine's noise.
+    const samples: { akadze: Throughput[]; graphile: Throughput[] } = { akadze: [], graphile: [] };
+    for (let round = 1; round <= config.rounds; round++) {
+      log(`concurrency ${WORKER_SLOTS}: runWorker vs graphile-worker, ${config.workerJobs} jobs, round ${round} of ${config.rounds}`);
+      const runs = [
+        async () => { samples.graphile.push(await graphileThroughput(config.workerJobs, graphile10)); },
+        async () => { samples.akadze.push(await workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS)); },
+      ];
+      for (const run of round % 2 === 1 ? runs : runs.reverse()) await run();
+    }
+    const akadze = medianThroughput(samples.akadze);
+    const graphile = medianThroughput(samples.graphile);
     r.worker = {
-      jobs: config.workerJobs, akadze, graphile, ratio: akadze.processPerSec / graphile.processPerSec,
+      jobs: config.workerJobs, rounds: config.rounds, akadze, graphile, ratio: akadze.processPerSec / graphile.processPerSec,
+      samples: { akadze: samples.akadze.map((t) => Math.round(t.processPerSec)), graphile: samples.graphile.map((t) => Math.round(t.processPerSec)) },
       akadzeSettings: `runWorker(app, { db, slots: ${WORKER_SLOTS} }), other options as shipped; node-postgres pool ${POOL_SIZE}`,
       graphileSettings: graphileLabel(graphile10),
     };
