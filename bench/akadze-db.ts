@@ -53,7 +53,8 @@ export async function openAkadze(driver: AkadzeDriver, label: string, options: O
     await migrate(drizzlePg(pool) as unknown as Db);
     const done = { database, closers, counter };
     if (driver === "node-postgres") return target(driver, drizzlePg(pool) as unknown as Db, () => null, done);
-    const endpoint = await startNeonEndpoint({ connectionString: database.url });
+    // Backing connections stay open, so the backends' CPU read from /proc covers the whole window.
+    const endpoint = await startNeonEndpoint({ connectionString: database.url, idleTimeoutMs: 0 });
     closers.unshift(() => endpoint.close());
     if (driver === "neon-http") {
       const http = { ...done, counter: countHttpStatements(endpoint.fetchEndpoint) };

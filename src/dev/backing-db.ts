@@ -18,7 +18,7 @@ export interface Backend {
 // Every value stays Postgres text output; Neon's client parses by dataTypeID itself.
 const rawText = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig;
 
-export function pgBackend(connectionString: string): Backend {
+export function pgBackend(connectionString: string, idleTimeoutMs = 5_000): Backend {
   const base = new URL(connectionString);
   const pools = new Map<string, pg.Pool>();
   return {
@@ -34,7 +34,7 @@ export function pgBackend(connectionString: string): Backend {
           connectionString: url.toString(),
           types: rawText,
           max: 10,
-          idleTimeoutMillis: 5_000,
+          idleTimeoutMillis: idleTimeoutMs,
           allowExitOnIdle: true,
         });
         // An idle session killed from outside (DROP DATABASE ... WITH (FORCE)) is replaced on next use.

@@ -37,6 +37,11 @@ export interface NeonEndpointOptions {
   /** Interface to listen on; defaults to 127.0.0.1. */
   host?: string;
   fault?: FaultInjector;
+  /**
+   * How long a backing connection may sit idle before it is closed (a Postgres backing only). Default 5 s;
+   * 0 keeps them open, as a measurement of the backends' CPU needs (a backend that exits takes its CPU along).
+   */
+  idleTimeoutMs?: number;
 }
 
 export interface NeonEndpoint {
@@ -61,7 +66,7 @@ export async function startNeonEndpoint(options: NeonEndpointOptions): Promise<N
   }
   const backend = options.pglite
     ? await pgliteBackend(options.pglite)
-    : pgBackend(options.connectionString!);
+    : pgBackend(options.connectionString!, options.idleTimeoutMs);
   const stats = { requests: 0, faults: 0 };
   const fault = options.fault ?? {};
   const random = fault.random ?? Math.random;
