@@ -23,15 +23,18 @@ const SAMPLED_PERCENT = sql`(select least(100, 100.0 * ${HISTORY_COUNT_ROWS} / g
   where c.oid = 'akadze.job_history'::regclass
     or c.oid in (select i.inhrelid from pg_inherits i where i.inhparent = 'akadze.job_history'::regclass))`;
 
+/** Whether `historyCounts` estimates (the history is past HISTORY_COUNT_ROWS), as a boolean expression. */
+export const HISTORY_SAMPLED = sql`(${SAMPLED_PERCENT} < 100)`;
+
 /**
- * The history's jobs (succeeded, cancelled, rate_limited) by `keys`, as a subquery with those columns, `n`
- * and `exact`: counted row by row while the history is small, estimated from a block sample of
- * about HISTORY_COUNT_ROWS rows once it is larger (a state or task seen in no sampled block is left out). The
+ * The history's jobs (succeeded, cancelled, rate_limited) by `keys`, as a subquery with those columns and `n`:
+ * counted row by row while the history is small, estimated from a block sample of about HISTORY_COUNT_ROWS
+ * rows once it is larger (HISTORY_SAMPLED; a queue, task or state seen in no sampled block is left out). The
  * queue table and the dead letters are small and counted exactly by the callers.
  */
 export function historyCounts(keys: HistoryCountKey[]): SQL {
   const columns = sql.raw(keys.join(", "));
-  return sql`select ${columns}, round(count(*) * 100 / ${SAMPLED_PERCENT})::bigint as n, ${SAMPLED_PERCENT} >= 100 as exact
+  return sql`select ${columns}, round(count(*) * 100 / ${SAMPLED_PERCENT})::bigint as n
     from akadze.job_history tablesample system (${SAMPLED_PERCENT})
     group by ${columns}`;
 }
