@@ -6,9 +6,10 @@ import { HISTORY_SAMPLED, historyCounts } from "./history-counts.js";
  * paused, its jobs by state (queued split into `due` and `scheduled`), its running jobs whose lease
  * expired, and how long its oldest due job has waited (seconds, 0 when none is due). `listQueuesStatement`
  * and the metrics read the same counts. `estimated`: the history's counts (succeeded, cancelled,
- * rate_limited) come from a sample, the history being large (history-counts.ts).
+ * rate_limited) come from a sample, the history being large (history-counts.ts). `history`: the history's
+ * counts by queue and state (queue, state, n), when the caller has them already.
  */
-export function queueCounts(now: SQL): SQL {
+export function queueCounts(now: SQL, history: SQL = historyCounts(["queue", "state"])): SQL {
   return sql`
     select coalesce(c.queue, q.name) as queue, coalesce(q.paused, false) as paused,
       coalesce(c.due, 0) as due, coalesce(c.scheduled, 0) as scheduled, coalesce(c.running, 0) as running,
@@ -30,7 +31,7 @@ export function queueCounts(now: SQL): SQL {
         -- Live jobs and dead letters row by row; the history (which retention keeps large) by historyCounts.
         select queue, state, run_at, lease_expires_at, 1::bigint as n from akadze.jobs
         union all select queue, 'failed', null, null, count(*) from akadze.failed_jobs group by queue
-        union all select queue, state, null, null, n from (${historyCounts(["queue", "state"])}) h
+        union all select queue, state, null, null, n from (${history}) h
       ) a
       group by queue
     ) c full join akadze.queues q on q.name = c.queue`;

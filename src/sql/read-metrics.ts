@@ -28,14 +28,16 @@ const rows = (query: SQL) => sql`coalesce((select jsonb_agg(x.v order by x.v) fr
 
 /** Everything the metrics show, at `now` and over the window since `since`, in one statement (a `MetricsSnapshot`). */
 export function readMetricsStatement(now: SQL, since: SQL, knownTasks?: string[]): SQL {
-  return sql`select jsonb_build_object(
+  // The history is counted (from a sample once it is large: history-counts.ts) once, for both families that show it.
+  return sql`with history as (${historyCounts(["queue", "task", "state"])})
+    select jsonb_build_object(
     'jobs', ${rows(sql`select jsonb_build_array(queue, task, state, n) as v from (
       select queue, task, state, count(*) as n from akadze.jobs group by queue, task, state
       union all select queue, task, 'failed', count(*) from akadze.failed_jobs group by queue, task
-      -- (The history, which retention keeps large, from a sample once it is: history-counts.ts.)
-      union all select queue, task, state, n from (${historyCounts(["queue", "task", "state"])}) h) c`)},
+      union all select queue, task, state, n from history) c`)},
     'queues', ${rows(sql`
-      select jsonb_build_array(c.queue, c.paused, c.oldest_due_seconds, c.running, c.expired) as v from (${queueCounts(now)}) c`)},
+      select jsonb_build_array(c.queue, c.paused, c.oldest_due_seconds, c.running, c.expired) as v
+      from (${queueCounts(now, sql`select queue, state, sum(n) as n from history group by queue, state`)}) c`)},
     'errors', ${rows(sql`
       -- A hook failure is recorded in the errors but is no failed attempt: the change it saw stood.
       select jsonb_build_array(j.queue, j.task, count(*) filter (where e->>'kind' <> ${TRANSITION_HOOK_FAILED}),
