@@ -1,12 +1,9 @@
 import { queryJsonWithin, requestTimeoutMs } from "./timed-query.js";
-import { RunTimes } from "./run-times.js";
-import { LeaseLost } from "../core/errors.js";
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
-import type { Outcome } from "../sql/settle.js";
 import { Claimer, longestTimeoutMs, type Claim } from "./claimer.js";
 import { Heartbeat, judgeBeat } from "./heartbeat.js";
-import { runJob } from "./execute.js";
+import { JobRuns } from "./job-runs.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
 import { BudgetClock } from "./budget-clock.js";
@@ -15,7 +12,7 @@ import { UnheldJobs } from "./unheld-jobs.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, SummaryDeltas, Unreported, type Counts } from "./summary.js";
 import type { EngineOptions } from "./engine-options.js";
-import { type JobAbort, Latch, Wakeup } from "./signal.js";
+import { type JobAbort, Wakeup } from "./signal.js";
 import { HeldJobs } from "./held-jobs.js";
 import { nextCycle, START, type ClaimCycle, type ClaimEvent } from "./claim-cycle.js";
 import type { ClaimPolicy, ClaimView } from "./claim-policy.js";
@@ -36,9 +33,9 @@ export class Engine {
   private readonly claimer: Claimer;
   private readonly settler: Settler;
   private readonly heartbeat: Heartbeat;
+  /** The jobs' runs in their slots, and their outcomes on to the settler (job-runs.ts). */
+  private readonly runs: JobRuns;
   private readonly change = new Wakeup();
-  /** Resolved once the budget is spent or the signal aborted: bodies past their timeout are not waited for after. */
-  private readonly stopped = new Latch();
   /** Every job this engine holds (queued locally or running) or settles: a job's local life (held-jobs.ts). */
   private readonly jobs = new HeldJobs();
   /** Where claiming stands (claim-cycle.ts): changed only by `on`, through the pure transition function. */
@@ -58,8 +55,6 @@ export class Engine {
 
   /** The budget, on the monotonic clock for the real clock. */
   private readonly budget: BudgetClock;
-  /** How long each task's runs took, for when an untimed job may still start. */
-  private readonly runTimes = new RunTimes();
 
   constructor(private readonly o: EngineOptions) {
     this.policy = o.policy;
@@ -82,11 +77,16 @@ export class Engine {
         this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length - again.length - kept;
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);
-        for (const outcome of again) this.push(outcome);
+        for (const outcome of again) this.runs.push(outcome);
       },
       lost: (outcomes, _error, unsure) => { this.jobs.outcomesLost(outcomes); this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length; },
       requestTimeoutMs: () => this.requestTimeoutMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
+    });
+    this.runs = new JobRuns({
+      engine: o, jobs: this.jobs, settler: this.settler, summary: this.summary, unreported: this.unreported, pace: this.pace,
+      budget: this.budget, claiming: () => this.cycle.phase === "claiming",
+      ended: () => { this.endedSinceClaim++; this.change.notify(); },
     });
     this.unheld = new UnheldJobs({
       db: o.db, owner: o.owner, requestTimeoutMs: () => this.requestTimeoutMs(), onError: o.onError,
@@ -195,10 +195,10 @@ export class Engine {
 
   private dispatch(): void {
     if (this.stopping()) {
-      this.stopped.open();
+      this.runs.stop();
       // A job whose start is on its way waits for the answer: denied or stopped, it is back in the queue
       // table already, and a release would find it gone; started, it is released then (attempt refunded).
-      for (const job of this.jobs.takeUnstarted()) this.release(job);
+      for (const job of this.jobs.takeUnstarted()) this.runs.release(job);
       return;
     }
     const remaining = this.remainingMs();
@@ -206,7 +206,7 @@ export class Engine {
     if (remaining < Math.max(longestTimeoutMs(this.o.app), CLAIM_MARGIN_MS)) {
       // Jobs that can never fit any more (the remaining budget only shrinks) are released; an untimed job
       // needs the least its task takes (untimedFloorMs).
-      for (const job of this.jobs.takeUnstarted((j) => (timeoutOf(j) ?? this.runTimes.floorMs(j.task)) > remaining)) this.release(job);
+      for (const job of this.jobs.takeUnstarted((j) => (timeoutOf(j) ?? this.runs.floorMs(j.task)) > remaining)) this.runs.release(job);
     }
     while (this.jobs.running < this.o.slots) {
       const local = this.jobs.takeReady();
@@ -214,8 +214,8 @@ export class Engine {
       const { job, startBy } = local;
       if (startBy && ((!this.o.monotonic && this.o.now().getTime() > startBy.clock) || performance.now() > startBy.mono)) {
         // Its token was stamped too long ago for this start to count inside the window: release it.
-        this.release(job);
-      } else this.start(job, timeoutOf(job) ?? remaining);
+        this.runs.release(job);
+      } else this.runs.start(job, timeoutOf(job) ?? remaining);
     }
     if (!this.settler.startPending) {
       const next = this.jobs.pickStarts(this.o.slots - this.jobs.running, this.pace.lookahead());
@@ -263,7 +263,7 @@ export class Engine {
     this.o.onClaim?.(claim, asked);
     for (const job of claim.claimed) {
       const again = this.jobs.admit(job);
-      if (again) this.push(again);
+      if (again) this.runs.push(again);
     }
     this.summary.lost += this.jobs.claimAnswered();
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
@@ -276,11 +276,6 @@ export class Engine {
     });
   }
 
-  private push(outcome: Outcome): void {
-    this.jobs.outcomeSent(outcome.id);
-    this.settler.push(outcome);
-  }
-
   private onStarted(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {
     this.jobs.answerStarts(ids, result, sent);
     if (result) {
@@ -288,46 +283,6 @@ export class Engine {
       this.summary.released += result.denied.length;
     }
     this.change.notify();
-  }
-
-  private start(job: ClaimedJob, timeoutMs: number): void {
-    const controller = this.jobs.controllerOf(job.id)!;
-    if (controller.aborted) {
-      this.push({ id: job.id, kind: controller.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
-      this.jobs.drop(job.id);
-      return;
-    }
-    this.jobs.bodyStarted(job.id);
-    const began = performance.now();
-    const ran = this.budget.mark();
-    let lingering: Promise<unknown> | null = null;
-    const ended = (outcome: Outcome | null) => {
-      try {
-        if (outcome === null) {
-          this.jobs.endedForGood(job.id, this.cycle.phase === "claiming");
-          this.summary.succeeded++;
-          this.unreported.add(1);
-        } else this.push(outcome);
-      } finally {
-        this.jobs.bodyEnded(job.id);
-        this.endedSinceClaim++;
-        this.pace.ranFor(performance.now() - began);
-        this.runTimes.record(job.task, this.budget.elapsedMs(ran));
-        this.change.notify();
-      }
-    };
-    void runJob({ app: this.o.app, db: this.o.db, owner: this.o.owner, job, controller, timeoutMs, now: this.o.now, sqlNow: this.o.sqlNow,
-      monotonic: this.o.monotonic,
-      keepSucceeded: this.o.keepSucceeded !== false,
-      lingering: (body) => { lingering = body; } })
-      // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
-      // beside it) until it ends or the invocation does. (runJob never rejects.)
-      .then((outcome) => lingering ? Promise.race([lingering.catch(() => {}), this.stopped.opened]).then(() => ended(outcome)) : ended(outcome));
-  }
-
-  private release(job: ClaimedJob): void {
-    this.jobs.drop(job.id);
-    this.push({ id: job.id, kind: "release", attempt: job.attempt });
   }
 
   private onBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[]): void {
