@@ -2,7 +2,7 @@
 // completion pays by schema alone: the row kept and updated to `succeeded` (the schema before 0007), the
 // row deleted (keepSucceeded: false), the row moved into akadze.job_history (the default). Two clients,
 // each claiming FLOOR_BATCH with akadze's shape of claim, then completing them in one statement.
-//   npx tsx bench/floors.ts [jobs]      # one measurement of each, 20,000 jobs by default
+//   npx tsx bench/floors.ts [jobs] [batch]      # one measurement of each, 20,000 jobs and FLOOR_BATCH by default
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate, type Db } from "../src/index.js";
@@ -24,7 +24,8 @@ export const FLOOR_KINDS: FloorKind[] = ["rows kept", "history", "delete"];
 export function floorsSettings(): string {
   return `${CLIENTS} pg clients on akadze's jobs table (all its partial indexes); claim ${FLOOR_BATCH} with update ... state = 'running' ` +
     "where id in (select ... for update skip locked limit N) returning; complete them in one statement: update to succeeded " +
-    "(rows kept, the schema before 0007), delete (keepSucceeded: false), or delete ... returning into akadze.job_history (the default)";
+    "(rows kept, the schema before 0007), delete (keepSucceeded: false), or delete ... returning into akadze.job_history (the default); " +
+    "the rows marked batch N claim N at a time instead (akadze's burn-down batch)";
 }
 
 const CLAIM = `
@@ -43,8 +44,13 @@ const COMPLETE: Record<FloorKind, string> = {
     insert into akadze.job_history (${FINISHED_COLUMN_NAMES}) select ${FINISHED_COLUMN_NAMES} from moved`,
 };
 
-/** One floor over `count` jobs in a fresh database. */
-export async function floorOf(kind: FloorKind, count: number): Promise<Throughput> {
+/** The name of a floor's row in the results: at FLOOR_BATCH (the issue's shape), or at another claim size. */
+export function floorName(kind: FloorKind, batch = FLOOR_BATCH): string {
+  return `floor on akadze's table: ${kind}${batch === FLOOR_BATCH ? "" : `, batch ${batch}`}`;
+}
+
+/** One floor over `count` jobs in a fresh database, claiming `batch` at a time. */
+export async function floorOf(kind: FloorKind, count: number, batch = FLOOR_BATCH): Promise<Throughput> {
   return withDatabase(`floor_${kind}`, async (database) => {
     const pool = new pg.Pool({ connectionString: database.url, max: CLIENTS + 1 });
     // An idle connection the server ends (its database dropped, an admin's terminate) is no measurement: a query
@@ -74,7 +80,7 @@ export async function floorOf(kind: FloorKind, count: number): Promise<Throughpu
         const client = await pool.connect();
         try {
           for (;;) {
-            const { rows } = await client.query<{ id: string }>(CLAIM, [FLOOR_BATCH, `floor-${c}`]);
+            const { rows } = await client.query<{ id: string }>(CLAIM, [batch, `floor-${c}`]);
             if (rows.length === 0) return;
             await client.query(COMPLETE[kind], [rows.map((r) => r.id)]);
             done += rows.length;
@@ -93,8 +99,9 @@ export async function floorOf(kind: FloorKind, count: number): Promise<Throughpu
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const jobs = Number(process.argv[2] ?? 20_000);
+  const batch = Number(process.argv[3] ?? FLOOR_BATCH);
   for (const kind of FLOOR_KINDS) {
-    const t = await floorOf(kind, jobs);
-    console.log(`floor, ${kind}: ${Math.round(t.processPerSec)} jobs/s (${jobs} jobs)`);
+    const t = await floorOf(kind, jobs, batch);
+    console.log(`${floorName(kind, batch)}: ${Math.round(t.processPerSec)} jobs/s (${jobs} jobs)`);
   }
 }

@@ -28,6 +28,8 @@ function throughputSections(r: Results): Section[] {
       notes: Object.entries(r.settings.systems).map(([name, s]) => `${name}: ${s}`),
     },
   ];
+  const ceiling = ceilingSection(r);
+  if (ceiling) out.push(ceiling);
   if (r.worker) {
     const w = r.worker;
     out.push({
@@ -39,6 +41,32 @@ function throughputSections(r: Results): Section[] {
     });
   }
   return out;
+}
+
+/**
+ * What the row work alone allows: each floor on akadze's own table (the same row operations per job, no engine)
+ * against graphile-worker, and the share of that floor the ≥ 1.5× goal asks of akadze beside the share it reaches.
+ */
+function ceilingSection(r: Results): Section | null {
+  const graphile = r.throughput["graphile-worker"]?.processPerSec;
+  if (!graphile) return null;
+  const pairs: [string, string][] = [["akadze/node-postgres", "history"], ["akadze/node-postgres, keepSucceeded: false", "delete"]];
+  const rows = pairs.flatMap(([system, kind]) => {
+    const akadze = r.throughput[system]?.processPerSec;
+    if (!akadze) return [];
+    // The floor at the issue's claim size, and at the burn-down's where it was measured too.
+    const prefix = `floor on akadze's table: ${kind}`;
+    return Object.entries(r.throughput).filter(([name]) => name === prefix || name.startsWith(`${prefix}, batch `)).map(([name, t]) => {
+      const floor = t.processPerSec;
+      return [system, `${name.slice("floor on akadze's table: ".length)}: ${fmt(floor)}`, ratio(floor / graphile), pct((1.5 * graphile) / floor), pct(akadze / floor)];
+    });
+  });
+  return rows.length === 0 ? null : {
+    title: "What the row work alone allows: akadze's floors against graphile-worker",
+    head: ["system", "its floor on akadze's table, jobs/s", "floor vs graphile-worker", "share of the floor 1.5× graphile-worker needs", "share of the floor reached"],
+    rows,
+    notes: ["A floor does the row operations akadze's mode needs per job (the claim's update, then the delete, with or without the history row) in the plainest statements, from clients that do nothing else: what an engine doing that work could reach."],
+  };
 }
 
 function engineSections(r: Results): Section[] {

@@ -17,7 +17,7 @@ import { cronTick, nudgedLatency, WORKER_SLOTS, workerLatency, workerThroughput 
 import { FULL, QUICK, type BenchConfig } from "./config.js";
 import { postgresVersion } from "./databases.js";
 import { floorSettings, floorThroughput } from "./floor.js";
-import { FLOOR_KINDS, floorOf, floorsSettings } from "./floors.js";
+import { FLOOR_BATCH, FLOOR_KINDS, floorName, floorOf, floorsSettings, type FloorKind } from "./floors.js";
 import { GRAPHILE_QUICK_SWEEP, GRAPHILE_SWEEP, graphileLabel, graphileLatency, graphileSettings, graphileSweep, graphileThroughput, type GraphileConfig } from "./graphile.js";
 import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossLatency, pgbossSettings, pgbossSweep, pgbossThroughput, type PgBossConfig } from "./pgboss.js";
 import { markdown, printTables } from "./report.js";
@@ -92,6 +92,9 @@ async function machine(): Promise<Machine> {
 }
 
 /** Sweeps, then the head-to-head burn-down in interleaved rounds, then the other akadze drivers. */
+/** The floors also measured at the burn-down's own claim size. */
+const AT_BURN_DOWN_BATCH: FloorKind[] = ["history", "delete"];
+
 async function burnDown(r: Results): Promise<{ graphile10: GraphileConfig }> {
   const graphileConfigs = config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP;
   const pgbossConfigs = config.quick ? PGBOSS_QUICK_SWEEP : PGBOSS_SWEEP;
@@ -136,11 +139,15 @@ async function burnDown(r: Results): Promise<{ graphile10: GraphileConfig }> {
     record("graphile-worker", await graphileThroughput(config.jobs, graphile.config));
     record("pg-boss", await pgbossThroughput(config.jobs, pgboss.config));
     record("raw-SQL floor", await floorThroughput(config.jobs));
-    for (const kind of FLOOR_KINDS) record(`floor on akadze's table: ${kind}`, await floorOf(kind, config.jobs));
+    for (const kind of FLOOR_KINDS) record(floorName(kind), await floorOf(kind, config.jobs));
+    // The two akadze's modes pay for, also at the claim size its burn-down uses: a floor's cost per job falls with it.
+    if (shape.config.batchSize !== FLOOR_BATCH) {
+      for (const kind of AT_BURN_DOWN_BATCH) record(floorName(kind, shape.config.batchSize), await floorOf(kind, config.jobs, shape.config.batchSize));
+    }
   }
   for (const driver of config.drivers.filter((d) => d !== "node-postgres")) record(`akadze/${driver}`, await akadzeThroughput(driver, config.jobs, shape.config));
   const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), "akadze/node-postgres, keepSucceeded: false", "graphile-worker", "pg-boss", "raw-SQL floor",
-    ...FLOOR_KINDS.map((kind) => `floor on akadze's table: ${kind}`)];
+    ...FLOOR_KINDS.map((kind) => floorName(kind)), ...AT_BURN_DOWN_BATCH.map((kind) => floorName(kind, shape.config.batchSize))];
   for (const name of order) if (r.samples[name]) r.throughput[name] = medianThroughput(r.samples[name]);
   r.ratios = ratios(r.throughput);
   return { graphile10: graphile10.config };
