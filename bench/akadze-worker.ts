@@ -5,7 +5,7 @@ import { createApp, DEFAULT_SLOTS, parseDuration, runOnce, runWorker, type Durat
 import { query } from "../src/db/query.js";
 import { sql } from "drizzle-orm";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
-import { enqueueNoops, type Throughput } from "./akadze.js";
+import { DRAINS, enqueueNoops, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
 import { rate, sleep, timed } from "./stats.js";
 
@@ -14,27 +14,35 @@ export const WORKER_SLOTS = 10;
 
 /**
  * Burn-down by `runWorker` with `slots` slots and its other options as shipped: timed until the last body ran
- * and the worker, stopped then, has recorded every outcome (as graphile-worker's runner is stopped).
+ * and the worker, stopped then, has recorded every outcome (as graphile-worker's runner is stopped). Twice on
+ * one fresh database, a new worker each time: the first is `firstDrainPerSec`, the rest is the second's.
  */
 export async function workerThroughput(driver: AkadzeDriver, count: number, slots = WORKER_SLOTS): Promise<Throughput> {
   const target = await openAkadze(driver, "wk");
   try {
     let ran = 0;
     let allRan!: () => void;
-    const done = new Promise<void>((resolve) => { allRan = resolve; });
     const app = createApp();
     const noop = app.task("bench.noop", async () => { if (++ran === count) allRan(); });
-    const enqueueMs = await enqueueNoops(noop, target.db, count);
-    const stop = new AbortController();
-    const { ms: processMs } = await timed(async () => {
-      const worker = runWorker(app, { db: target.db, slots, signal: stop.signal });
-      await Promise.race([done, worker]);
-      stop.abort();
-      await worker;
-    });
-    const [{ n }] = await query<{ n: number }>(target.db, sql`select count(*)::int as n from akadze.jobs where state <> 'succeeded'`);
-    if (ran !== count || Number(n) !== 0) throw new Error(`runWorker ran ${ran} of ${count} jobs and left ${n} not succeeded`);
-    return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null };
+    const drains: { enqueueMs: number; processMs: number }[] = [];
+    for (let d = 1; d <= DRAINS; d++) {
+      ran = 0;
+      const done = new Promise<void>((resolve) => { allRan = resolve; });
+      const enqueueMs = await enqueueNoops(noop, target.db, count);
+      const stop = new AbortController();
+      const { ms: processMs } = await timed(async () => {
+        const worker = runWorker(app, { db: target.db, slots, signal: stop.signal });
+        await Promise.race([done, worker]);
+        stop.abort();
+        await worker;
+      });
+      const [{ n }] = await query<{ n: number }>(target.db, sql`select count(*)::int as n from akadze.jobs where state <> 'succeeded'`);
+      if (ran !== count || Number(n) !== 0) throw new Error(`runWorker ran ${ran} of ${count} jobs and left ${n} not succeeded`);
+      drains.push({ enqueueMs, processMs });
+    }
+    const { enqueueMs, processMs } = drains[drains.length - 1];
+    return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null,
+      firstDrainPerSec: rate(count, drains[0].processMs) };
   } finally {
     await target.close();
   }

@@ -3,7 +3,7 @@
 // What any Postgres queue pays at least for the same work on this machine.
 import pg from "pg";
 import { transactionsIn, withDatabase } from "./databases.js";
-import { ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { DRAINS, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { rate, timed } from "./stats.js";
 
 /** Jobs claimed per statement. */
@@ -38,28 +38,35 @@ export async function floorThroughput(count: number): Promise<Throughput> {
     try {
       await client.query(SCHEMA);
       const before = await transactionsIn(database.name);
-      const { ms: enqueueMs } = await timed(async () => {
-        for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
-          const payloads = Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({}));
-          await client.query("insert into floor_jobs (payload) select value from jsonb_array_elements($1::jsonb)", [JSON.stringify(payloads)]);
-        }
-      });
-      let done = 0;
-      const runJob = async (_payload: unknown) => {};
-      const { ms: processMs } = await timed(async () => {
-        for (;;) {
-          const { rows } = await client.query<{ id: string; payload: unknown }>(CLAIM, [FLOOR_BATCH]);
-          if (rows.length === 0) return;
-          await Promise.all(rows.map((r) => runJob(r.payload)));
-          await client.query("update floor_jobs set state = 'done' where id = any($1::bigint[])", [rows.map((r) => r.id)]);
-          done += rows.length;
-        }
-      });
-      if (done !== count) throw new Error(`the raw-SQL floor ran ${done} of ${count} jobs`);
+      // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
+      const drains: { enqueueMs: number; processMs: number }[] = [];
+      for (let n = 1; n <= DRAINS; n++) {
+        const { ms: enqueueMs } = await timed(async () => {
+          for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
+            const payloads = Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({}));
+            await client.query("insert into floor_jobs (payload) select value from jsonb_array_elements($1::jsonb)", [JSON.stringify(payloads)]);
+          }
+        });
+        let done = 0;
+        const runJob = async (_payload: unknown) => {};
+        const { ms: processMs } = await timed(async () => {
+          for (;;) {
+            const { rows } = await client.query<{ id: string; payload: unknown }>(CLAIM, [FLOOR_BATCH]);
+            if (rows.length === 0) return;
+            await Promise.all(rows.map((r) => runJob(r.payload)));
+            await client.query("update floor_jobs set state = 'done' where id = any($1::bigint[])", [rows.map((r) => r.id)]);
+            done += rows.length;
+          }
+        });
+        if (done !== count) throw new Error(`the raw-SQL floor ran ${done} of ${count} jobs`);
+        drains.push({ enqueueMs, processMs });
+      }
       await client.end();
       ended = true;
       const transactions = (await transactionsIn(database.name)) - before;
-      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: transactions / count };
+      const { enqueueMs, processMs } = drains[drains.length - 1];
+      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs,
+        transactionsPerJob: transactions / (DRAINS * count), firstDrainPerSec: rate(count, drains[0].processMs) };
     } finally {
       if (!ended) await client.end();
     }

@@ -10,7 +10,7 @@ import { runAtomically } from "../src/db/query.js";
 import { applyMigrationStatements } from "../src/sql/apply-migration.js";
 import { MIGRATIONS } from "../src/sql/migrations.generated.js";
 import { FINISHED_COLUMN_NAMES } from "../src/sql/archive.js";
-import { ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { DRAINS, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { withDatabase } from "./databases.js";
 import { rate, timed } from "./stats.js";
 
@@ -68,29 +68,36 @@ export async function floorOf(kind: FloorKind, count: number, batch = FLOOR_BATC
         // The partitions a worker would have made ahead (a day wide, the default retention's).
         await pool.query("select akadze.maintain_history(now(), 7 * 86400000, 86400, 172800, 1000)");
       }
-      const { ms: enqueueMs } = await timed(async () => {
-        for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
-          await pool.query("insert into akadze.jobs (task, args) select 'bench.noop', value from jsonb_array_elements($1::jsonb)",
-            [JSON.stringify(Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({})))]);
-        }
-      });
-      await pool.query("analyze akadze.jobs");
-      let done = 0;
-      const { ms: processMs } = await timed(() => Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
-        const client = await pool.connect();
-        try {
-          for (;;) {
-            const { rows } = await client.query<{ id: string }>(CLAIM, [batch, `floor-${c}`]);
-            if (rows.length === 0) return;
-            await client.query(COMPLETE[kind], [rows.map((r) => r.id)]);
-            done += rows.length;
+      // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
+      const drains: { enqueueMs: number; processMs: number }[] = [];
+      for (let n = 1; n <= DRAINS; n++) {
+        const { ms: enqueueMs } = await timed(async () => {
+          for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
+            await pool.query("insert into akadze.jobs (task, args) select 'bench.noop', value from jsonb_array_elements($1::jsonb)",
+              [JSON.stringify(Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({})))]);
           }
-        } finally {
-          client.release();
-        }
-      })));
-      if (done !== count) throw new Error(`the ${kind} floor ran ${done} of ${count} jobs`);
-      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null };
+        });
+        await pool.query("analyze akadze.jobs");
+        let done = 0;
+        const { ms: processMs } = await timed(() => Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
+          const client = await pool.connect();
+          try {
+            for (;;) {
+              const { rows } = await client.query<{ id: string }>(CLAIM, [batch, `floor-${c}`]);
+              if (rows.length === 0) return;
+              await client.query(COMPLETE[kind], [rows.map((r) => r.id)]);
+              done += rows.length;
+            }
+          } finally {
+            client.release();
+          }
+        })));
+        if (done !== count) throw new Error(`the ${kind} floor ran ${done} of ${count} jobs`);
+        drains.push({ enqueueMs, processMs });
+      }
+      const { enqueueMs, processMs } = drains[drains.length - 1];
+      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null,
+        firstDrainPerSec: rate(count, drains[0].processMs) };
     } finally {
       await pool.end();
     }

@@ -4,7 +4,7 @@ import { createRequire } from "node:module";
 import pg from "pg";
 import { Logger, run, runMigrations, type Runner, type RunnerOptions } from "graphile-worker";
 import { transactionsIn, withDatabase } from "./databases.js";
-import { ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { DRAINS, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
 import { rate, timed } from "./stats.js";
 import { tryConfig, type SweepEntry } from "./sweep.js";
@@ -122,12 +122,18 @@ export async function graphileThroughput(count: number, c: GraphileConfig): Prom
     try {
       await runMigrations(runnerOptions(pool, c));
       const before = await transactionsIn(database.name);
-      const { ms: enqueueMs } = await timed(() => addNoops(pool, count));
-      const processMs = await burnDown(pool, c, count);
+      // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
+      const drains: { enqueueMs: number; processMs: number }[] = [];
+      for (let n = 1; n <= DRAINS; n++) {
+        const { ms: enqueueMs } = await timed(() => addNoops(pool, count));
+        drains.push({ enqueueMs, processMs: await burnDown(pool, c, count) });
+      }
       await pool.end();
       ended = true;
-      const transactions = (await transactionsIn(database.name)) - before - 1; // minus the count in burnDown
-      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: transactions / count };
+      const transactions = (await transactionsIn(database.name)) - before - DRAINS; // minus the counts in burnDown
+      const { enqueueMs, processMs } = drains[drains.length - 1];
+      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs,
+        transactionsPerJob: transactions / (DRAINS * count), firstDrainPerSec: rate(count, drains[0].processMs) };
     } finally {
       if (!ended) await pool.end();
     }
