@@ -24,7 +24,7 @@ export const DEFAULT_MAX_POLL = "2s";
  * slots plus what would start within two round trips), so slow jobs are held about a slot's worth at a time
  * and only quick ones fill this.
  */
-export const DEFAULT_PREFETCH_PER_SLOT = 50;
+export const DEFAULT_PREFETCH_PER_SLOT = 100;
 /** How often a long-lived worker prunes finished jobs (in one of its claims). */
 export const WORKER_RETENTION_INTERVAL = "1m";
 
