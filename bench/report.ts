@@ -13,7 +13,7 @@ function throughputSections(r: Results): Section[] {
   const peers = PEERS.filter((p) => r.throughput[p]);
   const out: Section[] = [
     {
-      title: "Sweeps: each system's configurations on the same burn-down (the chosen one is marked)",
+      title: "Sweeps: each system's configurations on the same burn-down, the second of two in the sweep's database (the chosen one is marked)",
       head: ["system", "configuration", "jobs", "process jobs/s", "chosen"],
       rows: r.sweeps.map((s) => [s.system, s.settings, fmt(s.jobs), s.error ? `did not run: ${s.error}` : fmt(s.processPerSec), s.chosen ? "✓" : ""]),
     },
