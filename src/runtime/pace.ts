@@ -2,9 +2,10 @@ import type { App } from "../app/app.js";
 
 /**
  * Jobs started ahead of free slots are capped at this many batches of slots, and at this many claims' worth.
- * (No-op jobs over a 10 ms round trip would start some 1,000 per slot within it; at 64 a worker lane's claim of
- * quick jobs left most of them to start requests of their own, and the lane waited on each claim: measured
- * with 10 slots, 256 and a prefetch of 100 per slot ran 15-25 % more jobs a second than 64 and 50.)
+ * (No-op jobs over a 10 ms round trip would start some 1,000 per slot within it. A claim starts only what this
+ * allows beyond the jobs already held; the rest wait for start statements of their own. At 64, with 10 slots, a
+ * worker lane's claims could not grow past a few hundred quick jobs without them, and a lane with quick jobs
+ * waits on each claim in turn: 256, with a prefetch of 100 per slot, ran 15-25 % more jobs a second.)
  */
 const MAX_LOOKAHEAD_SLOTS = 256;
 const MAX_LOOKAHEAD_BATCHES = 4;
