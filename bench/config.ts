@@ -33,7 +33,7 @@ export interface BenchConfig {
 }
 
 export const FULL: BenchConfig = {
-  quick: false, jobs: 20_000, rounds: 3, sweepJobs: 10_000, warmUpJobs: 2_000, workerJobs: 10_000,
+  quick: false, jobs: 20_000, rounds: 5, sweepJobs: 10_000, warmUpJobs: 2_000, workerJobs: 10_000,
   drivers: [...AKADZE_DRIVERS],
   latency: { samples: 50, idleMs: 2_500, gapMs: [100, 300] },
   tick: { budget: "25s", jobMs: 100, backlog: 10_000 },
