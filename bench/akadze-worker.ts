@@ -5,9 +5,9 @@ import { createApp, DEFAULT_SLOTS, parseDuration, runOnce, runWorker, type Durat
 import { query } from "../src/db/query.js";
 import { sql } from "drizzle-orm";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
-import { DRAINS, enqueueNoops, type Throughput } from "./akadze.js";
+import { drainsOf, enqueueNoops, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
-import { rate, sleep, timed } from "./stats.js";
+import { sleep, timed } from "./stats.js";
 
 /** The concurrency of the worker-vs-worker comparison (runWorker slots, graphile-worker concurrency). */
 export const WORKER_SLOTS = 10;
@@ -24,8 +24,7 @@ export async function workerThroughput(driver: AkadzeDriver, count: number, slot
     let allRan!: () => void;
     const app = createApp();
     const noop = app.task("bench.noop", async () => { if (++ran === count) allRan(); });
-    const drains: { enqueueMs: number; processMs: number }[] = [];
-    for (let d = 1; d <= DRAINS; d++) {
+    const result = await drainsOf(count, async () => {
       ran = 0;
       const done = new Promise<void>((resolve) => { allRan = resolve; });
       const enqueueMs = await enqueueNoops(noop, target.db, count);
@@ -38,11 +37,9 @@ export async function workerThroughput(driver: AkadzeDriver, count: number, slot
       });
       const [{ n }] = await query<{ n: number }>(target.db, sql`select count(*)::int as n from akadze.jobs where state <> 'succeeded'`);
       if (ran !== count || Number(n) !== 0) throw new Error(`runWorker ran ${ran} of ${count} jobs and left ${n} not succeeded`);
-      drains.push({ enqueueMs, processMs });
-    }
-    const { enqueueMs, processMs } = drains[drains.length - 1];
-    return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null,
-      firstDrainPerSec: rate(count, drains[0].processMs) };
+      return { enqueueMs, processMs };
+    });
+    return { ...result, transactionsPerJob: null };
   } finally {
     await target.close();
   }

@@ -46,6 +46,20 @@ export interface Throughput {
 /** How many burn-downs of the same size each measurement runs in its database: the first cold, the second measured. */
 export const DRAINS = 2;
 
+/** One burn-down's two timings: its bulk enqueue, and its processing. */
+export interface DrainTimes { enqueueMs: number; processMs: number }
+
+/**
+ * Runs `drainOnce` (an enqueue and a burn-down of `count` jobs, timed) DRAINS times in the same database: the
+ * last one's rates, and the first one's processing rate as `firstDrainPerSec`.
+ */
+export async function drainsOf(count: number, drainOnce: () => Promise<DrainTimes>): Promise<Omit<Throughput, "transactionsPerJob">> {
+  const times: DrainTimes[] = [];
+  for (let n = 1; n <= DRAINS; n++) times.push(await drainOnce());
+  const { enqueueMs, processMs } = times[times.length - 1];
+  return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, firstDrainPerSec: rate(count, times[0].processMs) };
+}
+
 export function noopApp(): { app: App; noop: Task } {
   const app = createApp();
   const noop = app.task("bench.noop", async () => {});
@@ -86,24 +100,22 @@ export const KEEP_NO_SUCCEEDED: Retention = { keepSucceeded: false };
 export async function akadzeThroughput(driver: AkadzeDriver, count: number, shape: BurnDownShape, retention?: Retention): Promise<Throughput> {
   const target = await openAkadze(driver, "tp");
   let transactions: number | null = null;
-  let result!: Omit<Throughput, "transactionsPerJob" | "firstDrainPerSec">;
-  let firstDrainPerSec: number | null = null;
+  let result: Omit<Throughput, "transactionsPerJob">;
   try {
     const { app, noop } = noopApp();
     const before = target.database === null ? NaN : await transactionsIn(target.database);
-    for (let n = 1; n <= DRAINS; n++) {
+    result = await drainsOf(count, async () => {
       const enqueueMs = await enqueueNoops(noop, target.db, count);
       const { ms: processMs, value } = await timed(() => drain(app, target.db, shape, retention));
       if (value.succeeded !== count) throw new Error(`akadze over ${driver} ran ${value.succeeded} of ${count} jobs`);
-      result = { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs };
-      if (n === 1) firstDrainPerSec = result.processPerSec;
-    }
+      return { enqueueMs, processMs };
+    });
     await target.close(async () => { if (target.database !== null) transactions = (await transactionsIn(target.database)) - before; });
   } catch (error) {
     await target.close().catch(() => {});
     throw error;
   }
-  return { ...result, transactionsPerJob: transactions === null ? null : transactions / (DRAINS * count), firstDrainPerSec };
+  return { ...result, transactionsPerJob: transactions === null ? null : transactions / (DRAINS * count) };
 }
 
 export interface StatementsPerJob {
@@ -144,14 +156,13 @@ export async function akadzeSweep(jobs: number): Promise<SweepEntry[]> {
     const out: SweepEntry[] = [];
     for (const shape of BURN_DOWN_SHAPES) {
       // DRAINS burn-downs, the last one recorded (as the head-to-head measures).
-      let ms = NaN;
-      for (let n = 1; n <= DRAINS; n++) {
-        await enqueueNoops(noop, target.db, jobs);
-        const drained = await timed(() => drain(app, target.db, shape));
-        if (drained.value.succeeded !== jobs) throw new Error(`akadze sweep (${shapeLabel(shape)}) ran ${drained.value.succeeded} of ${jobs} jobs`);
-        ms = drained.ms;
-      }
-      out.push({ system: "akadze/node-postgres", settings: shapeLabel(shape), config: shape, jobs, processPerSec: rate(jobs, ms) });
+      const { processPerSec } = await drainsOf(jobs, async () => {
+        const enqueueMs = await enqueueNoops(noop, target.db, jobs);
+        const { ms: processMs, value } = await timed(() => drain(app, target.db, shape));
+        if (value.succeeded !== jobs) throw new Error(`akadze sweep (${shapeLabel(shape)}) ran ${value.succeeded} of ${jobs} jobs`);
+        return { enqueueMs, processMs };
+      });
+      out.push({ system: "akadze/node-postgres", settings: shapeLabel(shape), config: shape, jobs, processPerSec });
     }
     return out;
   } finally {

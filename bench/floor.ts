@@ -3,8 +3,8 @@
 // What any Postgres queue pays at least for the same work on this machine.
 import pg from "pg";
 import { transactionsIn, withDatabase } from "./databases.js";
-import { DRAINS, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
-import { rate, timed } from "./stats.js";
+import { DRAINS, drainsOf, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { timed } from "./stats.js";
 
 /** Jobs claimed per statement. */
 export const FLOOR_BATCH = 500;
@@ -39,8 +39,7 @@ export async function floorThroughput(count: number): Promise<Throughput> {
       await client.query(SCHEMA);
       const before = await transactionsIn(database.name);
       // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
-      const drains: { enqueueMs: number; processMs: number }[] = [];
-      for (let n = 1; n <= DRAINS; n++) {
+      const result = await drainsOf(count, async () => {
         const { ms: enqueueMs } = await timed(async () => {
           for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
             const payloads = Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({}));
@@ -59,14 +58,12 @@ export async function floorThroughput(count: number): Promise<Throughput> {
           }
         });
         if (done !== count) throw new Error(`the raw-SQL floor ran ${done} of ${count} jobs`);
-        drains.push({ enqueueMs, processMs });
-      }
+        return { enqueueMs, processMs };
+      });
       await client.end();
       ended = true;
       const transactions = (await transactionsIn(database.name)) - before;
-      const { enqueueMs, processMs } = drains[drains.length - 1];
-      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs,
-        transactionsPerJob: transactions / (DRAINS * count), firstDrainPerSec: rate(count, drains[0].processMs) };
+      return { ...result, transactionsPerJob: transactions / (DRAINS * count) };
     } finally {
       if (!ended) await client.end();
     }

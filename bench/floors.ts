@@ -10,9 +10,9 @@ import { runAtomically } from "../src/db/query.js";
 import { applyMigrationStatements } from "../src/sql/apply-migration.js";
 import { MIGRATIONS } from "../src/sql/migrations.generated.js";
 import { FINISHED_COLUMN_NAMES } from "../src/sql/archive.js";
-import { DRAINS, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { drainsOf, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { withDatabase } from "./databases.js";
-import { rate, timed } from "./stats.js";
+import { timed } from "./stats.js";
 
 export const FLOOR_BATCH = 500;
 const CLIENTS = 2;
@@ -69,8 +69,7 @@ export async function floorOf(kind: FloorKind, count: number, batch = FLOOR_BATC
         await pool.query("select akadze.maintain_history(now(), 7 * 86400000, 86400, 172800, 1000)");
       }
       // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
-      const drains: { enqueueMs: number; processMs: number }[] = [];
-      for (let n = 1; n <= DRAINS; n++) {
+      const result = await drainsOf(count, async () => {
         const { ms: enqueueMs } = await timed(async () => {
           for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
             await pool.query("insert into akadze.jobs (task, args) select 'bench.noop', value from jsonb_array_elements($1::jsonb)",
@@ -93,11 +92,9 @@ export async function floorOf(kind: FloorKind, count: number, batch = FLOOR_BATC
           }
         })));
         if (done !== count) throw new Error(`the ${kind} floor ran ${done} of ${count} jobs`);
-        drains.push({ enqueueMs, processMs });
-      }
-      const { enqueueMs, processMs } = drains[drains.length - 1];
-      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, transactionsPerJob: null,
-        firstDrainPerSec: rate(count, drains[0].processMs) };
+        return { enqueueMs, processMs };
+      });
+      return { ...result, transactionsPerJob: null };
     } finally {
       await pool.end();
     }

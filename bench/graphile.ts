@@ -4,9 +4,9 @@ import { createRequire } from "node:module";
 import pg from "pg";
 import { Logger, run, runMigrations, type Runner, type RunnerOptions } from "graphile-worker";
 import { transactionsIn, withDatabase } from "./databases.js";
-import { DRAINS, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { DRAINS, drainsOf, ENQUEUE_CHUNK, type DrainTimes, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
-import { rate, timed } from "./stats.js";
+import { timed } from "./stats.js";
 import { tryConfig, type SweepEntry } from "./sweep.js";
 
 export const GRAPHILE_VERSION: string = createRequire(import.meta.url)("graphile-worker/package.json").version;
@@ -94,6 +94,12 @@ async function burnDown(pool: pg.Pool, c: GraphileConfig, count: number): Promis
   return ms;
 }
 
+/** Bulk enqueue of `count` jobs, then their burn-down, each timed. */
+async function timedDrain(pool: pg.Pool, c: GraphileConfig, count: number): Promise<DrainTimes> {
+  const { ms: enqueueMs } = await timed(() => addNoops(pool, count));
+  return { enqueueMs, processMs: await burnDown(pool, c, count) };
+}
+
 /** Every configuration of `configs` on `jobs` jobs, in one database. */
 export async function graphileSweep(configs: GraphileConfig[], jobs: number): Promise<SweepEntry<GraphileConfig>[]> {
   return withDatabase("sweep_graphile", async (database) => {
@@ -105,12 +111,7 @@ export async function graphileSweep(configs: GraphileConfig[], jobs: number): Pr
           await runMigrations(runnerOptions(pool, c));
           await pool.query("delete from graphile_worker._private_jobs"); // what a failed configuration may have left (jobs is a view)
           // DRAINS burn-downs, the last one recorded (as the head-to-head measures).
-          let ms = NaN;
-          for (let n = 1; n <= DRAINS; n++) {
-            await addNoops(pool, jobs);
-            ms = await burnDown(pool, c, jobs);
-          }
-          return rate(jobs, ms);
+          return (await drainsOf(jobs, () => timedDrain(pool, c, jobs))).processPerSec;
         } finally {
           await pool.end();
         }
@@ -128,17 +129,11 @@ export async function graphileThroughput(count: number, c: GraphileConfig): Prom
       await runMigrations(runnerOptions(pool, c));
       const before = await transactionsIn(database.name);
       // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
-      const drains: { enqueueMs: number; processMs: number }[] = [];
-      for (let n = 1; n <= DRAINS; n++) {
-        const { ms: enqueueMs } = await timed(() => addNoops(pool, count));
-        drains.push({ enqueueMs, processMs: await burnDown(pool, c, count) });
-      }
+      const result = await drainsOf(count, () => timedDrain(pool, c, count));
       await pool.end();
       ended = true;
       const transactions = (await transactionsIn(database.name)) - before - DRAINS; // minus the counts in burnDown
-      const { enqueueMs, processMs } = drains[drains.length - 1];
-      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs,
-        transactionsPerJob: transactions / (DRAINS * count), firstDrainPerSec: rate(count, drains[0].processMs) };
+      return { ...result, transactionsPerJob: transactions / (DRAINS * count) };
     } finally {
       if (!ended) await pool.end();
     }

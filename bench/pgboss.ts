@@ -4,9 +4,9 @@ import { createRequire } from "node:module";
 import pg from "pg";
 import PgBoss from "pg-boss";
 import { transactionsIn, withDatabase } from "./databases.js";
-import { DRAINS, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
+import { DRAINS, drainsOf, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
-import { rate, sleep, timed } from "./stats.js";
+import { sleep, timed } from "./stats.js";
 import { POOL_SIZE } from "./akadze-db.js";
 import { tryConfig, type SweepEntry } from "./sweep.js";
 
@@ -106,12 +106,10 @@ export async function pgbossSweep(configs: PgBossConfig[], jobs: number): Promis
           const queue = `noop${i}`;
           await boss.createQueue(queue);
           // DRAINS burn-downs, the last one recorded (as the head-to-head measures).
-          let ms = NaN;
-          for (let n = 1; n <= DRAINS; n++) {
-            await insertNoops(boss, queue, jobs);
-            ({ ms } = await burnDown(boss, database.url, queue, c, jobs));
-          }
-          return rate(jobs, ms);
+          return (await drainsOf(jobs, async () => {
+            const { ms: enqueueMs } = await timed(() => insertNoops(boss, queue, jobs));
+            return { enqueueMs, processMs: (await burnDown(boss, database.url, queue, c, jobs)).ms };
+          })).processPerSec;
         }));
       }
       return out;
@@ -129,21 +127,18 @@ export async function pgbossThroughput(count: number, c: PgBossConfig): Promise<
       await boss.createQueue("noop");
       const before = await transactionsIn(database.name);
       // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
-      const drains: { enqueueMs: number; processMs: number }[] = [];
       let ownCounts = 0; // the benchmark's own statements
-      for (let n = 1; n <= DRAINS; n++) {
+      const result = await drainsOf(count, async () => {
         const { ms: enqueueMs } = await timed(() => insertNoops(boss, "noop", count));
         const { ms: processMs, polls } = await burnDown(boss, database.url, "noop", c, count);
         if (c.mode === "fetch" && await openJobs(database.url, "noop") > 0) throw new Error("pg-boss left jobs open");
         ownCounts += polls + (c.mode === "fetch" ? 1 : 0);
-        drains.push({ enqueueMs, processMs });
-      }
+        return { enqueueMs, processMs };
+      });
       await boss.stop({ graceful: false, wait: true });
       stopped = true;
       const transactions = (await transactionsIn(database.name)) - before - ownCounts;
-      const { enqueueMs, processMs } = drains[drains.length - 1];
-      return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs,
-        transactionsPerJob: transactions / (DRAINS * count), firstDrainPerSec: rate(count, drains[0].processMs) };
+      return { ...result, transactionsPerJob: transactions / (DRAINS * count) };
     } finally {
       if (!stopped) await boss.stop({ graceful: false, wait: true });
     }
