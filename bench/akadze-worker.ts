@@ -7,7 +7,8 @@ import { sql } from "drizzle-orm";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { drainsOf, enqueueNoops, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
-import { sleep, timed } from "./stats.js";
+import { sleep } from "./stats.js";
+import { timedWithCpu } from "./pg-cpu.js";
 
 /** The concurrency of the worker-vs-worker comparison (runWorker slots, graphile-worker concurrency). */
 export const WORKER_SLOTS = 10;
@@ -29,7 +30,7 @@ export async function workerThroughput(driver: AkadzeDriver, count: number, slot
       const done = new Promise<void>((resolve) => { allRan = resolve; });
       const enqueueMs = await enqueueNoops(noop, target.db, count);
       const stop = new AbortController();
-      const { ms: processMs } = await timed(async () => {
+      const { ms: processMs, cpu } = await timedWithCpu(target.database, count, async () => {
         const worker = runWorker(app, { db: target.db, slots, signal: stop.signal });
         await Promise.race([done, worker]);
         stop.abort();
@@ -37,7 +38,7 @@ export async function workerThroughput(driver: AkadzeDriver, count: number, slot
       });
       const [{ n }] = await query<{ n: number }>(target.db, sql`select count(*)::int as n from akadze.jobs where state <> 'succeeded'`);
       if (ran !== count || Number(n) !== 0) throw new Error(`runWorker ran ${ran} of ${count} jobs and left ${n} not succeeded`);
-      return { enqueueMs, processMs };
+      return { enqueueMs, processMs, cpu };
     });
     return { ...result, transactionsPerJob: null };
   } finally {

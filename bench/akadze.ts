@@ -5,6 +5,7 @@ import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { transactionsIn } from "./databases.js";
 import { rate, timed } from "./stats.js";
 import type { SweepEntry } from "./sweep.js";
+import { timedWithCpu, type CpuPerJob } from "./pg-cpu.js";
 
 /** How a burn-down runs: `loops` runOnce loops side by side, each claiming `batchSize` and running `slots` at once. */
 export interface BurnDownShape { loops: number; batchSize: number; slots: number }
@@ -41,13 +42,15 @@ export interface Throughput {
    * statistics and caches cold (null where not measured). The fields above are the second burn-down's.
    */
   firstDrainPerSec: number | null;
+  /** CPU per job of the recorded burn-down's processing (null where not measured). */
+  cpu: CpuPerJob | null;
 }
 
 /** How many burn-downs of the same size each measurement runs in its database: the first cold, the second measured. */
 export const DRAINS = 2;
 
-/** One burn-down's two timings: its bulk enqueue, and its processing. */
-export interface DrainTimes { enqueueMs: number; processMs: number }
+/** One burn-down's two timings: its bulk enqueue, and its processing (with its CPU per job, where measured). */
+export interface DrainTimes { enqueueMs: number; processMs: number; cpu?: CpuPerJob }
 
 /**
  * Runs `drainOnce` (an enqueue and a burn-down of `count` jobs, timed) DRAINS times in the same database: the
@@ -56,8 +59,11 @@ export interface DrainTimes { enqueueMs: number; processMs: number }
 export async function drainsOf(count: number, drainOnce: () => Promise<DrainTimes>): Promise<Omit<Throughput, "transactionsPerJob">> {
   const times: DrainTimes[] = [];
   for (let n = 1; n <= DRAINS; n++) times.push(await drainOnce());
-  const { enqueueMs, processMs } = times[times.length - 1];
-  return { enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs, firstDrainPerSec: rate(count, times[0].processMs) };
+  const { enqueueMs, processMs, cpu } = times[times.length - 1];
+  return {
+    enqueuePerSec: rate(count, enqueueMs), processPerSec: rate(count, processMs), enqueueMs, processMs,
+    firstDrainPerSec: rate(count, times[0].processMs), cpu: cpu ?? null,
+  };
 }
 
 export function noopApp(): { app: App; noop: Task } {
@@ -106,9 +112,10 @@ export async function akadzeThroughput(driver: AkadzeDriver, count: number, shap
     const before = target.database === null ? NaN : await transactionsIn(target.database);
     result = await drainsOf(count, async () => {
       const enqueueMs = await enqueueNoops(noop, target.db, count);
-      const { ms: processMs, value } = await timed(() => drain(app, target.db, shape, retention));
-      if (value.succeeded !== count) throw new Error(`akadze over ${driver} ran ${value.succeeded} of ${count} jobs`);
-      return { enqueueMs, processMs };
+      let succeeded = 0;
+      const { ms: processMs, cpu } = await timedWithCpu(target.database, count, async () => { succeeded = (await drain(app, target.db, shape, retention)).succeeded; });
+      if (succeeded !== count) throw new Error(`akadze over ${driver} ran ${succeeded} of ${count} jobs`);
+      return { enqueueMs, processMs, cpu };
     });
     await target.close(async () => { if (target.database !== null) transactions = (await transactionsIn(target.database)) - before; });
   } catch (error) {

@@ -5,6 +5,7 @@ import pg from "pg";
 import { transactionsIn, withDatabase } from "./databases.js";
 import { DRAINS, drainsOf, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { timed } from "./stats.js";
+import { timedWithCpu } from "./pg-cpu.js";
 
 /** Jobs claimed per statement. */
 export const FLOOR_BATCH = 500;
@@ -48,7 +49,7 @@ export async function floorThroughput(count: number): Promise<Throughput> {
         });
         let done = 0;
         const runJob = async (_payload: unknown) => {};
-        const { ms: processMs } = await timed(async () => {
+        const { ms: processMs, cpu } = await timedWithCpu(database.name, count, async () => {
           for (;;) {
             const { rows } = await client.query<{ id: string; payload: unknown }>(CLAIM, [FLOOR_BATCH]);
             if (rows.length === 0) return;
@@ -58,7 +59,7 @@ export async function floorThroughput(count: number): Promise<Throughput> {
           }
         });
         if (done !== count) throw new Error(`the raw-SQL floor ran ${done} of ${count} jobs`);
-        return { enqueueMs, processMs };
+        return { enqueueMs, processMs, cpu };
       });
       await client.end();
       ended = true;

@@ -13,6 +13,7 @@ import { FINISHED_COLUMN_NAMES } from "../src/sql/archive.js";
 import { drainsOf, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { withDatabase } from "./databases.js";
 import { timed } from "./stats.js";
+import { timedWithCpu } from "./pg-cpu.js";
 
 export const FLOOR_BATCH = 500;
 const CLIENTS = 2;
@@ -78,7 +79,7 @@ export async function floorOf(kind: FloorKind, count: number, batch = FLOOR_BATC
         });
         await pool.query("analyze akadze.jobs");
         let done = 0;
-        const { ms: processMs } = await timed(() => Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
+        const { ms: processMs, cpu } = await timedWithCpu(database.name, count, () => Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
           const client = await pool.connect();
           try {
             for (;;) {
@@ -90,9 +91,9 @@ export async function floorOf(kind: FloorKind, count: number, batch = FLOOR_BATC
           } finally {
             client.release();
           }
-        })));
+        })).then(() => {}));
         if (done !== count) throw new Error(`the ${kind} floor ran ${done} of ${count} jobs`);
-        return { enqueueMs, processMs };
+        return { enqueueMs, processMs, cpu };
       });
       return { ...result, transactionsPerJob: null };
     } finally {

@@ -7,6 +7,7 @@ import { transactionsIn, withDatabase } from "./databases.js";
 import { DRAINS, drainsOf, ENQUEUE_CHUNK, type DrainTimes, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
 import { timed } from "./stats.js";
+import { timedWithCpu, type CpuPerJob } from "./pg-cpu.js";
 import { tryConfig, type SweepEntry } from "./sweep.js";
 
 export const GRAPHILE_VERSION: string = createRequire(import.meta.url)("graphile-worker/package.json").version;
@@ -82,22 +83,26 @@ async function untilComplete(runner: Runner, count: number): Promise<void> {
   });
 }
 
-/** Starts a runner over the queued no-op jobs and stops it once all `count` completed (batched completions flushed). */
-async function burnDown(pool: pg.Pool, c: GraphileConfig, count: number): Promise<number> {
-  const { ms } = await timed(async () => {
+/**
+ * Starts a runner over the queued no-op jobs and stops it once all `count` completed (batched completions
+ * flushed), with its CPU per job (`database`'s backends too, where given).
+ */
+async function burnDown(pool: pg.Pool, c: GraphileConfig, count: number, database: string | null): Promise<{ ms: number; cpu: CpuPerJob }> {
+  const { ms, cpu } = await timedWithCpu(database, count, async () => {
     const runner = await run({ ...runnerOptions(pool, c), taskList: { noop: async () => {} } });
     await untilComplete(runner, count);
     await runner.stop();
   });
   const left = Number((await pool.query("select count(*) from graphile_worker.jobs")).rows[0].count);
   if (left !== 0) throw new Error(`graphile-worker (${graphileLabel(c)}) left ${left} jobs`);
-  return ms;
+  return { ms, cpu };
 }
 
 /** Bulk enqueue of `count` jobs, then their burn-down, each timed. */
-async function timedDrain(pool: pg.Pool, c: GraphileConfig, count: number): Promise<DrainTimes> {
+async function timedDrain(pool: pg.Pool, c: GraphileConfig, count: number, database: string | null = null): Promise<DrainTimes> {
   const { ms: enqueueMs } = await timed(() => addNoops(pool, count));
-  return { enqueueMs, processMs: await burnDown(pool, c, count) };
+  const { ms: processMs, cpu } = await burnDown(pool, c, count, database);
+  return { enqueueMs, processMs, cpu };
 }
 
 /** Every configuration of `configs` on `jobs` jobs, in one database. */
@@ -129,7 +134,7 @@ export async function graphileThroughput(count: number, c: GraphileConfig): Prom
       await runMigrations(runnerOptions(pool, c));
       const before = await transactionsIn(database.name);
       // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
-      const result = await drainsOf(count, () => timedDrain(pool, c, count));
+      const result = await drainsOf(count, () => timedDrain(pool, c, count, database.name));
       await pool.end();
       ended = true;
       const transactions = (await transactionsIn(database.name)) - before - DRAINS; // minus the counts in burnDown

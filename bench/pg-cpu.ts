@@ -119,3 +119,25 @@ export function countHttpStatements(fetchEndpoint: string): StatementCounter {
   httpCounters.set(fetchEndpoint, counter);
   return counter;
 }
+
+/**
+ * What a burn-down cost the machine per job: this Node process's CPU (the engine or the peer's runner, its
+ * driver, and for the neon drivers the local endpoint too) and the database's backends' (null where /proc
+ * cannot see them), in µs.
+ */
+export interface CpuPerJob { nodeUs: number; postgresUs: number | null }
+
+/**
+ * `fn` timed, with the CPU it cost per job of `count`: the process's, and `database`'s backends' (snapshotted
+ * outside the timed window; keep the connections open across it, see cpuSpentMs).
+ */
+export async function timedWithCpu(database: string | null, count: number, fn: () => Promise<void>): Promise<{ ms: number; cpu: CpuPerJob }> {
+  const before = database === null ? null : await snapshotCpu(database);
+  const node = process.cpuUsage();
+  const started = performance.now();
+  await fn();
+  const ms = performance.now() - started;
+  const { user, system } = process.cpuUsage(node);
+  const postgresMs = database === null ? null : cpuSpentMs(before, await snapshotCpu(database));
+  return { ms, cpu: { nodeUs: (user + system) / count, postgresUs: postgresMs === null ? null : (postgresMs * 1000) / count } };
+}

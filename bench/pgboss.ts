@@ -7,6 +7,7 @@ import { transactionsIn, withDatabase } from "./databases.js";
 import { DRAINS, drainsOf, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
 import { sleep, timed } from "./stats.js";
+import { timedWithCpu, type CpuPerJob } from "./pg-cpu.js";
 import { POOL_SIZE } from "./akadze-db.js";
 import { tryConfig, type SweepEntry } from "./sweep.js";
 
@@ -62,10 +63,10 @@ async function insertNoops(boss: PgBoss, queue: string, count: number): Promise<
 }
 
 /** Burns down `count` queued jobs of `queue`; returns the wall ms and the benchmark's own count queries. */
-async function burnDown(boss: PgBoss, url: string, queue: string, c: PgBossConfig, count: number): Promise<{ ms: number; polls: number }> {
+async function burnDown(boss: PgBoss, url: string, queue: string, c: PgBossConfig, count: number, database: string | null = null): Promise<{ ms: number; polls: number; cpu: CpuPerJob }> {
   let polls = 0;
   const runJob = async () => {}; // the per-job handler
-  const { ms } = await timed(async () => {
+  const { ms, cpu } = await timedWithCpu(database, count, async () => {
     if (c.mode === "fetch") {
       await Promise.all(Array.from({ length: c.loops }, async () => {
         for (;;) {
@@ -92,7 +93,7 @@ async function burnDown(boss: PgBoss, url: string, queue: string, c: PgBossConfi
       await boss.offWork(queue);
     }
   });
-  return { ms, polls };
+  return { ms, polls, cpu };
 }
 
 /** Every configuration on `jobs` jobs, in one database (a queue per configuration). */
@@ -130,10 +131,10 @@ export async function pgbossThroughput(count: number, c: PgBossConfig): Promise<
       let ownCounts = 0; // the benchmark's own statements
       const result = await drainsOf(count, async () => {
         const { ms: enqueueMs } = await timed(() => insertNoops(boss, "noop", count));
-        const { ms: processMs, polls } = await burnDown(boss, database.url, "noop", c, count);
+        const { ms: processMs, polls, cpu } = await burnDown(boss, database.url, "noop", c, count, database.name);
         if (c.mode === "fetch" && await openJobs(database.url, "noop") > 0) throw new Error("pg-boss left jobs open");
         ownCounts += polls + (c.mode === "fetch" ? 1 : 0);
-        return { enqueueMs, processMs };
+        return { enqueueMs, processMs, cpu };
       });
       await boss.stop({ graceful: false, wait: true });
       stopped = true;

@@ -1,6 +1,8 @@
 // Turns the results into tables: boxed for the terminal, pipe tables for bench/RESULTS.md.
 import Table from "cli-table3";
 import { firstDrainRatio, PEERS, type Results } from "./results.js";
+import type { Throughput } from "./akadze.js";
+import { WORKER_SLOTS } from "./akadze-worker.js";
 
 export interface Section { title: string; head: string[]; rows: string[][]; notes?: string[] }
 
@@ -36,6 +38,8 @@ function throughputSections(r: Results): Section[] {
   ];
   const ceiling = ceilingSection(r);
   if (ceiling) out.push(ceiling);
+  const cpu = cpuSection(r);
+  if (cpu) out.push(cpu);
   if (r.worker) {
     const w = r.worker;
     out.push({
@@ -76,6 +80,41 @@ function ceilingSection(r: Results): Section | null {
     head: ["system", "its floor on akadze's table, jobs/s", "floor vs graphile-worker", "share of the floor 1.5× graphile-worker needs", "share of the floor reached"],
     rows,
     notes: ["A floor does the row operations akadze's mode needs per job (the claim's update, then the delete, with or without the history row) in the plainest statements, from clients that do nothing else: what an engine doing that work could reach."],
+  };
+}
+
+/**
+ * What each system's jobs cost the machine's CPU (this Node process and the database's backends), and so the
+ * most any overlap of the two could reach on this machine's cores, beside what the goal needs.
+ */
+function cpuSection(r: Results): Section | null {
+  const cores = r.machine.nproc;
+  const entries: [string, Throughput][] = Object.entries(r.throughput);
+  if (r.worker) entries.push([`akadze runWorker, concurrency ${WORKER_SLOTS}`, r.worker.akadze], [`graphile-worker, concurrency ${WORKER_SLOTS}`, r.worker.graphile]);
+  const measured = entries.filter(([, t]) => t.cpu);
+  if (measured.length === 0) return null;
+  const total = (t: Throughput) => (t.cpu!.postgresUs === null ? null : t.cpu!.nodeUs + t.cpu!.postgresUs);
+  const rows = measured.map(([name, t]) => {
+    const us = total(t);
+    return [name, fmt(t.processPerSec), fmt(t.cpu!.nodeUs, 1), fmt(t.cpu!.postgresUs, 1), fmt(us, 1),
+      us === null ? "—" : fmt((cores * 1e6) / us), us === null ? "—" : pct((t.processPerSec * us) / (cores * 1e6))];
+  });
+  const needs = (label: string, peer: Throughput | undefined, ours: Throughput | undefined) => {
+    const us = ours && total(ours);
+    if (!peer || !us) return [];
+    const budget = (cores * 1e6) / (1.5 * peer.processPerSec);
+    return [`${label}: 1.5× graphile-worker is ${fmt(1.5 * peer.processPerSec)} jobs/s, which allows ${fmt(budget, 1)} µs of CPU per job with all ${cores} cores busy all the time; akadze spends ${fmt(us, 1)}.`];
+  };
+  return {
+    title: "CPU per job: this process and the database's backends, during the recorded burn-down",
+    head: ["system", "process jobs/s", "Node µs/job", "Postgres µs/job", "total µs/job", `every one of ${cores} cores busy: jobs/s`, "share of the cores used"],
+    rows,
+    notes: [
+      "Node: process.cpuUsage() of the bench process over the burn-down (the engine or the peer's runner and its driver; for the neon drivers the local endpoint too, for PGlite the database itself). " +
+        "Postgres: user and system CPU of the database's backends from /proc (background processes such as the WAL writer not included).",
+      ...needs("Burn-down", r.throughput["graphile-worker"], r.throughput["akadze/node-postgres"]),
+      ...needs(`runWorker at concurrency ${WORKER_SLOTS}`, r.worker?.graphile, r.worker?.akadze),
+    ],
   };
 }
 

@@ -9,6 +9,7 @@ import type { Latency } from "./latency.js";
 import type { ClaimCost, ScaleOutRow } from "./scale-out.js";
 import type { FanOutRow } from "./fan-out.js";
 import { median } from "./stats.js";
+import type { CpuPerJob } from "./pg-cpu.js";
 import type { SweepEntry } from "./sweep.js";
 
 export interface Machine { nproc: number; cpu: string; memory: string; node: string; postgres: string; loadStart: number[]; loadEnd: number[] }
@@ -65,6 +66,17 @@ export function medianThroughput(samples: Throughput[]): Throughput {
     processMs: median(samples.map((s) => s.processMs)),
     transactionsPerJob: samples[0].transactionsPerJob === null ? null : median(samples.map((s) => s.transactionsPerJob ?? NaN)),
     firstDrainPerSec: samples[0].firstDrainPerSec === null ? null : median(samples.map((s) => s.firstDrainPerSec ?? NaN)),
+    cpu: medianCpu(samples.map((s) => s.cpu)),
+  };
+}
+
+/** The median of each side's CPU per job (independently), or null if a sample did not measure it. */
+function medianCpu(samples: (CpuPerJob | null)[]): CpuPerJob | null {
+  if (samples.some((c) => c === null)) return null;
+  const postgres = samples.map((c) => c!.postgresUs);
+  return {
+    nodeUs: median(samples.map((c) => c!.nodeUs)),
+    postgresUs: postgres.some((p) => p === null) ? null : median(postgres as number[]),
   };
 }
 
