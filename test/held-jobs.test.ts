@@ -137,14 +137,15 @@ describe("held jobs", () => {
     const jobs = new HeldJobs();
     for (const id of [1, 2]) { jobs.admit(job(id, { started: true })); jobs.takeReady(); jobs.bodyStarted(id); jobs.bodyEnded(id); jobs.outcomeSent(id); }
     // The settle ran before the claim committed: neither applied; the claim on its way takes 1 back, not 2.
-    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], [], false, true)).toEqual({ again: [], kept: 2 });
-    expect(jobs.admit(job(1, { attempt: 2, started: true }))).toEqual(succeeded(1));
+    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], [], false, true)).toEqual({ again: [], kept: 2, unheld: false });
+    // Sent again for the attempt the claim's run has (the settle applies an outcome to its own attempt only).
+    expect(jobs.admit(job(1, { attempt: 2, started: true }))).toEqual({ ...succeeded(1), attempt: 2 });
     expect(jobs.queued).toBe(0);
     expect(jobs.claimAnswered()).toBe(1); // 2's outcome is lost: its job is another owner's
     expect(jobs.known()).toEqual([1]);
     // With no claim on its way, or when an earlier try may have recorded it, nothing is kept.
     jobs.outcomeSent(1);
-    expect(jobs.settleAnswered([succeeded(1)], [], false, false)).toEqual({ again: [], kept: 0 });
+    expect(jobs.settleAnswered([succeeded(1)], [], false, false)).toEqual({ again: [], kept: 0, unheld: false });
     expect(jobs.known()).toEqual([]);
   });
 
@@ -155,12 +156,45 @@ describe("held jobs", () => {
     expect(jobs.admit(job(2, { attempt: 2, started: true }))).toBeUndefined();
     expect(jobs.queued).toBe(0);
     jobs.claimAnswered();
-    // 1 was applied (the row the claim took back, same owner); 2 was not, and goes again.
-    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], [{ id: 1, to: "succeeded" }], false, false)).toEqual({ again: [succeeded(2)], kept: 0 });
+    // 1 was applied (a plain success is sent without its attempt, so it may have ended the row the claim took
+    // back); 2 was not, and goes again, for the attempt the claim gave it. 1's copy was not queued: in case the
+    // settle ended an earlier run and the claim's is held by no one, the release of unheld jobs looks.
+    expect(jobs.settleAnswered([succeeded(1), succeeded(2)], [{ id: 1, to: "succeeded" }], false, false))
+      .toEqual({ again: [{ ...succeeded(2), attempt: 2 }], kept: 0, unheld: true });
     jobs.outcomeSent(2);
     expect(jobs.known()).toEqual([2]);
     // An unsure answer is not sent again: the lost try may have recorded it.
-    expect(jobs.settleAnswered([succeeded(2)], [], true, false)).toEqual({ again: [], kept: 0 });
+    expect(jobs.settleAnswered([succeeded(2)], [], true, false)).toEqual({ again: [], kept: 0, unheld: false });
     expect(jobs.known()).toEqual([]);
+  });
+
+  it("a job handed back while the outcome that made it due again was on its way is left to the release of unheld jobs", () => {
+    const retry = (id: number): Outcome => ({ id, kind: "error", attempt: 1, delayMs: 0 });
+    const ran = (jobs: HeldJobs, id: number) => { jobs.admit(job(id, { started: true })); jobs.takeReady(); jobs.bodyStarted(id); jobs.bodyEnded(id); jobs.outcomeSent(id); };
+    // The settle requeued the job due at once; a claim took that run before the settle's answer came.
+    const recorded = new HeldJobs();
+    ran(recorded, 1);
+    expect(recorded.admit(job(1, { attempt: 2, started: true }))).toBeUndefined();
+    expect(recorded.queued).toBe(0);
+    expect(recorded.settleAnswered([retry(1)], [{ id: 1, to: "queued" }], false, false)).toEqual({ again: [], kept: 0, unheld: true });
+    expect(recorded.known()).toEqual([]);
+    // A retried settle whose first try committed: the retry finds a later attempt and records nothing.
+    const retried = new HeldJobs();
+    ran(retried, 1);
+    retried.admit(job(1, { attempt: 2, started: true }));
+    expect(retried.settleAnswered([retry(1)], [], true, false)).toEqual({ again: [], kept: 0, unheld: true });
+    expect(retried.known()).toEqual([]);
+    // No answer at all: the claim's lease is what holds the job now.
+    const unanswered = new HeldJobs();
+    ran(unanswered, 1);
+    ran(unanswered, 2);
+    unanswered.admit(job(1, { attempt: 2, started: true }));
+    expect(unanswered.outcomesLost([{ id: 1 }, { id: 2 }])).toBe(true);
+    expect(unanswered.known()).toEqual([2]);
+    // Nothing handed back: nothing unheld.
+    const plain = new HeldJobs();
+    ran(plain, 1);
+    expect(plain.settleAnswered([retry(1)], [{ id: 1, to: "queued" }], false, false).unheld).toBe(false);
+    expect(plain.outcomesLost([])).toBe(false);
   });
 });

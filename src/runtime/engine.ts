@@ -73,13 +73,17 @@ export class Engine {
       after: () => this.unreported.take((n) => o.settleAfter(n, this.jobs.running === 0 && this.jobs.queued === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent, unsure) => {
-        const { again, kept } = this.jobs.settleAnswered(sent, jobs, unsure, this.cycle.phase === "claiming");
+        const { again, kept, unheld } = this.jobs.settleAnswered(sent, jobs, unsure, this.cycle.phase === "claiming");
+        if (unheld) this.unheld.mayHold();
         this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length - again.length - kept;
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);
         for (const outcome of again) this.runs.push(outcome);
       },
-      lost: (outcomes, _error, unsure) => { this.jobs.outcomesLost(outcomes); this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length; },
+      lost: (outcomes, _error, unsure) => {
+        if (this.jobs.outcomesLost(outcomes)) this.unheld.mayHold();
+        this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length;
+      },
       requestTimeoutMs: () => this.requestTimeoutMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });

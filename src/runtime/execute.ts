@@ -79,7 +79,7 @@ export function executeJob(run: JobRun): Promise<Outcome | null> {
   const { job, task, controller } = run;
   const parsed = v.safeParse(task.schema, job.args);
   if (!parsed.success) {
-    return Promise.resolve({ id: job.id, kind: "fail", error: errorEntry(run, new Fail(`args no longer match the task's schema: ${describeIssues(parsed.issues)}`)) });
+    return Promise.resolve({ id: job.id, kind: "fail", attempt: job.attempt, error: errorEntry(run, new Fail(`args no longer match the task's schema: ${describeIssues(parsed.issues)}`)) });
   }
   const overran = overrunCheck(run);
   const body = withCurrentJob(run.current, () => runBody(run, parsed.output, overran));

@@ -38,7 +38,8 @@ export class HeldJobs {
    * way the job is this owner's again, and the outcome its one body produced is sent again under the new lease.
    */
   private readonly unappliedWhileClaiming = new Map<number, Outcome>();
-  private readonly handedBackWhileSettling = new Set<number>();
+  /** Jobs a claim handed back while their outcome was on its way, with the attempt that claim gave them. */
+  private readonly handedBackWhileSettling = new Map<number, number>();
 
   /** Held jobs whose bodies have not started. */
   get queued(): number { return this.queue.length; }
@@ -55,11 +56,12 @@ export class HeldJobs {
     const id = job.id;
     const unapplied = this.unappliedWhileClaiming.get(id);
     if (unapplied) {
-      // Its body ran here and ended; the settle came before this claim committed: send that outcome again.
+      // Its body ran here and ended; the settle came before this claim committed: send that outcome again,
+      // for the attempt this claim's run has.
       this.unappliedWhileClaiming.delete(id);
-      return unapplied;
+      return { ...unapplied, attempt: job.attempt };
     }
-    if (this.settling.has(id)) this.handedBackWhileSettling.add(id);
+    if (this.settling.has(id)) this.handedBackWhileSettling.set(id, job.attempt);
     if (this.endedWhileClaiming.has(id) || this.bodies.has(id) || this.settling.has(id)) return undefined;
     if (this.controllers.has(id)) this.queue.removeWhere((l) => l.job.id === id);
     this.controllers.set(id, new JobAbort());
@@ -145,33 +147,53 @@ export class HeldJobs {
   /**
    * The database answered a settle of `sent`, moving the jobs in `moved` (those not back to `queued` ended for
    * good); `unsure`: an earlier try may have committed unanswered. Each other one was recorded already (unsure)
-   * or its job was not this owner's when the statement ran. Answers the outcomes to send again now (their job
-   * was handed back meanwhile), and how many are kept until the claim on its way (`claiming`) is answered; the
-   * rest are lost.
+   * or its job was not this owner's when the statement ran (or no longer at that attempt). Answers the outcomes
+   * to send again now (their job was handed back meanwhile, and the settle found it not ours: the claim took
+   * it back before the settle ran), and how many are kept until the claim on its way (`claiming`) is answered;
+   * the rest are lost.
+   *
+   * `unheld`: a claim handed back a job whose outcome this settle recorded (or may have, `unsure`), so it
+   * took the run that outcome made due again (a retry or snooze due at once), and that copy was not queued
+   * here because the outcome was on its way. No body holds that run: it is leased to this owner and unheld,
+   * for the engine's release of unheld jobs to put back, attempt refunded, rather than its lease's expiry.
    */
-  settleAnswered(sent: Outcome[], moved: readonly { id: number; to: string }[], unsure: boolean, claiming: boolean): { again: Outcome[]; kept: number } {
+  settleAnswered(sent: Outcome[], moved: readonly { id: number; to: string }[], unsure: boolean, claiming: boolean): { again: Outcome[]; kept: number; unheld: boolean } {
     for (const j of moved) if (j.to !== "queued") this.endedForGood(j.id, claiming);
     const applied = new Set(moved.map((j) => j.id));
     const again: Outcome[] = [];
     let kept = 0;
+    let unheld = false;
     for (const outcome of sent) {
       const id = outcome.id;
       this.settleEnded(id);
-      const handedBack = this.handedBackWhileSettling.delete(id);
-      if (applied.has(id) || unsure) this.ranUnsettled.delete(id);
-      else if (handedBack) again.push(outcome);
+      const handedBack = this.handedBackWhileSettling.get(id);
+      this.handedBackWhileSettling.delete(id);
+      if (applied.has(id) || unsure) {
+        this.ranUnsettled.delete(id);
+        if (handedBack !== undefined) unheld = true;
+      } else if (handedBack !== undefined) again.push({ ...outcome, attempt: handedBack });
       else if (claiming) { this.unappliedWhileClaiming.set(id, outcome); kept++; }
       else this.ranUnsettled.delete(id);
     }
-    return { again, kept };
+    return { again, kept, unheld };
   }
 
-  /** A settle of `outcomes` went unanswered (the database unreachable): they are no longer on their way, and their leases expire. */
-  outcomesLost(outcomes: { id: number }[]): void {
+  /**
+   * A settle of `outcomes` went unanswered (the database unreachable): they are no longer on their way, and
+   * their leases expire. Answers whether a claim handed one of them back meanwhile: that run is leased to this
+   * owner and unheld (see settleAnswered), for the release of unheld jobs.
+   */
+  outcomesLost(outcomes: { id: number }[]): boolean {
+    let unheld = false;
     for (const { id } of outcomes) {
       this.settleEnded(id);
-      this.handedBackWhileSettling.delete(id);
+      if (this.handedBackWhileSettling.delete(id)) {
+        // The claim took the job back, so the run its body made is no longer the one leased: the lease is that claim's.
+        this.ranUnsettled.delete(id);
+        unheld = true;
+      }
     }
+    return unheld;
   }
 
   private settleEnded(id: number): void {

@@ -33,7 +33,7 @@ export function storable(outcome: Outcome, now: () => Date): Outcome {
     const result = cleanJson(o.result);
     const size = new TextEncoder().encode(JSON.stringify(result)).length;
     if (size > MAX_RESULT_BYTES) {
-      return { id: o.id, kind: "fail", error: unstorableEntry(outcome, now(), `the result is ${size} bytes of JSON, over the ${MAX_RESULT_BYTES}-byte cap: store large results in your own tables`) };
+      return { id: o.id, kind: "fail", attempt: o.attempt, error: unstorableEntry(outcome, now(), `the result is ${size} bytes of JSON, over the ${MAX_RESULT_BYTES}-byte cap: store large results in your own tables`) };
     }
     o.result = result;
   }

@@ -3,7 +3,7 @@ import { sql, type SQL } from "drizzle-orm";
 /**
  * Puts back the jobs leased to `owner` that the invocation does not know it holds (not among `known`): a
  * claim whose answer was lost after it committed leased (and may have marked started) jobs no body ever
- * ran. They go back to `queued` with the attempt refunded and `started_at` cleared, so recovery does not
+ * ran, and so did one that took back a job whose outcome was on its way (held-jobs.ts). They go back to `queued` with the attempt refunded and `started_at` cleared, so recovery does not
  * charge them. Locks in id order, as the heartbeat and the settle do. Answers how many it put back.
  */
 export function releaseUnheldStatement(owner: string, known: number[]): SQL {
