@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { neonConfig } from "@neondatabase/serverless";
 import pg from "pg";
 import { ADMIN_URL } from "./databases.js";
+import { timed } from "./stats.js";
 
 const TICKS_PER_SECOND = Number(execSync("getconf CLK_TCK").toString().trim()) || 100;
 
@@ -134,9 +135,7 @@ export interface CpuPerJob { nodeUs: number; postgresUs: number | null }
 export async function timedWithCpu(database: string | null, count: number, fn: () => Promise<void>): Promise<{ ms: number; cpu: CpuPerJob }> {
   const before = database === null ? null : await snapshotCpu(database);
   const node = process.cpuUsage();
-  const started = performance.now();
-  await fn();
-  const ms = performance.now() - started;
+  const { ms } = await timed(fn);
   const { user, system } = process.cpuUsage(node);
   const postgresMs = database === null ? null : cpuSpentMs(before, await snapshotCpu(database));
   return { ms, cpu: { nodeUs: (user + system) / count, postgresUs: postgresMs === null ? null : (postgresMs * 1000) / count } };

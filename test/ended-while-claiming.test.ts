@@ -12,6 +12,7 @@ import { runWorker } from "../src/runtime/run-worker.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
+import { isClaim, isSettle, sentStatement } from "./support/statements.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
@@ -27,11 +28,9 @@ const hold = { armed: false, id: -1, holdSettle: false, claim: deferred(), claim
 
 class HoldAnswerPool extends pg.Pool {
   override query(...args: any[]): any {
-    const config = args[0];
-    const text: string = typeof config === "string" ? config : config?.text ?? "";
-    const values: unknown[] = (typeof config === "string" ? args[1] : config?.values) ?? [];
-    const claim = text.includes("unlimited_candidates as (");
-    const settle = text.includes("settle_locked") && values.includes(JSON.stringify([hold.id]));
+    const { text, values } = sentStatement(args);
+    const claim = isClaim(text);
+    const settle = isSettle(text) && values.includes(JSON.stringify([hold.id]));
     const result = (super.query as any)(...args) as Promise<{ rows: { r: unknown }[] }>;
     if (!hold.armed || (!claim && !settle)) return result;
     return result.then(async (answer) => {

@@ -12,6 +12,7 @@ import { runWorker } from "../src/runtime/run-worker.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
+import { isSettle, sentStatement } from "./support/statements.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
@@ -102,10 +103,8 @@ describe("a live engine whose own leases lapsed", () => {
     let blockId = -1;
     class NotingClient extends pg.Client {
       override query(...args: any[]): any {
-        const config = args[0];
-        const text: string = typeof config === "string" ? config : config?.text ?? "";
-        const values: unknown[] = (Array.isArray(args[1]) ? args[1] : config?.values) ?? [];
-        if (!text.includes("settle_locked") || !values.includes(JSON.stringify([blockId]))) return (super.query as any)(...args);
+        const { text, values } = sentStatement(args);
+        if (!isSettle(text) || !values.includes(JSON.stringify([blockId]))) return (super.query as any)(...args);
         // Called with a callback (a pool's own query) or for a promise (a transaction's statement).
         const callback = args.at(-1);
         if (typeof callback === "function") {

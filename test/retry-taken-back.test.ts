@@ -13,6 +13,7 @@ import { runWorker } from "../src/runtime/run-worker.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
+import { isClaim, isSettle, sentStatement } from "./support/statements.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
@@ -30,11 +31,9 @@ const hold = { mode: "held" as "held" | "lost", id: -1, settleSeen: false, settl
 
 class HoldSettlePool extends pg.Pool {
   override query(...args: any[]): any {
-    const config = args[0];
-    const text: string = typeof config === "string" ? config : config?.text ?? "";
-    const values: unknown[] = (typeof config === "string" ? args[1] : config?.values) ?? [];
-    const claim = text.includes("unlimited_candidates as (");
-    const recordsError = text.includes("settle_locked") && values.some((x) => typeof x === "string" && x.includes(`"id":${hold.id},"kind":"error"`));
+    const { text, values } = sentStatement(args);
+    const claim = isClaim(text);
+    const recordsError = isSettle(text) && values.some((x) => typeof x === "string" && x.includes(`"id":${hold.id},"kind":"error"`));
     if (claim && hold.takenBack && ++hold.claimsSentAfter === 1) hold.gate.resolve();
     if (recordsError && hold.mode === "lost" && hold.settleSeen && !hold.settleAnswered) {
       // The settler's next try: sent once the claim has taken the job back.

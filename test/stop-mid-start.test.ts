@@ -8,6 +8,7 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import { createApp, runOnce, setLimit, type Db } from "../src/index.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { deferred } from "./support/deferred.js";
+import { isSettle, sentStatement } from "./support/statements.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
@@ -20,10 +21,8 @@ const hold = { id: -1, seen: false, open: deferred() };
 
 class HoldStartPool extends pg.Pool {
   override query(...args: any[]): any {
-    const config = args[0];
-    const text: string = typeof config === "string" ? config : config?.text ?? "";
-    const values: unknown[] = (typeof config === "string" ? args[1] : config?.values) ?? [];
-    if (text.includes("settle_locked") && text.includes("start_req") && values.includes(JSON.stringify([hold.id]))) {
+    const { text, values } = sentStatement(args);
+    if (isSettle(text) && text.includes("start_req") && values.includes(JSON.stringify([hold.id]))) {
       hold.seen = true;
       return hold.open.promise.then(() => (super.query as any)(...args));
     }

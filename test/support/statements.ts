@@ -1,0 +1,17 @@
+/**
+ * What a node-postgres `query(...)` call sends, read from its arguments (a text, a config object, or a text
+ * and its values), so a test's pool or client can pick out the engine's statements by their text.
+ * @example const { text, values } = sentStatement(args); if (isClaim(text)) ...
+ */
+export function sentStatement(args: any[]): { text: string; values: unknown[] } {
+  const config = args[0];
+  const text: string = typeof config === "string" ? config : config?.text ?? "";
+  const values: unknown[] = (Array.isArray(args[1]) ? args[1] : config?.values) ?? [];
+  return { text, values };
+}
+
+/** The claim statement (its own CTE, as the bench's statement counter tells it). */
+export const isClaim = (text: string): boolean => text.includes("unlimited_candidates as (");
+
+/** The settle statement (outcomes recorded, prefetched jobs started). */
+export const isSettle = (text: string): boolean => text.includes("settle_locked");
