@@ -36,7 +36,7 @@ it("a heartbeat and a settle over the same rows, in any order of ids, never dead
     const order = shuffled(ids, random);
     const finished = order.slice(0, ROWS / 2);
     const prefetched = order.slice(ROWS / 2);
-    const outcomes: Outcome[] = finished.map((id) => ({ id, kind: "snooze", delayMs: 0 }));
+    const outcomes: Outcome[] = finished.map((id) => ({ id, kind: "snooze", delayMs: 0, attempt: 1 }));
     const results = await Promise.allSettled([
       queryJson(t.db, heartbeatStatement(OWNER, sql`now()`, 60_000, shuffled(ids, random))),
       queryJson(t.db, settleStatement(OWNER, sql`now()`, outcomes, { ids: prefetched, limited: false })),

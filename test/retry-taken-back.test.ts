@@ -2,7 +2,8 @@
 // on its way: its answer held back, or lost and the settle tried again. The claim's copy is not queued (the
 // outcome was on its way), so no body holds that run; it is leased to the engine all the same. It must run
 // again soon, its first attempt charged once: not sit out its lease and be charged again by recovery, and not
-// have the retried settle record the first run's error on the claim's run too. The manual clock never moves
+// have the retried settle record the first run's error on the claim's run too. (The claim's copy is parked behind
+// the outcome on its way and runs once that is answered: the "parked" rows of test/job-life.test.ts.) The manual clock never moves
 // here, so no lease can expire: only the engine itself can put the job back.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import pg from "pg";
@@ -92,8 +93,8 @@ describe("a job whose retry was due at once, taken back by a claim while the set
     expect({ state: row.state, attempt: row.attempt }).toEqual({ state: "succeeded", attempt: 2 });
     // One error, the first run's: not a LeaseExpired from recovery, and no attempt spent on a run no body made.
     expect(row.errors.map((e) => e.message)).toEqual(["first try fails"]);
-    // The claim's copy was put back unstarted (attempt refunded), then claimed and run.
-    expect(summary.released).toBe(1);
+    // The claim's copy waited for the settle's answer (one job, one life: job-life.ts), then ran; nothing was put back.
+    expect(summary.released).toBe(0);
   });
   }
 });

@@ -81,7 +81,7 @@ export class CurrentJob {
           await runAtomically(tx as unknown as Db, build);
         });
       } else {
-        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, timestamp(at), this.id, null, this.run.keepSucceeded !== false)), ...build(d)]);
+        await runAtomically(this.run.db, (d) => [d.execute(completeOwnedStatement(owner, this.run.attempt, timestamp(at), this.id, null, this.run.keepSucceeded !== false)), ...build(d)]);
         await emitTransitions(hooks, [this.transition()], this.run.db);
       }
     } catch (error) {
@@ -106,7 +106,7 @@ export class CurrentJob {
 
   private async markSucceeded(tx: Db, at: Date): Promise<void> {
     try {
-      await queryJson(tx, completeOwnedStatement(this.run.owner, timestamp(at), this.id, null, this.run.keepSucceeded !== false));
+      await queryJson(tx, completeOwnedStatement(this.run.owner, this.run.attempt, timestamp(at), this.id, null, this.run.keepSucceeded !== false));
     } catch (error) {
       throw asLeaseLost(error, this.id);
     }

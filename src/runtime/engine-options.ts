@@ -5,10 +5,20 @@ import type { Claim } from "./claimer.js";
 import type { HistoryKeeper } from "./history.js";
 import type { ClaimPolicy } from "./claim-policy.js";
 
+/**
+ * The lease owner of one engine: the invocation's (or worker's) id and a token of this engine alone. An id is
+ * not an owner: a request delivered twice starts two invocations under one id, and neither may settle,
+ * release or renew the other's jobs. Readers match an id's jobs by the prefix `id#`.
+ */
+export function leaseOwnerFor(id: string): string {
+  return `${id}#${crypto.randomUUID().slice(0, 13)}`;
+}
+
 /** What the engine is composed with: one invocation (`runOnce`) or one lane of a long-lived worker. */
 export interface EngineOptions {
   app: App;
   db: Db;
+  /** This engine's lease owner (`leaseOwnerFor`): unique to it. */
   owner: string;
   queues: string[] | null;
   slots: number;

@@ -44,6 +44,12 @@ export class Engine {
   /** In the backoff phase: the timer that ends it (the drain goes on while budget remains). */
   private claimRetry: ReturnType<typeof setTimeout> | undefined;
   private claimFailures = 0;
+  /** No claim was answered yet: the next one is the first (its extras: registry, retention). */
+  private claimedOnce = false;
+  private lastClaimError: unknown;
+  /** The timer that sends unanswered outcomes again. */
+  private resendTimer: ReturnType<typeof setTimeout> | undefined;
+  private resendFailures = 0;
   /** Jobs a claim whose answer was lost may have leased to this owner (unheld-jobs.ts). */
   private readonly unheld: UnheldJobs;
   /** Jobs that ended since the last claim: their bodies may have enqueued more, worth one more look. */
@@ -73,23 +79,23 @@ export class Engine {
       after: () => this.unreported.take((n) => o.settleAfter(n, this.jobs.running === 0 && this.jobs.queued === 0)),
       sent: (ms) => { this.summary.roundTrips++; this.pace.roundTripTook(ms); },
       done: (jobs, sent, unsure) => {
-        const { again, kept, unheld } = this.jobs.settleAnswered(sent, jobs, unsure, this.cycle.phase === "claiming");
-        if (unheld) this.unheld.mayHold();
-        this.summary[unsure ? "unconfirmed" : "lost"] += sent.length - jobs.length - again.length - kept;
+        const lost = this.jobs.settleAnswered(sent, jobs, unsure);
+        if (unsure) this.summary.unconfirmed += sent.length - jobs.length;
+        else this.summary.lost += lost;
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);
-        for (const outcome of again) this.runs.push(outcome);
       },
+      // Unanswered: kept and sent again after a backoff, and once more at the end (resendUnsettled).
       lost: (outcomes, _error, unsure) => {
-        if (this.jobs.outcomesLost(outcomes)) this.unheld.mayHold();
-        this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length;
+        this.jobs.settleLost(outcomes, unsure);
+        this.resendLater();
       },
       requestTimeoutMs: () => this.requestTimeoutMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
     this.runs = new JobRuns({
       engine: o, jobs: this.jobs, settler: this.settler, summary: this.summary, unreported: this.unreported, pace: this.pace,
-      budget: this.budget, claiming: () => this.cycle.phase === "claiming",
+      budget: this.budget,
       ended: () => { this.endedSinceClaim++; this.change.notify(); },
     });
     this.unheld = new UnheldJobs({
@@ -98,7 +104,7 @@ export class Engine {
     });
     this.heartbeat = new Heartbeat({
       db: o.db, owner: o.owner, leaseMs: o.leaseMs, now: o.sqlNow, intervalMs: o.heartbeatMs,
-      held: () => this.jobs.controllers, requestTimeoutMs: () => this.requestTimeoutMs(),
+      held: () => this.jobs.held(), requestTimeoutMs: () => this.requestTimeoutMs(),
       count: () => { this.summary.roundTrips++; },
       onBeat: (covered, held) => this.onBeat(covered, held),
     });
@@ -117,21 +123,15 @@ export class Engine {
     const onAbort = () => this.change.notify();
     this.o.signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      const sent = performance.now();
-      const firstSize = this.policy.firstSize(this.view());
-      this.on({ kind: "sent" });
-      const first = await this.claimer.claim(firstSize, this.o.slots + this.pace.lookahead(), this.o.firstClaimExtras)
-        // A first claim whose answer was lost may still have leased jobs: `finally` puts them back before the error is thrown.
-        .catch((error) => { this.unheld.claimFailed(error); throw error; });
-      this.pace.roundTripTook(performance.now() - sent);
-      this.accept(first, firstSize);
       await this.loop();
     } finally {
       cancelAtEnd();
       this.o.signal?.removeEventListener("abort", onAbort);
       clearTimeout(this.claimRetry);
-      this.heartbeat.stop();
+      clearTimeout(this.resendTimer);
       await this.settler.flush();
+      await this.resendUnsettled();
+      this.heartbeat.stop();
       await this.reportUncounted();
       await this.unheld.release(() => this.jobs.known());
       await this.claimer.finished();
@@ -139,7 +139,29 @@ export class Engine {
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
       this.summary.durationMs = this.budget.elapsedMs();
     }
+    // An invocation none of whose claims was answered says why (a worker lane keeps polling instead).
+    if (!this.claimedOnce && this.lastClaimError !== undefined && !this.policy.idles) throw this.lastClaimError;
     return this.summary;
+  }
+
+  /** Sends unanswered outcomes again after a short backoff (a worker lane's database may be back by then). */
+  private resendLater(): void {
+    if (this.resendTimer !== undefined) return;
+    const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.resendFailures++);
+    this.resendTimer = setTimeout(() => {
+      this.resendTimer = undefined;
+      this.runs.resend();
+    }, backoff);
+  }
+
+  /** At the end: unanswered outcomes get one more try; those still unanswered are counted lost (or unconfirmed). */
+  private async resendUnsettled(): Promise<void> {
+    if (this.jobs.unsettled === 0) return;
+    this.runs.resend();
+    await this.settler.flush();
+    const { lost, unsure } = this.jobs.unconfirmed();
+    this.summary.lost += lost;
+    this.summary.unconfirmed += unsure;
   }
 
   /** What the claim policy sizes a claim by. */
@@ -199,7 +221,6 @@ export class Engine {
 
   private dispatch(): void {
     if (this.stopping()) {
-      this.runs.stop();
       // A job whose start is on its way waits for the answer: denied or stopped, it is back in the queue
       // table already, and a release would find it gone; started, it is released then (attempt refunded).
       for (const job of this.jobs.takeUnstarted()) this.runs.release(job);
@@ -213,7 +234,7 @@ export class Engine {
       for (const job of this.jobs.takeUnstarted((j) => (timeoutOf(j) ?? this.runs.floorMs(j.task)) > remaining)) this.runs.release(job);
     }
     while (this.jobs.running < this.o.slots) {
-      const local = this.jobs.takeReady();
+      const local = this.jobs.nextReady();
       if (!local) break;
       const { job, startBy } = local;
       if (startBy && ((!this.o.monotonic && this.o.now().getTime() > startBy.clock) || performance.now() > startBy.mono)) {
@@ -223,7 +244,7 @@ export class Engine {
     }
     if (!this.settler.startPending) {
       const next = this.jobs.pickStarts(this.o.slots - this.jobs.running, this.pace.lookahead());
-      if (next.length > 0) this.settler.requestStart({ ids: next.map((l) => l.job.id), limited: next.some((l) => l.job.limited) });
+      if (next.length > 0) this.settler.requestStart({ ids: next.map((j) => j.id), limited: next.some((j) => j.limited) });
     }
     // A claim that came back short while bodies still ran gets one more look once everything is done:
     // those bodies (or their completions) may have enqueued more.
@@ -232,18 +253,24 @@ export class Engine {
     this.waitForWork();
   }
 
+  /** Sends a claim (the first one, until one was answered, carries the first claim's extras and size). */
   private claimNext(): void {
     this.endedSinceClaim = 0;
+    const first = !this.claimedOnce;
     // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
     const starts = Math.max(0, this.o.slots - this.jobs.running - this.jobs.queued) + Math.max(0, this.pace.lookahead() - this.jobs.queued);
-    const size = this.policy.nextSize(this.view());
+    const size = first ? this.policy.firstSize(this.view()) : this.policy.nextSize(this.view());
     const sent = performance.now();
-    const extras = this.o.laterClaimExtras?.() ?? [];
+    const extras = first ? this.o.firstClaimExtras : this.o.laterClaimExtras?.() ?? [];
     this.on({ kind: "sent" });
     void this.unheld.release(() => this.jobs.known())
       .then(() => this.claimer.claim(size, starts, extras))
-      .then((claim) => { this.claimFailures = 0; this.pace.roundTripTook(performance.now() - sent); this.accept(claim, size); },
-        (error) => { this.claimFailed(error); })
+      .then((claim) => {
+        this.claimFailures = 0;
+        this.claimedOnce = true;
+        this.pace.roundTripTook(performance.now() - sent);
+        this.accept(claim, size);
+      }, (error) => { this.claimFailed(error); })
       .finally(() => { this.change.notify(); });
   }
 
@@ -253,7 +280,7 @@ export class Engine {
    * rather than ending its drain with jobs still due.
    */
   private claimFailed(error: unknown): void {
-    this.summary.lost += this.jobs.claimAnswered();
+    this.lastClaimError = error;
     this.unheld.claimFailed(error);
     this.o.onError?.(error);
     const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.claimFailures++);
@@ -265,11 +292,7 @@ export class Engine {
   private accept(claim: Claim, asked: number): void {
     countClaim(this.summary, claim);
     this.o.onClaim?.(claim, asked);
-    for (const job of claim.claimed) {
-      const again = this.jobs.admit(job);
-      if (again) this.runs.push(again);
-    }
-    this.summary.lost += this.jobs.claimAnswered();
+    for (const job of claim.claimed) this.jobs.admit(job);
     // A short claim found everything claimable (for now); jobs the schedules enqueued or recovery requeued in
     // the same statement were invisible to it, so those call for one more claim. Sent while bodies ran, it is
     // worth one more look once they end: they may have enqueued more.
@@ -290,7 +313,7 @@ export class Engine {
   }
 
   private onBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[]): void {
-    judgeBeat(covered, held, this.jobs.controllers);
+    judgeBeat(covered, held, (id) => this.jobs.controllerOf(id));
     this.change.notify();
   }
 }

@@ -61,10 +61,10 @@ export class Heartbeat {
  * sent: a job claimed again meanwhile is a new lease the answer knows nothing of): a job no longer held is
  * aborted with LeaseLost; one whose cancel was requested (or that expired) is aborted with Cancel (a job not started yet then never starts).
  */
-export function judgeBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[], controllers: Map<number, JobAbort>): void {
+export function judgeBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[], controllerOf: (id: number) => JobAbort | undefined): void {
   const seen = new Map(held.map((h) => [h.id, h.stop]));
   for (const [id, sent] of covered) {
-    const controller = controllers.get(id);
+    const controller = controllerOf(id);
     if (!controller || controller !== sent) continue;
     if (!seen.has(id)) controller.abort(new LeaseLost(`the lease of job ${id} was lost to another invocation`));
     else if (seen.get(id)) controller.abort(new Cancel(`job ${id} was cancelled or expired while running`));

@@ -1,117 +1,148 @@
 import type { ClaimedJob } from "../sql/claim.js";
 import type { StartResult } from "../sql/start.js";
 import type { Outcome } from "../sql/settle.js";
-import { LocalQueue, notRequested, type LocalJob } from "./local-queue.js";
+import { isHeld, isQueued, nextLife, type JobLife, type LifeEvent, type LifeState } from "./job-life.js";
 import { JobAbort } from "./signal.js";
 
+/** A queued job as the engine starts it. */
+export interface ReadyJob { job: ClaimedJob; startBy?: { clock: number; mono: number } }
+
 /**
- * A job's whole life in one engine, in one place: held (leased to the engine, with the controller its body
- * gets), waiting in the local queue (waiting, its start requested, started and ready for a slot), its body
- * running, its outcome on its way to the database; and what that means when a claim of the same engine hands
- * the job back after its lease lapsed (a body held the event loop, a heartbeat stalled) and a claim recovered
- * it. The engine never runs one job twice beside itself.
+ * Every job an engine knows of, in one map of lives (job-life.ts), moved only by `nextLife`; plus the claim
+ * order of the queued ones, and a count per state so that each look costs what it takes, not the number of
+ * jobs held (a worker lane may hold thousands of quick ones).
  */
 export class HeldJobs {
-  /** Every job held (waiting locally or running), with the controller its body gets. */
-  readonly controllers = new Map<number, JobAbort>();
-  /** The held jobs not started yet, in claim order (local-queue.ts). */
-  private readonly queue = new LocalQueue();
-  private readonly bodies = new Set<number>();
-  /** Outcomes handed to the settler and not yet answered, by job id: how many. */
-  private readonly settling = new Map<number, number>();
-  /**
-   * Jobs whose body ran here and whose outcome no answer has confirmed: their settles failed unanswered (or
-   * are on their way). Each may still be `running` under this owner, attempt spent by a body that ran, so
-   * only its lease expiry may put it back (charged); a release of unheld jobs must leave it alone.
-   */
-  private readonly ranUnsettled = new Set<number>();
-  /**
-   * Jobs that ended here for good (a settle recorded a final outcome, or they completed on their own) while a
-   * claim was on its way. That claim may hand one back: it took the row first, then the settle finished the
-   * row under the same owner. Such a copy is stale. Cleared at each claim's answer (one is on its way at a time).
-   */
-  private readonly endedWhileClaiming = new Set<number>();
-  /**
-   * The two orders in which a body's outcome and a claim that hands its job back cross, and the outcome would
-   * be lost while the job runs again: a settle found the job not this owner's (the claim had not committed)
-   * while that claim was on its way, or the claim handed the job back while its outcome was on its way. Either
-   * way the job is this owner's again, and the outcome its one body produced is sent again under the new lease.
-   */
-  private readonly unappliedWhileClaiming = new Map<number, Outcome>();
-  /** Jobs a claim handed back while their outcome was on its way, with the attempt that claim gave them. */
-  private readonly handedBackWhileSettling = new Map<number, number>();
+  private readonly lives = new Map<number, JobLife>();
+  /** Ids of queued lives in claim order (entries whose life moved on are skipped as they come up). */
+  private order: number[] = [];
+  private readonly counts: Record<LifeState, number> = { waiting: 0, requested: 0, ready: 0, running: 0, settling: 0, unsettled: 0 };
 
-  /** Held jobs whose bodies have not started. */
-  get queued(): number { return this.queue.length; }
+  /** Jobs held and not started. */
+  get queued(): number { return this.counts.waiting + this.counts.requested + this.counts.ready; }
 
-  /** Bodies running (a body past its timeout runs until it ends or the invocation does). */
-  get running(): number { return this.bodies.size; }
+  /** Bodies running (a body past its timeout runs until it ends: job-runs.ts). */
+  get running(): number { return this.counts.running; }
 
-  /**
-   * A claim handed `job` over: held (a fresh controller) and queued, `ready` if the claim started it. A copy
-   * waiting in the local queue already is replaced by this one. Skipped when its body runs or its outcome is
-   * on its way (both now settle under the renewed lease), or when the copy is stale.
-   */
-  admit(job: ClaimedJob): Outcome | undefined {
-    const id = job.id;
-    const unapplied = this.unappliedWhileClaiming.get(id);
-    if (unapplied) {
-      // Its body ran here and ended; the settle came before this claim committed: send that outcome again,
-      // for the attempt this claim's run has.
-      this.unappliedWhileClaiming.delete(id);
-      return { ...unapplied, attempt: job.attempt };
+  /** Outcomes whose statement went unanswered, to send again. */
+  get unsettled(): number { return this.counts.unsettled; }
+
+  lifeOf(id: number): JobLife | undefined {
+    return this.lives.get(id);
+  }
+
+  /** Applies `event` to job `id`'s life; answers whether the outcome it settled was lost (not this engine's run any more). */
+  apply(id: number, event: LifeEvent): { lost: boolean; ignored: boolean } {
+    const before = this.lives.get(id);
+    const step = nextLife(before, event);
+    if (step.ignored) return { lost: false, ignored: true };
+    const after = step.life;
+    if (before) this.counts[before.state]--;
+    if (after) {
+      this.counts[after.state]++;
+      this.lives.set(id, after);
+      // Queued anew (claimed, or a parked copy whose turn came): it joins the claim order at the end. (A queued
+      // job a claim handed over again keeps its place.)
+      if (isQueued(after) && (!before || !isQueued(before))) this.order.push(id);
+    } else this.lives.delete(id);
+    return { lost: step.lost === true, ignored: false };
+  }
+
+  /** A claim handed `job` over. */
+  admit(job: ClaimedJob): void {
+    this.apply(job.id, { kind: "claimed", job, controller: new JobAbort() });
+  }
+
+  controllerOf(id: number): JobAbort | undefined {
+    const life = this.lives.get(id);
+    return life && isHeld(life) ? life.controller : life?.next?.controller;
+  }
+
+  /** The controllers of every job leased to this engine for a run not ended (what a heartbeat renews). */
+  held(): Map<number, JobAbort> {
+    const held = new Map<number, JobAbort>();
+    for (const [id, life] of this.lives) {
+      const controller = isHeld(life) ? life.controller : life.next?.controller;
+      if (controller) held.set(id, controller);
     }
-    if (this.settling.has(id)) this.handedBackWhileSettling.set(id, job.attempt);
-    if (this.endedWhileClaiming.has(id) || this.bodies.has(id) || this.settling.has(id)) return undefined;
-    if (this.controllers.has(id)) this.queue.removeWhere((l) => l.job.id === id);
-    this.controllers.set(id, new JobAbort());
-    this.queue.push(job, job.started ? "ready" : "waiting");
+    return held;
+  }
+
+  /** Every job this engine holds, settles or parked: what a release of unheld jobs must leave alone. */
+  known(): number[] {
+    return [...this.lives.keys()];
+  }
+
+  /** The queued lives in claim order, dropping stale entries of the order as it goes. */
+  private *queuedInOrder(): Generator<[number, JobLife]> {
+    const seen = new Set<number>();
+    const kept: number[] = [];
+    for (const id of this.order) {
+      const life = this.lives.get(id);
+      if (!life || !isQueued(life) || seen.has(id)) continue;
+      seen.add(id);
+      kept.push(id);
+    }
+    this.order = kept;
+    for (const id of kept) {
+      const life = this.lives.get(id);
+      if (life && isQueued(life)) yield [id, life];
+    }
+  }
+
+  /**
+   * The queued jobs `which` picks among those whose start is not on its way (one that is may be back in the
+   * queue table when the answer comes), taken out of the queue: the caller ends each with `notRun`.
+   */
+  takeUnstarted(which: (job: ClaimedJob) => boolean = () => true): ClaimedJob[] {
+    if (this.counts.waiting + this.counts.ready === 0) return [];
+    const taken: ClaimedJob[] = [];
+    for (const [, life] of this.queuedInOrder()) if (life.state !== "requested" && which(life.job)) taken.push(life.job);
+    return taken;
+  }
+
+  /**
+   * The first queued job, if it is ready: jobs start strictly in claim order (so in priority order), none
+   * before an earlier one whose start is still to be asked or answered. The caller starts it or ends it.
+   */
+  nextReady(): ReadyJob | undefined {
+    if (this.counts.ready === 0) return undefined;
+    while (this.order.length > 0) {
+      const id = this.order[0];
+      const life = this.lives.get(id);
+      if (!life || !isQueued(life)) { this.order.shift(); continue; }
+      if (life.state !== "ready") return undefined;
+      this.order.shift();
+      return { job: life.job, ...(life.startBy ? { startBy: life.startBy } : {}) };
+    }
     return undefined;
   }
 
   /**
-   * A claim was answered (or failed): the jobs that ended while it was on its way are no longer in question,
-   * and the outcomes it did not hand back are lost (their jobs are not this owner's). Answers how many.
+   * The waiting jobs to ask the next statement to start, now `requested`: enough for the free slots (after
+   * the jobs ready already) plus `lookahead` that would start within one round trip. A limited job is asked
+   * for only into a free slot (its `maxStarts` token is stamped when it is started), except the first queued
+   * job: jobs start in claim order, so everything behind it waits for it.
    */
-  claimAnswered(): number {
-    this.endedWhileClaiming.clear();
-    const lost = this.unappliedWhileClaiming.size;
-    for (const id of this.unappliedWhileClaiming.keys()) this.ranUnsettled.delete(id);
-    this.unappliedWhileClaiming.clear();
-    return lost;
-  }
-
-  /** A job ended for good; `claiming`: while a claim was on its way. */
-  endedForGood(id: number, claiming: boolean): void {
-    this.ranUnsettled.delete(id);
-    if (claiming) this.endedWhileClaiming.add(id);
-  }
-
-  controllerOf(id: number): JobAbort | undefined {
-    return this.controllers.get(id);
-  }
-
-  /** No longer held: released, denied its start, or its body ended. */
-  drop(id: number): void {
-    this.controllers.delete(id);
-  }
-
-  /**
-   * Takes out of the local queue, no longer held, the jobs `which` picks among those whose start is not on its
-   * way (one that is may be back in the queue table when the answer comes): the caller releases them.
-   */
-  takeUnstarted(which: (job: ClaimedJob) => boolean = () => true): ClaimedJob[] {
-    return this.queue.removeWhere((l) => notRequested(l) && which(l.job)).map(({ job }) => { this.drop(job.id); return job; });
-  }
-
-  /** The first queued job a start answer marked started, in claim order (local-queue.ts), taken out of the queue. */
-  takeReady(): LocalJob | undefined {
-    return this.queue.takeReady();
-  }
-
-  /** The waiting jobs to ask the next statement to start (local-queue.ts), for `freeSlots` free slots and `lookahead` more. */
-  pickStarts(freeSlots: number, lookahead: number): LocalJob[] {
-    return this.queue.pickStarts(freeSlots, lookahead);
+  pickStarts(freeSlots: number, lookahead: number): ClaimedJob[] {
+    if (this.counts.waiting === 0) return [];
+    const free = freeSlots - this.counts.ready;
+    let want = free + lookahead;
+    let limitedWant = free;
+    const next: ClaimedJob[] = [];
+    let first = true;
+    for (const [, life] of this.queuedInOrder()) {
+      const head = first;
+      first = false;
+      const forced = head && freeSlots > 0;
+      if (want <= 0 && !forced) break;
+      if (life.state !== "waiting" || (life.job.limited && limitedWant <= 0 && !forced)) continue;
+      if (life.job.limited) limitedWant--;
+      want--;
+      next.push(life.job);
+    }
+    for (const job of next) this.apply(job.id, { kind: "startAsked" });
+    return next;
   }
 
   /**
@@ -121,92 +152,57 @@ export class HeldJobs {
    * spent) are no longer held.
    */
   answerStarts(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {
-    const startBy = (id: number) => {
+    const started = new Set(result?.started ?? []);
+    for (const id of ids) {
       const slack = result?.slack?.[String(id)];
-      return slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
-    };
-    for (const local of this.queue.answerStarts(ids, new Set(result?.started ?? []), startBy)) this.drop(local.job.id);
-  }
-
-  /** Its body runs: it no longer waits in the local queue (takeReady took it out). */
-  bodyStarted(id: number): void {
-    this.bodies.add(id);
-    this.ranUnsettled.add(id);
-  }
-
-  /** Its body ended (or, past its timeout, was left behind at the invocation's end): no longer held. */
-  bodyEnded(id: number): void {
-    this.drop(id);
-    this.bodies.delete(id);
-  }
-
-  outcomeSent(id: number): void {
-    this.settling.set(id, (this.settling.get(id) ?? 0) + 1);
+      const startBy = slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
+      this.apply(id, { kind: "startAnswered", started: started.has(id), ...(startBy ? { startBy } : {}) });
+    }
   }
 
   /**
-   * The database answered a settle of `sent`, moving the jobs in `moved` (those not back to `queued` ended for
-   * good); `unsure`: an earlier try may have committed unanswered. Each other one was recorded already (unsure)
-   * or its job was not this owner's when the statement ran (or no longer at that attempt). Answers the outcomes
-   * to send again now (their job was handed back meanwhile, and the settle found it not ours: the claim took
-   * it back before the settle ran), and how many are kept until the claim on its way (`claiming`) is answered;
-   * the rest are lost.
-   *
-   * `unheld`: a claim handed back a job whose outcome this settle recorded (or may have, `unsure`), so it
-   * took the run that outcome made due again (a retry or snooze due at once), and that copy was not queued
-   * here because the outcome was on its way. No body holds that run: it is leased to this owner and unheld,
-   * for the engine's release of unheld jobs to put back, attempt refunded, rather than its lease's expiry.
+   * The database answered a settle of `sent`, moving the jobs in `moved`; `unsure`: an earlier try may have
+   * committed unanswered, so an outcome it did not move may be recorded already. Answers how many outcomes
+   * were not recorded (their run was not this engine's any more).
    */
-  settleAnswered(sent: Outcome[], moved: readonly { id: number; to: string }[], unsure: boolean, claiming: boolean): { again: Outcome[]; kept: number; unheld: boolean } {
-    for (const j of moved) if (j.to !== "queued") this.endedForGood(j.id, claiming);
+  settleAnswered(sent: Outcome[], moved: readonly { id: number }[], unsure: boolean): number {
     const applied = new Set(moved.map((j) => j.id));
-    const again: Outcome[] = [];
-    let kept = 0;
-    let unheld = false;
+    let lost = 0;
     for (const outcome of sent) {
-      const id = outcome.id;
-      this.settleEnded(id);
-      const handedBack = this.handedBackWhileSettling.get(id);
-      this.handedBackWhileSettling.delete(id);
-      if (applied.has(id) || unsure) {
-        this.ranUnsettled.delete(id);
-        if (handedBack !== undefined) unheld = true;
-      } else if (handedBack !== undefined) again.push({ ...outcome, attempt: handedBack });
-      else if (claiming) { this.unappliedWhileClaiming.set(id, outcome); kept++; }
-      else this.ranUnsettled.delete(id);
+      if (!this.settles(outcome)) continue;
+      if (this.apply(outcome.id, { kind: "settled", recorded: unsure || applied.has(outcome.id) }).lost) lost++;
     }
-    return { again, kept, unheld };
+    return lost;
   }
 
-  /**
-   * A settle of `outcomes` went unanswered (the database unreachable): they are no longer on their way, and
-   * their leases expire. Answers whether a claim handed one of them back meanwhile: that run is leased to this
-   * owner and unheld (see settleAnswered), for the release of unheld jobs.
-   */
-  outcomesLost(outcomes: { id: number }[]): boolean {
-    let unheld = false;
-    for (const { id } of outcomes) {
-      this.settleEnded(id);
-      if (this.handedBackWhileSettling.delete(id)) {
-        // The claim took the job back, so the run its body made is no longer the one leased: the lease is that claim's.
-        this.ranUnsettled.delete(id);
-        unheld = true;
-      }
+  /** A settle of `outcomes` went unanswered: they are kept, to be sent again (`resend`). */
+  settleLost(outcomes: Outcome[], unsure: boolean): void {
+    for (const outcome of outcomes) if (this.settles(outcome)) this.apply(outcome.id, { kind: "settleLost", unsure });
+  }
+
+  /** `outcome` (as sent: the settler may have made it storable) is the one its job's life is settling. */
+  private settles(outcome: Outcome): boolean {
+    const life = this.lives.get(outcome.id);
+    return life?.state === "settling" && life.outcome?.attempt === outcome.attempt;
+  }
+
+  /** The unsettled outcomes, now on their way again. */
+  resend(): Outcome[] {
+    if (this.counts.unsettled === 0) return [];
+    const again: Outcome[] = [];
+    for (const [id, life] of this.lives) {
+      if (life.state !== "unsettled") continue;
+      again.push(life.outcome!);
+      this.apply(id, { kind: "resent" });
     }
-    return unheld;
+    return again;
   }
 
-  private settleEnded(id: number): void {
-    const n = (this.settling.get(id) ?? 1) - 1;
-    if (n > 0) this.settling.set(id, n);
-    else this.settling.delete(id);
-  }
-
-  /**
-   * Every job this engine knows it leases, is settling, or ran without an answer to its outcome: what a
-   * release of unheld jobs must leave alone.
-   */
-  known(): number[] {
-    return [...new Set([...this.controllers.keys(), ...this.settling.keys(), ...this.ranUnsettled])];
+  /** Outcomes never confirmed, by whether a try of theirs may have committed. */
+  unconfirmed(): { lost: number; unsure: number } {
+    let lost = 0;
+    let unsure = 0;
+    for (const life of this.lives.values()) if (life.state === "unsettled") life.unsure ? unsure++ : lost++;
+    return { lost, unsure };
   }
 }

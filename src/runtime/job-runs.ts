@@ -9,22 +9,28 @@ import type { Pace } from "./pace.js";
 import type { RunSummary } from "./run-options.js";
 import { RunTimes } from "./run-times.js";
 import type { Settler } from "./settler.js";
-import { Latch } from "./signal.js";
 import type { Unreported } from "./summary.js";
 
 /** What a job's run needs of the engine that holds it. */
 export interface JobRunsOptions {
-  engine: Pick<EngineOptions, "app" | "db" | "owner" | "now" | "sqlNow" | "monotonic" | "keepSucceeded">;
+  engine: Pick<EngineOptions, "app" | "db" | "owner" | "now" | "sqlNow" | "monotonic" | "keepSucceeded" | "leaseMs">;
   jobs: HeldJobs;
   settler: Settler;
   summary: RunSummary;
   unreported: Unreported;
   pace: Pace;
   budget: BudgetClock;
-  /** Whether a claim is on its way (an outcome recorded meanwhile is kept until it is answered: held-jobs.ts). */
-  claiming: () => boolean;
   /** Told once a run has ended and its outcome is on its way (or, succeeded, counted). */
   ended: () => void;
+}
+
+/**
+ * How long a body that ignores its timeout is waited for after it: its own timeout again, or the lease if that
+ * is longer. Within it the body keeps its slot, its limit slot and its lease (the heartbeat renews it), and the
+ * engine waits for it even past its budget; past it the timeout is recorded and a retry may start beside it.
+ */
+export function lingerGraceMs(timeoutMs: number, leaseMs: number): number {
+  return Math.max(timeoutMs, leaseMs);
 }
 
 /**
@@ -34,8 +40,6 @@ export interface JobRunsOptions {
  */
 export class JobRuns {
   private readonly runTimes = new RunTimes();
-  /** Opened once the engine stops: bodies past their timeout are not waited for after. */
-  private readonly stopped = new Latch();
 
   constructor(private readonly o: JobRunsOptions) {}
 
@@ -44,45 +48,40 @@ export class JobRuns {
     return this.runTimes.floorMs(task);
   }
 
-  /** The engine stops: a body running on past its timeout no longer keeps its slot. */
-  stop(): void {
-    this.stopped.open();
+  /** Sends the outcomes of runs whose statement went unanswered once more. */
+  resend(): void {
+    for (const outcome of this.o.jobs.resend()) this.o.settler.push(outcome);
   }
 
-  /** Sends `outcome` to the settler. */
-  push(outcome: Outcome): void {
-    this.o.jobs.outcomeSent(outcome.id);
+  /** Ends a job that never ran with `outcome` (a release: queued again, attempt unspent; or a cancel). */
+  private notRun(job: ClaimedJob, kind: "release" | "cancel"): void {
+    const outcome: Outcome = { id: job.id, kind, attempt: job.attempt };
+    this.o.jobs.apply(job.id, { kind: "notRun", outcome });
     this.o.settler.push(outcome);
   }
 
   /** Gives back a job that never started: queued again, attempt unspent. */
   release(job: ClaimedJob): void {
-    this.o.jobs.drop(job.id);
-    this.push({ id: job.id, kind: "release", attempt: job.attempt });
+    this.notRun(job, "release");
   }
 
   /** Runs `job` in a slot, for at most `timeoutMs`. */
   start(job: ClaimedJob, timeoutMs: number): void {
     const { jobs, engine: e } = this.o;
     const controller = jobs.controllerOf(job.id)!;
-    if (controller.aborted) {
-      this.push({ id: job.id, kind: controller.reason instanceof LeaseLost ? "release" : "cancel", attempt: job.attempt });
-      jobs.drop(job.id);
-      return;
-    }
-    jobs.bodyStarted(job.id);
+    if (controller.aborted) return this.notRun(job, controller.reason instanceof LeaseLost ? "release" : "cancel");
+    jobs.apply(job.id, { kind: "bodyStarted" });
     const began = performance.now();
     const ran = this.o.budget.mark();
     let lingering: Promise<unknown> | null = null;
     const ended = (outcome: Outcome | null) => {
       try {
+        jobs.apply(job.id, { kind: "bodyEnded", outcome });
         if (outcome === null) {
-          jobs.endedForGood(job.id, this.o.claiming());
           this.o.summary.succeeded++;
           this.o.unreported.add(1);
-        } else this.push(outcome);
+        } else this.o.settler.push(outcome);
       } finally {
-        jobs.bodyEnded(job.id);
         this.o.pace.ranFor(performance.now() - began);
         this.runTimes.record(job.task, this.o.budget.elapsedMs(ran));
         this.o.ended();
@@ -92,8 +91,15 @@ export class JobRuns {
       monotonic: e.monotonic,
       keepSucceeded: e.keepSucceeded !== false,
       lingering: (body) => { lingering = body; } })
-      // A body running on past its timeout keeps its slot, its limit slot and its lease (its retry must not run
-      // beside it) until it ends or the invocation does. (runJob never rejects.)
-      .then((outcome) => lingering ? Promise.race([lingering.catch(() => {}), this.stopped.opened]).then(() => ended(outcome)) : ended(outcome));
+      // A body running on past its timeout keeps its slot, its limit slot and its lease until it ends, within
+      // its grace (lingerGraceMs): its retry must not run beside it. (runJob never rejects.)
+      .then((outcome) => lingering ? this.outlived(lingering, lingerGraceMs(timeoutMs, e.leaseMs)).then(() => ended(outcome)) : ended(outcome));
+  }
+
+  /** Resolves when `body` ends, or its grace has passed (then it is abandoned and counted). */
+  private outlived(body: Promise<unknown>, graceMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const grace = new Promise<void>((resolve) => { timer = setTimeout(() => { this.o.summary.abandoned++; resolve(); }, graceMs); });
+    return Promise.race([body.then(() => {}, () => {}), grace]).finally(() => clearTimeout(timer));
   }
 }

@@ -9,6 +9,7 @@ import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
 import { Claimer } from "./claimer.js";
 import { Engine } from "./engine.js";
+import { leaseOwnerFor } from "./engine-options.js";
 import { invocationPolicy } from "./claim-policy.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { driverName } from "../db/query.js";
@@ -55,8 +56,9 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   }) : null;
   // A fan-out invocation claims only while it holds a slot: the cap is counted in slots.
   if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report, driver: driverName(options.db) };
+  const owner = leaseOwnerFor(id);
   const engine = new Engine({
-    app, db: options.db, owner: id, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
+    app, db: options.db, owner, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, budgetMs: o.budgetMs, monotonic, signal: options.signal,
     policy: invocationPolicy({ batchSize: o.batchSize, drain: options.drain !== false }), history, keepSucceeded: retention ? retention.keepSucceeded : true,
     backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined,
@@ -73,10 +75,10 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
     settleAfter: (unreported, final) => {
       if (!register || (!final && reportedAt !== null && performance.now() - reportedAt < REGISTRY_EVERY_MS)) return [];
       reportedAt = performance.now();
-      return [invocationDoneCte(id, now(), unreported)];
+      return [invocationDoneCte(id, owner, now(), unreported)];
     },
     // Jobs completed on their own with no settle after them (a completeBatch chain) are counted at the end.
-    reportUncounted: (uncounted) => register ? invocationEndedStatement(id, now(), uncounted) : null,
+    reportUncounted: (uncounted) => register ? invocationEndedStatement(id, owner, now(), uncounted) : null,
   });
   const driver = driverName(options.db);
   if (!fan) return { ...await engine.run(), driver };

@@ -84,6 +84,11 @@ export interface RunSummary {
   recovered: number;
   /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this invocation's claims. */
   rateLimited: number;
+  /**
+   * Bodies that ignored their timeout and outlived its grace as well (the timeout again, or the lease if
+   * longer): their timeout was recorded while they still ran, so their retry may run beside them.
+   */
+  abandoned: number;
   /** Outcomes that could not be recorded because the lease was lost (or the database stayed unreachable). */
   lost: number;
   /**

@@ -8,6 +8,7 @@ import { resolveRetention, type Retention } from "../core/retention.js";
 import { retentionCtes } from "../sql/retention.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
+import { leaseOwnerFor } from "./engine-options.js";
 import { COUNTED } from "./summary.js";
 import { workerLanePolicy } from "./claim-policy.js";
 import { ensureSchema } from "../db/schema-check.js";
@@ -105,7 +106,6 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const onError = (error: unknown) => options.onError?.(error);
   const summary: WorkerSummary = { id, jobsDone: 0, succeeded: 0, retried: 0, failed: 0, released: 0, invocations: 0 };
   let unreported = 0;
-  let seq = 0;
   let lastPrune = 0;
 
   // A schema akadze cannot work with is refused before any job runs (one statement, once per client).
@@ -152,7 +152,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         return delta.claimed;
       };
       engine = new Engine({
-        app, db, owner: `${id}.${++seq}`, queues: queue === null ? null : [queue], slots, batchSize: prefetch,
+        app, db, owner: leaseOwnerFor(id), queues: queue === null ? null : [queue], slots, batchSize: prefetch,
         leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow,
         budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
         history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,

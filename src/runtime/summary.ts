@@ -6,11 +6,11 @@ import type { RunSummary } from "./run-options.js";
 /** A summary with nothing done yet. */
 export function emptySummary(id: string): RunSummary {
   return { id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
-    recovered: 0, rateLimited: 0, lost: 0, unconfirmed: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
+    recovered: 0, rateLimited: 0, abandoned: 0, lost: 0, unconfirmed: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
 }
 
 /** The counts a summary adds up. */
-export const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited", "lost", "unconfirmed", "roundTrips"] as const;
+export const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited", "abandoned", "lost", "unconfirmed", "roundTrips"] as const;
 export type Counts = Record<(typeof COUNTED)[number], number>;
 
 /** What a summary gained since the last `take`: its counts' differences and its new problems, as a summary of its own. */

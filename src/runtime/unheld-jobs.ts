@@ -5,8 +5,7 @@ import { queryJsonWithin } from "./timed-query.js";
 
 /**
  * Jobs a claim may have leased to an engine that never learnt of them: the claim's answer was lost after it
- * committed (some may even be marked started), or it handed back a job whose outcome was on its way, so no
- * body will run them. Until they are put back, the engine
+ * committed (some may even be marked started), so no body will run them. Until they are put back, the engine
  * releases every job leased to its owner that it does not hold, attempt refunded, before its next claim and
  * at its end, so only what may have run is ever charged.
  */
@@ -22,11 +21,6 @@ export class UnheldJobs {
   /** A claim failed with `error`: unless the database answered (so it did not commit), jobs may be unheld. */
   claimFailed(error: unknown): void {
     if (!answered(error)) this.mayExist = true;
-  }
-
-  /** A claim handed back a job the engine could not hold then (its outcome was on its way, see held-jobs.ts). */
-  mayHold(): void {
-    this.mayExist = true;
   }
 
   /** Puts back the jobs leased to the owner outside `known()` (held or settling, asked only when some may be unheld); kept for later if it fails too. */

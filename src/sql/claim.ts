@@ -220,7 +220,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`;
   return sql`
     with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
-    ${sql.join(recoverExpiredLeasesCtes(now), sql`, `)},
+    ${sql.join(recoverExpiredLeasesCtes(now, p.owner), sql`, `)},
     ${cte("unlimitedCandidates")} as (
       select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
       from akadze.jobs j

@@ -5,14 +5,14 @@ export const LEASE_LOST_CODE = "AKL01";
 export const LEASE_LOST_PREFIX = "akadze: this run no longer owns job ";
 
 /**
- * Marks one job `succeeded` with `result` if `owner` still holds it, and raises otherwise, so that inside a
+ * Marks one job `succeeded` with `result` if `owner` still holds its run of `attempt`, and raises otherwise, so that inside a
  * transaction or a neon-http batch the caller's writes roll back with it. The job moves to the history
  * (`keepSucceeded: false`: it is only deleted).
  */
-export function completeOwnedStatement(owner: string, at: SQL, jobId: number, result: unknown = null, keepSucceeded = true): SQL {
+export function completeOwnedStatement(owner: string, attempt: number, at: SQL, jobId: number, result: unknown = null, keepSucceeded = true): SQL {
   return sql`
     with completed as (
-      delete from akadze.jobs where id = ${jobId} and state = 'running' and lease_owner = ${owner}
+      delete from akadze.jobs where id = ${jobId} and state = 'running' and lease_owner = ${owner} and attempt = ${attempt}
       returning id, task, queue, args, 'succeeded'::text as state, priority, attempt, max_attempts, run_at, expires_at, unique_key,
         limit_key, limit_wait_ms, cancel_requested, errors, ${JSON.stringify(result ?? null)}::jsonb as result, created_at, started_at,
         ${at} as finished_at, fair_key

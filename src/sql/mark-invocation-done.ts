@@ -3,14 +3,14 @@ import { timestamp } from "./time.js";
 import { cte } from "./cte-names.js";
 
 /**
- * The invocation's registry row: `counted` more jobs done, seen at `now`, and stopped once it holds no
- * running job other than those `settled` (ids) moves out of the queue table.
+ * The invocation's registry row: `counted` more jobs done, seen at `now`, and stopped once its engine
+ * (`owner`) holds no running job other than those `settled` (ids) moves out of the queue table.
  */
-function markDone(id: string, now: Date, counted: SQL, settled: SQL): SQL {
+function markDone(id: string, owner: string, now: Date, counted: SQL, settled: SQL): SQL {
   return sql`update akadze.workers w set
       jobs_done = w.jobs_done + ${counted},
       last_seen_at = greatest(w.last_seen_at, ${timestamp(now)}),
-      stopped_at = case when exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = ${id}
+      stopped_at = case when exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = ${owner}
                                       and j.id not in (${settled})) then w.stopped_at else ${timestamp(now)} end
     where w.id = ${id}`;
 }
@@ -20,9 +20,9 @@ function markDone(id: string, now: Date, counted: SQL, settled: SQL): SQL {
  * invocation finished (releases aside) plus `alsoDone` completed on their own by completeTx, and marks it
  * stopped once it holds no other running job.
  */
-export function invocationDoneCte(id: string, now: Date, alsoDone: number): SQL {
+export function invocationDoneCte(id: string, owner: string, now: Date, alsoDone: number): SQL {
   return sql`${cte("registrySeen")} as (
-    ${markDone(id, now, sql`${alsoDone}::int + (select count(*) from ${cte("done")} d where d.kind <> 'release')::int`, sql`select id from ${cte("done")}`)}
+    ${markDone(id, owner, now, sql`${alsoDone}::int + (select count(*) from ${cte("done")} d where d.kind <> 'release')::int`, sql`select id from ${cte("done")}`)}
     returning w.id)`;
 }
 
@@ -30,6 +30,6 @@ export function invocationDoneCte(id: string, now: Date, alsoDone: number): SQL 
  * The same update on its own, at the invocation's end, for `jobsDone` jobs that completed on their own
  * (completeTx, completeBatch) after its last completion statement: sent only when there are such jobs.
  */
-export function invocationEndedStatement(id: string, now: Date, jobsDone: number): SQL {
-  return sql`${markDone(id, now, sql`${jobsDone}::int`, sql`select null::bigint where false`)} returning to_jsonb(w.id) as r`;
+export function invocationEndedStatement(id: string, owner: string, now: Date, jobsDone: number): SQL {
+  return sql`${markDone(id, owner, now, sql`${jobsDone}::int`, sql`select null::bigint where false`)} returning to_jsonb(w.id) as r`;
 }

@@ -14,14 +14,16 @@ const LEASE_EXPIRED = (now: SQL) => sql`jsonb_build_array(jsonb_build_object('at
  * `queued`. A job whose body may have started (`started_at` set when it was handed to a slot) spends its
  * attempt and follows the default backoff, `failed` on its last attempt (moved to the dead letters); a job
  * that was only prefetched gets its attempt back and stays due, so a crash never charges (or fails) a job
- * that never ran.
+ * that never ran. A claim never recovers the leases of its own engine (`owner`): that engine still holds
+ * those jobs (a body that held the event loop past its lease, a heartbeat that stalled) and its heartbeat
+ * renews them; only another engine takes them over.
  */
-export function recoverExpiredLeasesCtes(now: SQL): SQL[] {
+export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
   return [
     // Locked once, read by both branches (a CTE read twice is computed once).
     sql`recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_expires_at < ${now}
+      where state = 'running' and lease_expires_at < ${now} and lease_owner <> ${owner}
       order by lease_expires_at limit ${RECOVER_LIMIT} for update skip locked
     )`,
     sql`recover_requeued as (

@@ -2,6 +2,14 @@ import { sql, type SQL } from "drizzle-orm";
 import { parseDuration } from "../core/duration.js";
 import { msInterval } from "./time.js";
 
+/**
+ * Job `j` is leased to an engine of the invocation or worker whose id is `id` (lease owners are `id#token`,
+ * leaseOwnerFor; a bare id is an owner written before them).
+ */
+export function ownedBy(id: SQL): SQL {
+  return sql`(j.lease_owner = ${id} or starts_with(j.lease_owner, ${id} || '#'))`;
+}
+
 /** A worker not seen for this long without saying it stopped is reported `lost`. */
 export const LIVE_WITHIN = "1m";
 
@@ -23,8 +31,8 @@ export function workerStatus(now: SQL, where: SQL): SQL {
       else 'stopped' end as status
     from (
       select w.*,
-        (select count(*) from akadze.jobs j where j.state = 'running' and j.lease_owner = w.id and j.lease_expires_at >= ${now}) as held,
-        (select count(*) from akadze.jobs j where j.state = 'running' and j.lease_owner = w.id and j.lease_expires_at < ${now}) as expired
+        (select count(*) from akadze.jobs j where j.state = 'running' and ${ownedBy(sql`w.id`)} and j.lease_expires_at >= ${now}) as held,
+        (select count(*) from akadze.jobs j where j.state = 'running' and ${ownedBy(sql`w.id`)} and j.lease_expires_at < ${now}) as expired
       from akadze.workers w
       where ${where}
     ) w`;
