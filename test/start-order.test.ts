@@ -39,12 +39,14 @@ async function enqueueMixed(task: ReturnType<typeof orderApp>["task"], db: Param
 }
 
 forEachDriver((h) => {
-  for (const n of [60, 200]) {
-    it(`${n} quick jobs of mixed priority and due time start in claim order within one invocation: 0 inversions`, async () => {
+  // Small batches against many slots too (docs/sizing.md recommends slots 4 with batch 5-10 on free Workers): each
+  // claim's started jobs wait behind the earlier claim's jobs whose start is still to be asked or answered.
+  for (const [n, batchSize, slots] of [[60, 50, 4], [200, 50, 4], [60, 10, 8], [60, 9, 8], [60, 12, 8], [60, 6, 4], [60, 5, 4], [30, 1, 2]]) {
+    it(`${n} quick jobs of mixed priority and due time start in claim order within one invocation (batch ${batchSize}, slots ${slots}): 0 inversions`, async () => {
       const clock = new ManualClock();
       const { app, task, started } = orderApp(clock);
       const priorities = await enqueueMixed(task, h().db, clock, n);
-      const summary = await runOnce(app, { db: h().db, now: clock.now, slots: 4, batchSize: 50 });
+      const summary = await runOnce(app, { db: h().db, now: clock.now, slots, batchSize });
       expect(summary.succeeded).toBe(n);
       const withPriority = started.map((s) => ({ ...s, priority: priorities.get(s.id)! }));
       expect(inversions(withPriority)).toBe(0);
