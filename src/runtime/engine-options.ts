@@ -18,7 +18,9 @@ export function leaseOwnerFor(id: string): string {
 export interface EngineOptions {
   app: App;
   db: Db;
-  /** This engine's lease owner (`leaseOwnerFor`): unique to it. */
+  /** The invocation's (or worker's) id, which its summary carries. */
+  id: string;
+  /** This engine's lease owner (`leaseOwnerFor(id)`): unique to it. */
   owner: string;
   queues: string[] | null;
   slots: number;

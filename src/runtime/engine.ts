@@ -65,7 +65,7 @@ export class Engine {
   constructor(private readonly o: EngineOptions) {
     this.policy = o.policy;
     this.budget = new BudgetClock(o.now, o.monotonic, o.budgetMs);
-    this.summary = emptySummary(o.owner);
+    this.summary = emptySummary(o.id);
     this.deltas = new SummaryDeltas(this.summary);
     this.pace = new Pace(o.app, o.slots, o.batchSize);
     this.claimer = new Claimer({

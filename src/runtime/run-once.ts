@@ -58,7 +58,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report, driver: driverName(options.db) };
   const owner = leaseOwnerFor(id);
   const engine = new Engine({
-    app, db: options.db, owner, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
+    app, db: options.db, id, owner, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, budgetMs: o.budgetMs, monotonic, signal: options.signal,
     policy: invocationPolicy({ batchSize: o.batchSize, drain: options.drain !== false }), history, keepSucceeded: retention ? retention.keepSucceeded : true,
     backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined,

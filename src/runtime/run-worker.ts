@@ -152,7 +152,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         return delta.claimed;
       };
       engine = new Engine({
-        app, db, owner: leaseOwnerFor(id), queues: queue === null ? null : [queue], slots, batchSize: prefetch,
+        app, db, id, owner: leaseOwnerFor(id), queues: queue === null ? null : [queue], slots, batchSize: prefetch,
         leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow,
         budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
         history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,
