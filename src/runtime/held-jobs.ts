@@ -73,20 +73,17 @@ export class HeldJobs {
     return [...this.lives.keys()];
   }
 
-  /** The queued lives in claim order, dropping stale entries of the order as it goes. */
+  /**
+   * The queued lives in claim order, lazily (a look that stops early costs what it reads). An id may stand in
+   * the order twice (a parked copy queued again); only its first place counts.
+   */
   private *queuedInOrder(): Generator<[number, JobLife]> {
     const seen = new Set<number>();
-    const kept: number[] = [];
     for (const id of this.order) {
       const life = this.lives.get(id);
       if (!life || !isQueued(life) || seen.has(id)) continue;
       seen.add(id);
-      kept.push(id);
-    }
-    this.order = kept;
-    for (const id of kept) {
-      const life = this.lives.get(id);
-      if (life && isQueued(life)) yield [id, life];
+      yield [id, life];
     }
   }
 
@@ -98,6 +95,8 @@ export class HeldJobs {
     if (this.counts.waiting + this.counts.ready === 0) return [];
     const taken: ClaimedJob[] = [];
     for (const [, life] of this.queuedInOrder()) if (life.state !== "requested" && which(life.job)) taken.push(life.job);
+    // (A pass over the whole queue anyway: the order drops what is no longer queued.)
+    this.order = this.order.filter((id) => { const life = this.lives.get(id); return life !== undefined && isQueued(life); });
     return taken;
   }
 
