@@ -10,6 +10,7 @@ export default defineConfig({
       { find: /^akadze\/hono$/, replacement: src("edge/hono.ts") },
       { find: /^akadze\/dashboard$/, replacement: src("edge/dashboard/index.tsx") },
       { find: /^akadze\/schema$/, replacement: src("schema.ts") },
+      { find: /^akadze\/testing$/, replacement: src("testing/index.ts") },
     ],
   },
   test: {

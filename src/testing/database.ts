@@ -1,0 +1,46 @@
+// The database a test app runs on: an in-memory PGlite with akadze's schema, or the caller's own.
+import type { Db } from "../db/query.js";
+import { queryJson } from "../db/query.js";
+import { ensureSchema } from "../db/schema-check.js";
+import { migrate } from "../migrate.js";
+import { readDatabaseClockStatement } from "../sql/read-database-clock.js";
+
+/** A test's database and how to let go of it. */
+export interface TestDatabase {
+  db: Db;
+  /** How far the database's clock may run ahead of this host's, in ms (0 or more). */
+  aheadMs: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The caller's database, checked to hold akadze's schema (it is not closed with the test app), or a fresh
+ * in-memory PGlite migrated with it (closed with the test app). PGlite is loaded only when needed.
+ */
+export async function openTestDatabase(given: Db | undefined): Promise<TestDatabase> {
+  if (given !== undefined) {
+    await ensureSchema(given);
+    return { db: given, aheadMs: await databaseAheadMs(given), close: async () => {} };
+  }
+  const [{ PGlite }, { drizzle }] = await Promise.all([import("@electric-sql/pglite"), import("drizzle-orm/pglite")]);
+  const client = new PGlite();
+  const db = drizzle(client) as unknown as Db;
+  try {
+    await migrate(db);
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  return { db, aheadMs: 0, close: () => client.close() };
+}
+
+/**
+ * An upper bound of how far the database's clock runs ahead of this host's (0 when it does not): the
+ * server read its clock after `before`. A job enqueued at the database's `now()` is then due on a test
+ * clock that starts this far ahead.
+ */
+async function databaseAheadMs(db: Db): Promise<number> {
+  const before = Date.now();
+  const { now } = await queryJson<{ now: string }>(db, readDatabaseClockStatement());
+  return Math.max(0, new Date(now).getTime() - before);
+}
