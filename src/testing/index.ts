@@ -176,6 +176,7 @@ export class TestApp {
 
   /** Every job, oldest first, optionally of one task, queue and state. @example const failed = await t.jobs({ state: "failed" }); */
   async jobs(filter: TestJobFilter & { task?: string } = {}): Promise<TestJob[]> {
+    this.assertOpen();
     const f = parseOrThrow(FilterSchema, filter, "job filter");
     if (f.args !== undefined) {
       const problem = f.args === null || typeof f.args !== "object" ? "it must be an object or an array" : jsonProblem(f.args, "args");
@@ -194,7 +195,8 @@ export class TestApp {
    * due (run them with `drain()`).
    * @example await t.sendEvent("order.shipped", { orderId: 7 }); await t.drain();
    */
-  sendEvent(name: string, payload: unknown): Promise<SentEvent> {
+  async sendEvent(name: string, payload: unknown): Promise<SentEvent> {
+    this.assertOpen();
     return sendEvent(this.db, name, payload, { now: this.clock.now() });
   }
 
@@ -212,7 +214,6 @@ export class TestApp {
 
   /** Runs one-batch invocations into `total` until one claims nothing (true) or `total.runs` reaches `maxRuns` (false). */
   private async drainInto(total: DrainSummary, maxRuns: number): Promise<boolean> {
-    if (this.closed) throw new InvalidInput("this test app is closed: make another with testApp(app)");
     while (total.runs < maxRuns) {
       const run = await runOnce(this.app, {
         db: this.db, now: this.clock.now, slots: this.settings.slots, batchSize: this.settings.batchSize, id: `test-${++this.invocations}`,
@@ -228,7 +229,12 @@ export class TestApp {
     return at === null || new Date(at).getTime() > this.clock.now().getTime();
   }
 
+  private assertOpen(): void {
+    if (this.closed) throw new InvalidInput("this test app is closed: make another with testApp(app)");
+  }
+
   private maxRunsOf(options: { maxRuns?: number }, what: string): number {
+    this.assertOpen();
     const { maxRuns } = parseOrThrow(v.strictObject({ maxRuns: v.optional(CountSchema("maxRuns", 1_000_000)) }), options, `${what} options`);
     return maxRuns ?? this.settings.maxRuns;
   }
