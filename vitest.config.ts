@@ -16,7 +16,7 @@ export default defineConfig({
   test: {
     globalSetup: ["./test/support/global-setup.ts"],
     setupFiles: ["./test/support/quiet-pools.ts"],
-    include: ["test/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
