@@ -169,6 +169,20 @@ forEachDriver((h) => {
     await expect(t.enqueued(other)).rejects.toThrow(/enqueued: give a task of this app .*"mail\.send" is not one/);
   });
 
+  it("a debounced task's job runs once its window passes on the clock; enqueued() reads its payloads typed", async () => {
+    const app = createApp();
+    const reindex = app.debounced("search.reindex", { args: v.object({ id: v.number() }), window: "5s" }, async (docs) => docs.length);
+    t = await testApp(app, { db: h().db });
+    await reindex.using(t.db, { key: "catalog" }).enqueue({ id: 1 });
+    await reindex.using(t.db, { key: "catalog" }).enqueue({ id: 2 });
+    expect((await t.drain()).claimed).toBe(0);
+    t.clock.advance("5s");
+    expect((await t.drain()).succeeded).toBe(1);
+    const [job] = await t.enqueued(reindex);
+    expect(job.args.map((payload) => payload.id)).toEqual([1, 2]);
+    expect(job).toMatchObject({ state: "succeeded", result: 2 });
+  });
+
   it("bad input is refused with InvalidInput and changes nothing", async () => {
     const app = createApp();
     const noop = app.task("noop", async () => {});

@@ -5,7 +5,7 @@ import type { JobProblem, RunSummary } from "../runtime/run-options.js";
 import { jobsSinceStatement } from "../sql/jobs-since.js";
 import { timestamp } from "../sql/time.js";
 
-/** The runs a drain makes at most unless told: enough for thousands of jobs, few enough that a loop ends in seconds. */
+/** The runs a drain makes at most unless told: enough for thousands of jobs, few enough that a loop ends in seconds. @example await t.drain({ maxRuns: DEFAULT_MAX_RUNS * 10 }) */
 export const DEFAULT_MAX_RUNS = 100;
 
 /** What `drain` or `runUntilIdle` did, added up over its runs. @example const { succeeded, problems } = await t.drain(); */

@@ -12,6 +12,7 @@
 import * as v from "valibot";
 import type { App } from "../app/app.js";
 import type { ArgsSchema, Task } from "../app/task.js";
+import type { DebouncedTask } from "../app/debounce.js";
 import { InvalidInput } from "../core/errors.js";
 import type { ErrorEntry } from "../core/errors.js";
 import type { Duration } from "../core/duration.js";
@@ -33,7 +34,7 @@ import { addRun, DEFAULT_MAX_RUNS, emptyDrainSummary, endlessRunsError, type Dra
 export { TestClock } from "./clock.js";
 export { DEFAULT_MAX_RUNS, type DrainSummary } from "./drain.js";
 
-/** Jobs one test run runs at once unless told: one, so they run in the order a worker would claim them. */
+/** Jobs one test run runs at once unless told: one, so they run in the order a worker would claim them. @example await testApp(app, { slots: DEFAULT_TEST_SLOTS * 8 }) */
 export const DEFAULT_TEST_SLOTS = 1;
 
 /** Options of `testApp`. @example await testApp(app, { db, maxRuns: 500 }) */
@@ -66,7 +67,7 @@ export interface TestJob<A = unknown, R = unknown> {
   errors: ErrorEntry[];
 }
 
-/** Which jobs `enqueued` and `jobs` return: every field given must match. */
+/** Which jobs `enqueued` and `jobs` return: every field given must match. @example await t.jobs({ state: ["queued", "running"], args: { userId: 7 } }) */
 export interface TestJobFilter<A = unknown> {
   /** One state or any of several. */
   state?: JobState | JobState[];
@@ -163,15 +164,17 @@ export class TestApp {
 
   /**
    * The jobs of `task` in the order they were enqueued, whatever their state (finished ones too), with
-   * args and result typed by the task.
+   * args and result typed by the task (a debounced task's args: the payloads its job coalesced).
    * @example const jobs = await t.enqueued(sendMail, { state: "queued", args: { userId: 7 } });
    */
-  async enqueued<S extends ArgsSchema, R>(task: Task<S, R>, filter: TestJobFilter<v.InferInput<S>> = {}): Promise<TestJob<v.InferInput<S>, R>[]> {
+  async enqueued<S extends ArgsSchema, R>(task: Task<S, R>, filter?: TestJobFilter<v.InferInput<S>>): Promise<TestJob<v.InferInput<S>, R>[]>;
+  async enqueued<S extends ArgsSchema>(task: DebouncedTask<S>, filter?: TestJobFilter<v.InferInput<S>[]>): Promise<TestJob<v.InferInput<S>[]>[]>;
+  async enqueued(task: Task | DebouncedTask, filter: TestJobFilter = {}): Promise<TestJob[]> {
     const name = (task as { name?: unknown })?.name;
     if (typeof name !== "string" || this.app.tasks.get(name) !== task.definition) {
-      throw new InvalidInput(`enqueued: give a task of this app (what app.task or app.workflow returned)${typeof name === "string" ? `; ${JSON.stringify(name)} is not one` : ""}`);
+      throw new InvalidInput(`enqueued: give a task of this app (what app.task, app.workflow or app.debounced returned)${typeof name === "string" ? `; ${JSON.stringify(name)} is not one` : ""}`);
     }
-    return this.jobs({ ...filter, task: name }) as Promise<TestJob<v.InferInput<S>, R>[]>;
+    return this.jobs({ ...filter, task: name });
   }
 
   /** Every job, oldest first, optionally of one task, queue and state. @example const failed = await t.jobs({ state: "failed" }); */
@@ -224,8 +227,9 @@ export class TestApp {
       addRun(total, run);
       if (run.claimed === 0) return true;
     }
+    // The last run may have taken the last due job: then the work did end. (The earliest queued run time at
+    // all, in an unpaused queue; a job due but held by its limit counts as work left.)
     const { at } = await queryJson<{ at: string | null }>(this.db, nextRunAtStatement(timestamp(new Date(0))));
-    // The last run may have taken the last due job: then the work did end.
     return at === null || new Date(at).getTime() > this.clock.now().getTime();
   }
 
