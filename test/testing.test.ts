@@ -183,6 +183,21 @@ forEachDriver((h) => {
     expect(job).toMatchObject({ state: "succeeded", result: 2 });
   });
 
+  it("with an app that has a clock of its own, the test clock is that clock moved forward: its times are exact", async () => {
+    const app = createApp({ clock: () => new Date("2026-06-01T12:00:00Z") });
+    const remind = app.task("remind", async () => "reminded");
+    t = await testApp(app, { db: h().db });
+    const start = t.clock.now();
+    expect(start.toISOString()).toBe("2026-06-01T12:00:00.001Z");
+    await remind.using(t.db, { delay: "5m" }).enqueue({});
+    expect((await t.enqueued(remind))[0].runAt).toBe("2026-06-01T12:05:00.000Z");
+    t.clock.advance("4m");
+    expect((await t.drain()).claimed).toBe(0);
+    t.clock.advance("1m");
+    expect((await t.drain()).succeeded).toBe(1);
+    expect(t.clock.now().getTime() - start.getTime()).toBe(5 * MINUTE);
+  });
+
   it("bad input is refused with InvalidInput and changes nothing", async () => {
     const app = createApp();
     const noop = app.task("noop", async () => {});

@@ -8,8 +8,6 @@ import { readDatabaseClockStatement } from "../sql/read-database-clock.js";
 /** A test's database and how to let go of it. */
 export interface TestDatabase {
   db: Db;
-  /** How far the database's clock may run ahead of this host's, in ms (0 or more). */
-  aheadMs: number;
   close(): Promise<void>;
 }
 
@@ -20,7 +18,7 @@ export interface TestDatabase {
 export async function openTestDatabase(given: Db | undefined): Promise<TestDatabase> {
   if (given !== undefined) {
     await ensureSchema(given);
-    return { db: given, aheadMs: await databaseAheadMs(given), close: async () => {} };
+    return { db: given, close: async () => {} };
   }
   const [{ PGlite }, { drizzle }] = await Promise.all([import("@electric-sql/pglite"), import("drizzle-orm/pglite")]);
   const dump = await migratedDump;
@@ -38,7 +36,7 @@ export async function openTestDatabase(given: Db | undefined): Promise<TestDatab
     await client.close();
     throw error;
   }
-  return { db, aheadMs: 0, close: () => client.close() };
+  return { db, close: () => client.close() };
 }
 
 /** A fresh PGlite with akadze's schema, as a data directory, made by this process's first in-memory test app. */
@@ -49,7 +47,7 @@ let migratedDump: Promise<Blob | undefined> | undefined;
  * server read its clock after `before`. A job enqueued at the database's `now()` is then due on a test
  * clock that starts this far ahead.
  */
-async function databaseAheadMs(db: Db): Promise<number> {
+export async function databaseAheadMs(db: Db): Promise<number> {
   const before = Date.now();
   const { now } = await queryJson<{ now: string }>(db, readDatabaseClockStatement());
   return Math.max(0, new Date(now).getTime() - before);

@@ -28,7 +28,7 @@ import { nextRunAtStatement } from "../sql/next-run-at.js";
 import { timestamp } from "../sql/time.js";
 import { sendEvent, type SentEvent } from "../workflow/events.js";
 import { TestClock } from "./clock.js";
-import { openTestDatabase } from "./database.js";
+import { databaseAheadMs, openTestDatabase } from "./database.js";
 import { addRun, DEFAULT_MAX_RUNS, emptyDrainSummary, endlessRunsError, type DrainSummary } from "./drain.js";
 
 export { TestClock } from "./clock.js";
@@ -103,8 +103,10 @@ export async function testApp(app: App, options: TestAppOptions = {}): Promise<T
   const slots = o.slots ?? DEFAULT_TEST_SLOTS;
   const batchSize = o.batchSize ?? DEFAULT_BATCH_SIZE;
   const database = await openTestDatabase(o.db);
-  // 1 ms more: Postgres keeps microseconds, so a job enqueued within this host's current millisecond is due too.
-  const clock = new TestClock(app.clock, database.aheadMs + 1);
+  // An app without a clock enqueues at the database's now(): the test clock starts where that is (another
+  // server's clock may run ahead), and 1 ms more, as Postgres keeps microseconds.
+  const aheadMs = app.sqlClock === null && o.db !== undefined ? await databaseAheadMs(database.db) : 0;
+  const clock = new TestClock(app.clock, aheadMs + 1);
   return new TestApp(app, database.db, clock, { slots, batchSize, maxRuns: o.maxRuns ?? DEFAULT_MAX_RUNS }, database.close);
 }
 
