@@ -158,8 +158,9 @@ export class TestApp {
       const { at } = await queryJson<{ at: string | null }>(this.db, nextRunAtStatement(timestamp(this.clock.now())));
       if (at === null || new Date(at).getTime() - startMs > limitMs) return total;
       if (total.runs >= maxRuns) break;
-      const before = this.clock.now().getTime();
-      total.advancedMs += this.clock.advanceTo(new Date(at)).getTime() - before;
+      const before = this.clock.advancedMs;
+      this.clock.advanceTo(new Date(at));
+      total.advancedMs += this.clock.advancedMs - before;
     }
     throw await endlessRunsError(this.db, "runUntilIdle", maxRuns, mark, this.clock.now());
   }
