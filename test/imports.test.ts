@@ -44,6 +44,7 @@ const ALLOWED: Record<string, string[]> = {
   edge: ["app", "control", "core", "db", "ops", "runtime", "workflow"],
   cli: ["app", "connect", "control", "core", "db", "dev", "edge", "migrate", "ops", "runtime", "workflow"],
   dev: ["app", "cli", "connect", "core", "db", "migrate", "ops", "runtime", "sql"],
+  testing: ["app", "core", "db", "migrate", "runtime", "sql", "workflow"],
   index: ["app", "connect", "control", "core", "db", "migrate", "ops", "runtime", "schedules", "sql", "workflow"],
 };
 
