@@ -24,6 +24,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.dashboard_sign_outs" },
   { kind: "table", name: "akadze.child_waits" },
   { kind: "table", name: "akadze.fair_cursor" },
+  { kind: "table", name: "akadze.replays" },
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
