@@ -162,6 +162,18 @@ forEachDriver((h, driver) => {
     expect((await jobs()).filter((j) => j.state === "queued")).toHaveLength(3);
   });
 
+  it("a replay's origin is kept while its job is, and goes with it", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const done = await app.task("t", async () => 1).using(h().db).enqueue({});
+    await invoke(app, clock);
+    const again = (await replayJob(h().db, done, { app }))!;
+    expect(await h().rows("select akadze.prune_orphan_replays(100) as n")).toEqual([{ n: 0 }]);
+    await h().db.execute(sql.raw(`delete from akadze.jobs where id = ${again}`)); // as retention does once it finished
+    expect(await h().rows("select akadze.prune_orphan_replays(100) as n")).toEqual([{ n: 1 }]);
+    expect(await h().rows("select * from akadze.replays")).toEqual([]);
+  });
+
   it("cancelling a workflow cancels its child jobs and theirs, by requestCancel and by cancelJobs", async () => {
     for (const cancel of ["requestCancel", "cancelJobs"] as const) {
       await h().reset();

@@ -28,6 +28,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
+  { kind: "function", name: "akadze.prune_orphan_replays(integer)" },
   { kind: "function", name: "akadze.maintain_history(timestamp with time zone, double precision, bigint, bigint, integer)" },
   { kind: "function", name: "akadze.raise_error(text, text)" },
 ];

@@ -149,7 +149,8 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
     "id": 14,
     "name": "0014_replays",
     "statements": [
-      "CREATE TABLE \"akadze\".\"replays\" (\n\t\"job_id\" bigint PRIMARY KEY NOT NULL,\n\t\"replay_of\" bigint NOT NULL\n);"
+      "CREATE TABLE \"akadze\".\"replays\" (\n\t\"job_id\" bigint PRIMARY KEY NOT NULL,\n\t\"replay_of\" bigint NOT NULL\n);",
+      "-- (Hand-written: drizzle-kit declares no functions.) The origins of replayed jobs gone from every table, for\n-- the history's maintenance: a function, so its reads of the history are planned after the partitions it drops.\nCREATE OR REPLACE FUNCTION \"akadze\".\"prune_orphan_replays\"(p_batch integer) RETURNS integer\nLANGUAGE plpgsql AS $$\nDECLARE\n  v_n integer;\nBEGIN\n  DELETE FROM akadze.replays r WHERE r.job_id IN (\n    SELECT o.job_id FROM akadze.replays o\n    WHERE NOT EXISTS (SELECT 1 FROM akadze.all_jobs a WHERE a.id = o.job_id)\n    LIMIT p_batch);\n  GET DIAGNOSTICS v_n = ROW_COUNT;\n  RETURN v_n;\nEND $$;"
     ]
   }
 ];
