@@ -42,6 +42,7 @@ export { listJobs, getJob, type JobSummary, type JobDetail, type JobFilter } fro
 export { cancelJobs, requeueJobs, type BulkControlOptions } from "./ops/bulk.js";
 export { replayJob, replayJobs, type ReplayOptions, type ReplayJobsOptions } from "./ops/replay.js";
 export { BULK_LIMIT, type JobSelection, type BulkOptions } from "./ops/job-selection.js";
+export { waitForJob, WaitTimeout, DEFAULT_WAIT_POLL, MIN_WAIT_POLL_MS, type WaitForJobOptions } from "./ops/wait-for-job.js";
 export { listQueues, type QueueRow } from "./ops/queues.js";
 export { listLimits, type LimitRow } from "./ops/limits.js";
 export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";
