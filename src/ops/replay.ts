@@ -4,11 +4,11 @@ import { DuplicateJob } from "../core/errors.js";
 import { FINISHED_STATES } from "../core/states.js";
 import { assertStorableJson, JobIdSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
+import { jobStateStatement } from "../sql/job-state.js";
 import { replayJobsStatement, type ReplaySource } from "../sql/replay-jobs.js";
 import { timestamp } from "../sql/time.js";
 import { withDuplicateJob } from "./bulk.js";
 import { parseSelection, type BulkOptions, type JobSelection } from "./job-selection.js";
-import { getJob } from "./jobs.js";
 
 /** Options of `replayJob`. @example await replayJob(db, id, { args: { userId: 8 }, app }); */
 export interface ReplayOptions {
@@ -49,7 +49,7 @@ export async function replayJob(db: Db, jobId: number, options: ReplayOptions = 
   const { args, app, now } = parseOrThrow(ReplayOptionsSchema, options, "replay options");
   if (args !== undefined) {
     assertStorableJson(args, "args", `args for the replay of job ${id}`);
-    const job = app ? await getJob(db, id) : null;
+    const job = app ? await queryJson<{ task: string } | null>(db, jobStateStatement(id)) : null;
     const task = job ? app!.tasks.get(job.task) : undefined;
     if (task) parseOrThrow(task.schema, args, `args for task ${task.name}`);
   }
