@@ -3,7 +3,7 @@ import { DuplicateJob, InvalidInput, isUniqueKeyViolation, uniqueKeyOfViolation 
 import { JobIdSchema as JobId, LimitOptionsSchema, NameSchema, parseOrThrow } from "./core/validate.js";
 import { runWithTransitions, transitionOf, type Hooks } from "./app/hooks.js";
 import { queryJson, runAtomically, type Db } from "./db/query.js";
-import type { ChangedJob } from "./sql/changed-job.js";
+import type { ChangedJob, MovedJob } from "./sql/changed-job.js";
 import { clearLimitSlotsStatement } from "./sql/clear-limit-slots.js";
 import { deleteLimitStatement } from "./sql/delete-limit.js";
 import { fillLimitSlotsStatement } from "./sql/fill-limit-slots.js";
@@ -21,13 +21,15 @@ export interface HooksOwner { hooks: Hooks }
  * heartbeat). True if it marked an active job; false for any other state or an unknown id. Given the
  * app, its `onTransition` hooks see a queued job's `queued -> cancelled` in the same transaction. Hooks
  * belong to the app: without it a queued job's cancel fires none; a running job's `running -> cancelled`
- * is reported either way, by the engine that stops it, to that engine's app.
+ * is reported either way, by the engine that stops it, to that engine's app. A workflow's live child jobs
+ * (`step.runJobs`, `step.invoke`) are cancelled with it, and theirs in turn (see `cancelJobs` for many jobs).
  * @example if (!(await requestCancel(db, id, app))) console.log("job is not active");
  */
 export async function requestCancel(db: Db, jobId: number, app?: HooksOwner): Promise<boolean> {
   const id = parseOrThrow(JobId, jobId, "job id");
-  const job = await runWithTransitions(db, app?.hooks, (d) => queryJson<ChangedJob | null>(d, requestCancelStatement(id)),
-    (marked) => (marked?.state === "cancelled" ? [transitionOf({ ...marked, from: "queued", to: marked.state })] : []));
+  const { job } = await runWithTransitions(db, app?.hooks, (d) => queryJson<{ job: ChangedJob | null; moved: MovedJob[] }>(d, requestCancelStatement(id)),
+    ({ job: marked, moved }) => [...(marked?.state === "cancelled" ? [transitionOf({ ...marked, from: "queued", to: marked.state })] : []),
+      ...moved.map((child) => transitionOf(child))]);
   return job !== null;
 }
 

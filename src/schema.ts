@@ -270,3 +270,14 @@ export const childWaits = akadze.table("child_waits", {
   childId: bigint("child_id", { mode: "number" }).primaryKey(),
   parentId: bigint("parent_id", { mode: "number" }).notNull(),
 }, (t) => [index("child_waits_parent_idx").on(t.parentId)]);
+
+/**
+ * Where a replayed job came from (`replayJob`, `replayJobs`): one row per replay, by the new job's id. A table
+ * of its own, not a column of `jobs`: a column would have to ride along every statement that moves a job into
+ * the history or the dead letters, for a fact only replays have. Retention deletes a row with its job.
+ */
+export const replays = akadze.table("replays", {
+  jobId: bigint("job_id", { mode: "number" }).primaryKey(),
+  /** The finished job it replays. */
+  replayOf: bigint("replay_of", { mode: "number" }).notNull(),
+});

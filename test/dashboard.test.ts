@@ -116,6 +116,37 @@ forEachDriver((h) => {
     expect((await t.request("/akadze/ui/jobs/999999")).status).toBe(404);
   });
 
+  it("a finished job replays from its page, and a filtered list's buttons act on what it shows, labelled with their dry run", async () => {
+    const t = setup(h);
+    const failed = await t.broken.using(h().db).enqueue({});
+    await t.run();
+    const [queued] = await t.ok.using(h().db, { delay: "1h" }).enqueueMany([{}, {}]);
+    await t.signIn();
+    const token = await t.csrf();
+    expect(await (await t.request(`/akadze/ui/jobs/${queued}`)).text()).not.toContain("Replay as a new job");
+    const replayed = await t.request(`/akadze/ui/jobs/${failed}/replay`, t.form({ _csrf: token }));
+    expect(replayed.status).toBe(303);
+    const location = replayed.headers.get("location")!;
+    const newId = Number(/\/jobs\/(\d+)\?done=replayed$/.exec(location)![1]);
+    const page = await (await t.request(location)).text();
+    expect(page).toContain(`<a href="/akadze/ui/jobs/${failed}">job ${failed}</a>`); // replay of
+    expect(page).toContain("Replayed: this is the new job");
+    expect((await t.request(`/akadze/ui/jobs/${newId}/replay`, t.form({ _csrf: token }))).status).toBe(409);
+
+    const list = await (await t.request("/akadze/ui/jobs?queue=mail&state=queued")).text();
+    expect(list).toMatch(/id="bulk".*Cancel 2 jobs/s);
+    expect(list).not.toMatch(/Requeue \d+ job|Replay \d+ job/);
+    expect(await (await t.request("/akadze/ui/jobs")).text()).not.toContain('id="bulk"'); // no filter, no bulk action
+    const cancelled = await t.request("/akadze/ui/bulk/cancel", t.form({ _csrf: token, queue: "mail", state: "queued", task: "" }));
+    expect(cancelled.status, await cancelled.clone().text()).toBe(303);
+    expect(cancelled.headers.get("location")).toBe("/akadze/ui/jobs?state=queued&queue=mail&done=cancel&count=2");
+    expect(await (await t.request(cancelled.headers.get("location")!)).text()).toContain("2 jobs cancelled or asked to stop.");
+    expect(await h().rows("select count(*)::int as n from akadze.all_jobs where state = 'cancelled'")).toEqual([{ n: 2 }]);
+    expect((await t.request("/akadze/ui/bulk/requeue", t.form({ _csrf: token, state: "queued" }))).status).toBe(400);
+    expect((await t.request("/akadze/ui/bulk/explode", t.form({ _csrf: token, state: "failed" }))).status).toBe(400);
+    expect((await t.request("/akadze/ui/bulk/requeue", t.form({ _csrf: "x".repeat(24), state: "failed" }))).status).toBe(403);
+  });
+
   it("throughput counts the jobs finished in each slice of the last hour", async () => {
     const t = setup(h);
     await t.ok.using(h().db).enqueue({});

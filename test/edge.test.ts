@@ -158,6 +158,46 @@ forEachDriver((h) => {
     expect((await call("/akadze/jobs/424242/requeue")).status).toBe(404);
   });
 
+  it("POST /jobs/cancel|requeue|replay act on a selection, count with dryRun, and refuse a bad selection with 400", async () => {
+    const { app, ok, broken, call } = setup();
+    const post = async (path: string, body: unknown) => {
+      const res = await call(path, { body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+      return { status: res.status, body: await res.json() };
+    };
+    const failed = await broken.using(h().db).enqueue({});
+    await runOnce(app, { db: h().db });
+    const [queued] = await ok.using(h().db, { delay: "1h" }).enqueueMany([{}, {}]);
+    expect(await post("/akadze/jobs/cancel", { task: "ok", limit: 1, dryRun: true })).toEqual({ status: 200, body: { count: 1, dryRun: true } });
+    expect(await jobState(queued)).toMatchObject({ state: "queued" });
+    expect(await post("/akadze/jobs/cancel", { task: "ok", limit: 1 })).toEqual({ status: 200, body: { count: 1, dryRun: false } });
+    expect(await jobState(queued)).toMatchObject({ state: "cancelled" });
+    expect(await post("/akadze/jobs/replay", { state: ["failed", "cancelled"], dryRun: true })).toEqual({ status: 200, body: { count: 2, dryRun: true } });
+    expect(await post("/akadze/jobs/requeue", { task: "broken" })).toEqual({ status: 200, body: { count: 1, dryRun: false } });
+    expect(await jobState(failed)).toMatchObject({ state: "queued" });
+    const before = await h().rows("select id, state from akadze.all_jobs order by id");
+    for (const body of [{}, { state: "failed" }, { task: "ok", colour: "red" }, { task: "ok", dryRun: "yes" }, { task: "ok", limit: 0 }]) {
+      const res = await post("/akadze/jobs/cancel", body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    expect(await h().rows("select id, state from akadze.all_jobs order by id")).toEqual(before);
+  });
+
+  it("POST /jobs/:id/replay enqueues a finished job again with new args; 404 for an unknown job, 409 for an active one", async () => {
+    const { app, ok, call } = setup();
+    const done = await ok.using(h().db).enqueue({});
+    await runOnce(app, { db: h().db });
+    const res = await call(`/akadze/jobs/${done}/replay`, { body: JSON.stringify({ args: {} }) });
+    expect(res.status).toBe(200);
+    const { replayedAs } = await res.json();
+    expect(await h().rows(`select replay_of from akadze.replays where job_id = ${replayedAs}`)).toEqual([{ replay_of: done }]);
+    const active = await call(`/akadze/jobs/${replayedAs}/replay`);
+    expect(active.status).toBe(409);
+    expect((await active.json()).error).toMatchObject({ code: "conflict", state: "queued" });
+    expect((await call("/akadze/jobs/999999/replay")).status).toBe(404);
+    expect((await call(`/akadze/jobs/${done}/replay`, { body: JSON.stringify({ args: { extra: 1 }, colour: "red" }) })).status).toBe(400);
+  });
+
   it("an unknown path or method under the routes is a JSON 404", async () => {
     const { call } = setup();
     for (const [path, method] of [["/akadze/nothing", "GET"], ["/akadze/jobs/1/cancel", "GET"]]) {

@@ -2,12 +2,15 @@ import { Option, type Command } from "commander";
 import { requestCancel, requeue } from "../control.js";
 import { JOB_STATES } from "../core/states.js";
 import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.js";
+import { cancelJobs, requeueJobs } from "../ops/bulk.js";
+import { replayJob, replayJobs } from "../ops/replay.js";
 import { stepWaitText } from "../workflow/types.js";
 import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT } from "../core/retention.js";
 import { pruneJobs, type PruneOptions } from "../ops/retention.js";
 import { findMisfits, type UnknownTaskRow } from "../ops/misfits.js";
 import { errorHeadline } from "../core/error-causes.js";
-import { CliError } from "./errors.js";
+import { CliError, UsageError } from "./errors.js";
+import { idOrSelection, jsonObject, printBulkCount, withSelectionOptions } from "./job-selection.js";
 import { loadApp } from "./load-module.js";
 import type { CliContext } from "./context.js";
 import { formatAgo, formatSpan, formatTime, print, printJson, printRows, renderFields, renderTable } from "./output.js";
@@ -15,9 +18,9 @@ import { duration, jobId, positiveInt } from "./parse.js";
 
 const APP_OPTION = 'the app module ("./src/app.ts" or "./dist/jobs.js:exportName") whose onTransition hooks see the change';
 
-/** `akadze jobs list|show|cancel|requeue|prune`. */
+/** `akadze jobs list|unknown|show|cancel|requeue|replay|prune`. */
 export function registerJobs(program: Command, ctx: CliContext): void {
-  const jobs = program.command("jobs").description("list, inspect, cancel, requeue and prune jobs");
+  const jobs = program.command("jobs").description("list, inspect, cancel, requeue, replay and prune jobs");
 
   jobs.command("list").description("the newest jobs first")
     .addOption(new Option("--status <state>", "only jobs in this state").choices(JOB_STATES))
@@ -55,29 +58,65 @@ export function registerJobs(program: Command, ctx: CliContext): void {
       print(renderJob(job));
     }));
 
-  jobs.command("cancel").description("cancel a queued job, or ask a running one to stop (exit 1 if it is not active)")
-    .argument("<id>", "the job id", jobId)
+  withSelectionOptions(jobs.command("cancel"), "cancel")
+    .description("cancel a queued job, or ask a running one to stop (exit 1 if it is not active); or every job a selection takes. A workflow's child jobs are cancelled with it")
+    .argument("[id]", "the job id", jobId)
     .option("--app <module>", APP_OPTION)
-    .action((id: number, opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
-      const marked = await requestCancel(db, id, opts.app ? await loadApp(opts.app) : undefined);
-      const job = await getJob(db, id);
-      if (!marked) throw new CliError(`job is not active (${job ? `job ${id} is ${job.state}` : `no job ${id}`})`);
-      if (ctx.json(cmd)) return printJson({ id, cancelRequested: true, state: job?.state });
+    .action((id: number | undefined, opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      const target = idOrSelection(id, opts, "jobs cancel");
+      const app = opts.app ? await loadApp(opts.app) : undefined;
+      if ("selection" in target) {
+        const count = await cancelJobs(db, target.selection, { dryRun: opts.dryRun, app });
+        return printBulkCount(ctx.json(cmd), count, Boolean(opts.dryRun), "cancelled or asked to stop", "cancel or ask to stop");
+      }
+      const marked = await requestCancel(db, target.id, app);
+      const job = await getJob(db, target.id);
+      if (!marked) throw new CliError(`job is not active (${job ? `job ${target.id} is ${job.state}` : `no job ${target.id}`})`);
+      if (ctx.json(cmd)) return printJson({ id: target.id, cancelRequested: true, state: job?.state });
       print(job?.state === "running"
-        ? `job ${id}: cancel requested; its body sees job.signal abort at the next heartbeat`
-        : `job ${id}: cancelled`);
+        ? `job ${target.id}: cancel requested; its body sees job.signal abort at the next heartbeat`
+        : `job ${target.id}: cancelled`);
     }));
 
-  jobs.command("requeue").description("move a failed job back to queued for one more run")
-    .argument("<id>", "the job id", jobId)
+  withSelectionOptions(jobs.command("requeue"), "requeue")
+    .description("move a failed job back to queued for one more run; or every failed job a selection takes")
+    .argument("[id]", "the job id", jobId)
     .option("--app <module>", APP_OPTION)
-    .action((id: number, opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
-      if (!(await requeue(db, id, opts.app ? await loadApp(opts.app) : undefined))) {
-        const job = await getJob(db, id);
-        throw new CliError(job ? `job ${id} is ${job.state}: only failed jobs can be requeued` : `no job ${id}`);
+    .action((id: number | undefined, opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      const target = idOrSelection(id, opts, "jobs requeue");
+      const app = opts.app ? await loadApp(opts.app) : undefined;
+      if ("selection" in target) {
+        const count = await requeueJobs(db, target.selection, { dryRun: opts.dryRun, app });
+        return printBulkCount(ctx.json(cmd), count, Boolean(opts.dryRun), "requeued", "requeue");
       }
-      if (ctx.json(cmd)) return printJson({ id, state: "queued" });
-      print(`job ${id}: queued again`);
+      if (!(await requeue(db, target.id, app))) {
+        const job = await getJob(db, target.id);
+        throw new CliError(job ? `job ${target.id} is ${job.state}: only failed jobs can be requeued` : `no job ${target.id}`);
+      }
+      if (ctx.json(cmd)) return printJson({ id: target.id, state: "queued" });
+      print(`job ${target.id}: queued again`);
+    }));
+
+  withSelectionOptions(jobs.command("replay"), "replay")
+    .description("run a finished job (succeeded, failed, cancelled) again as a new job that records where it came from; or every finished job a selection takes")
+    .argument("[id]", "the job id", jobId)
+    .option("--args <json>", "the new job's args instead of the old job's (checked against the task's schema with --app)", jsonObject)
+    .option("--app <module>", 'the app module ("./src/app.ts") whose task schema checks --args')
+    .action((id: number | undefined, opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
+      const target = idOrSelection(id, opts, "jobs replay");
+      const app = opts.app ? await loadApp(opts.app) : undefined;
+      if ("selection" in target) {
+        if (opts.args !== undefined) throw new UsageError("jobs replay: --args is for one job id; to select jobs by their args use --args-match");
+        const count = await replayJobs(db, target.selection, { dryRun: opts.dryRun, app });
+        return printBulkCount(ctx.json(cmd), count, Boolean(opts.dryRun), "replayed", "replay");
+      }
+      const replayed = await replayJob(db, target.id, { args: opts.args, app });
+      if (replayed === null) {
+        const job = await getJob(db, target.id);
+        throw new CliError(job ? `job ${target.id} is ${job.state}: only finished jobs can be replayed` : `no job ${target.id}`);
+      }
+      if (ctx.json(cmd)) return printJson({ id: target.id, replayedAs: replayed });
+      print(`job ${target.id}: replayed as job ${replayed}`);
     }));
 
   jobs.command("prune").description("delete finished jobs now (invocations also do this, a batch at a time)")
@@ -110,6 +149,7 @@ function renderJob(job: JobDetail): string {
   if (job.limitKey) fields.push(["limit key", job.limitKey]);
   if (job.limitWaitMs !== null) fields.push(["limit wait", formatSpan(job.limitWaitMs)]);
   if (job.fairKey) fields.push(["fair key", job.fairKey]);
+  if (job.replayOf !== null) fields.push(["replay of", `job ${job.replayOf}`]);
   if (job.leaseOwner) fields.push(["lease", `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`]);
   const out = [renderFields(fields)];
   if (job.errors.length === 0) out.push("", "errors: none");

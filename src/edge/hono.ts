@@ -23,6 +23,7 @@ import { parseRequest, problemOf, RouteProblem } from "./problems.js";
 import { JobIdParam, jsonBody, queryObject, WorkRequest } from "./requests.js";
 import { registerAdminRoutes } from "./admin.js";
 import { controlJob } from "./job-control.js";
+import { registerBulkRoutes } from "./bulk-routes.js";
 import type { Dashboard } from "./dashboard/index.js";
 import type { FanOutOptions } from "../runtime/fan-out.js";
 
@@ -67,7 +68,8 @@ export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
  * - `POST /work` (and `GET /work`, which Vercel Cron sends): one `runOnce`; `queues`, `slots`,
  *   `batchSize`, `budget` from the query or a JSON body; answers with the invocation's summary.
  * - `GET /metrics`: Prometheus text.
- * - `POST /jobs/:id/cancel`, `POST /jobs/:id/requeue`.
+ * - `POST /jobs/:id/cancel`, `POST /jobs/:id/requeue`, `POST /jobs/:id/replay`, and by a selection
+ *   `POST /jobs/cancel|requeue|replay` (see `registerBulkRoutes`).
  * - the admin API of `registerAdminRoutes`: jobs, queues (pause/resume), limits, workers, schedules.
  * - with `dashboard`, its pages under `/ui` (signed in with the same secret, see `akadzeDashboard`).
  * Errors are JSON `{ error: { code, message, issues? } }`: 400 malformed (or refused by Postgres as bad
@@ -162,6 +164,7 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
     return c.json({ id, state: "queued" });
   });
 
+  registerBulkRoutes(routes, getDb, app);
   registerAdminRoutes(routes, getDb, app);
 
   // Mounted sub-apps fall through to the parent's notFound (plain text); keep akadze's answers JSON.

@@ -46,6 +46,8 @@ export interface JobDetail<R = unknown> extends JobSummary {
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
   cancelRequested: boolean;
+  /** The finished job this one replays (`replayJob`, `replayJobs`); null: it was enqueued. */
+  replayOf: number | null;
   /** A workflow's steps in order: results, errors, and what a parked run waits for (absent for a job without steps). */
   steps?: WorkflowStep[];
 }
@@ -96,7 +98,7 @@ export async function getJob(db: Db, jobId: number, task?: Task): Promise<JobDet
   return {
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
     expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), fairKey: row.fairKey ?? null, leaseOwner: row.leaseOwner,
-    leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested,
+    leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested, replayOf: row.replayOf == null ? null : Number(row.replayOf),
     ...(steps.length > 0 ? { steps } : {}),
   };
 }

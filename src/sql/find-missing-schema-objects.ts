@@ -24,9 +24,11 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.dashboard_sign_outs" },
   { kind: "table", name: "akadze.child_waits" },
   { kind: "table", name: "akadze.fair_cursor" },
+  { kind: "table", name: "akadze.replays" },
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
+  { kind: "function", name: "akadze.prune_orphan_replays(integer)" },
   { kind: "function", name: "akadze.maintain_history(timestamp with time zone, double precision, bigint, bigint, integer)" },
   { kind: "function", name: "akadze.raise_error(text, text)" },
 ];

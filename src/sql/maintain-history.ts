@@ -13,6 +13,8 @@ export interface HistoryMaintenance {
   denied: string | null;
   /** Rows of akadze.steps deleted because their workflow job is gone from every table. */
   stepsPruned?: number;
+  /** Rows of akadze.replays deleted because their job is gone from every table. */
+  replaysPruned?: number;
   /** Whether job_history is partitioned at all (a plain table from an app's own drizzle-kit migrations is not). */
   partitioned: boolean;
 }
@@ -26,7 +28,9 @@ export function maintainHistoryStatement(now: SQL, keepMs: number, plan: History
   // A dropped partition takes its workflow jobs with it but not their steps (no foreign key), so the steps of
   // jobs gone from every table go next (akadze.prune_orphan_steps, migration 0009), after the drops.
   // Likewise the child waits of children that ended outside a settle (cancelled while queued, recovered and
-  // failed by a claim): the settle removes the others itself.
+  // failed by a claim): the settle removes the others itself. The origins of replayed jobs gone from every table
+  // go by a function too (akadze.prune_orphan_replays, migration 0014): a read of the history in this statement
+  // itself would hold the partitions the maintenance drops.
   return sql`with waits_pruned as (
       delete from akadze.child_waits w where w.child_id in (
         select o.child_id from akadze.child_waits o where not exists (select 1 from akadze.jobs j where j.id = o.child_id) limit ${batch})
@@ -34,6 +38,7 @@ export function maintainHistoryStatement(now: SQL, keepMs: number, plan: History
     )
     select akadze.maintain_history(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint,
     ${Math.ceil(plan.aheadMs / 1000)}::bigint, ${batch}::int) || jsonb_build_object('stepsPruned', akadze.prune_orphan_steps(${batch}::int),
+    'replaysPruned', akadze.prune_orphan_replays(${batch}::int),
     'waitsPruned', (select count(*) from waits_pruned)) as r`;
 }
 

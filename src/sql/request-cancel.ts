@@ -1,25 +1,27 @@
 import { sql, type SQL } from "drizzle-orm";
-import { archiveCtes } from "./archive.js";
-import { CHANGED_JOB } from "./changed-job.js";
+import { CHANGED_JOB, movedJobsJson } from "./changed-job.js";
+import { cancelRowsCtes, childJobsCte } from "./cancel-jobs.js";
 
 /**
  * Cancels a queued job at once (it moves to the history), or marks a running one so its heartbeat aborts
- * it. Returns the job it marked (`state` cancelled: it was queued; running: only marked), or null.
+ * it; a workflow's live child jobs are cancelled with it (theirs too, and so on). Returns `{ job, moved }`:
+ * the job it marked (`state` cancelled: it was queued; running: only marked) or null, and the children it
+ * moved from queued to cancelled.
  */
 export function requestCancelStatement(jobId: number): SQL {
   return sql`
     -- Locked first, so the two branches below decide on the same, latest version of the row (a claim that
     -- just took the job makes it a running one to mark, not a queued one to move).
-    with target as (select id, state from akadze.jobs where id = ${jobId} for update),
-    moved as (
-      delete from akadze.jobs j using target t where j.id = t.id and t.state = 'queued'
-      returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, true as cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key
+    with recursive target as (select id, state from akadze.jobs where id = ${jobId} for update),
+    ${sql.join(cancelRowsCtes("target", "target", sql`now()`), sql`, `)},
+    ${childJobsCte("children", sql`select id from target`)},
+    -- A child another statement holds right now (a claim, a settle) is skipped rather than waited for.
+    kin as (
+      select j.id, j.state from akadze.jobs j
+      where j.id in (select id from children) and not (j.state = 'running' and j.cancel_requested)
+      for update skip locked
     ),
-    ${sql.join(archiveCtes("moved", sql`select * from moved`, "history"), sql`, `)},
-    marked as (
-      update akadze.jobs j set cancel_requested = true from target t where j.id = t.id and t.state = 'running'
-      returning j.*
-    )
-    select coalesce((select ${CHANGED_JOB} from moved), (select ${CHANGED_JOB} from marked)) as r`;
+    ${sql.join(cancelRowsCtes("kin", "kin", sql`now()`), sql`, `)}
+    select jsonb_build_object('job', coalesce((select ${CHANGED_JOB} from target_moved), (select ${CHANGED_JOB} from target_marked)),
+      'moved', ${movedJobsJson("kin_moved", "queued", sql`'cancelled'`)}) as r`;
 }

@@ -1,6 +1,6 @@
 /**
- * akadze's web dashboard: queues, throughput, limits, schedules, workers and jobs, with requeue, cancel and
- * pause/resume, server-rendered with Hono's JSX (no script, no external asset). Opt in by passing it to
+ * akadze's web dashboard: queues, throughput, limits, schedules, workers and jobs, with requeue, cancel, replay
+ * (one job, or every job a filter shows) and pause/resume, server-rendered with Hono's JSX (no script, no external asset). Opt in by passing it to
  * `akadzeRoutes`; an app that does not import it bundles none of it.
  *
  * @example
@@ -30,6 +30,8 @@ import { parseRequest, problemOf, RouteProblem } from "../problems.js";
 import { controlJob } from "../job-control.js";
 import { JobIdParam } from "../requests.js";
 import { JobPage, JobsPage } from "./jobs.js";
+import { BULK_ACTIONS, bulkCounts, selectionFor, type BulkAction } from "./bulk.js";
+import { replayJob } from "../../ops/replay.js";
 import { LoginPage, ProblemPage, type PageContext } from "./layout.js";
 import { OverviewPage } from "./overview.js";
 import { CSRF_FIELD, csrfMatches, endSession, readSession, startSession, type Session } from "./session.js";
@@ -65,7 +67,16 @@ const NOTICES: Record<string, string> = {
   cancelled: "Cancel requested: a queued job is cancelled now, a running one is asked to stop.",
   paused: "Queue paused: no invocation claims its jobs until it is resumed.",
   resumed: "Queue resumed.",
+  replayed: "Replayed: this is the new job; the finished one stays as it was.",
 };
+
+/** A bulk action's notice: its fixed text and a count read as digits only. */
+function bulkNotice(done: string | undefined, count: string | undefined): string | undefined {
+  if (!done || !(done in BULK_ACTIONS) || !count || !/^\d{1,6}$/.test(count)) return undefined;
+  const n = Number(count);
+  return `${n} job${n === 1 ? "" : "s"} ${BULK_ACTIONS[done as BulkAction].done}.`;
+}
+const BulkActionParam = v.picklist(Object.keys(BULK_ACTIONS) as BulkAction[], "the bulk action is cancel, requeue or replay");
 
 /** The largest form body the dashboard reads (its forms carry a secret, a CSRF token and a few ids). */
 const MAX_FORM_BYTES = 16 * 1024;
@@ -161,8 +172,11 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
 
     ui.get("/jobs", signedIn(async (c, ctx, db) => {
       const query = parseRequest(ListQuery, c.req.query(), "jobs filter");
-      const jobs = await listJobs(db, { state: query.state, queue: query.queue, task: query.task, beforeId: query.before, limit: JOBS_PAGE_SIZE });
-      return html(c, <JobsPage ctx={ctx} query={query} jobs={jobs} pageSize={JOBS_PAGE_SIZE} />);
+      const [jobs, bulk] = await Promise.all([
+        listJobs(db, { state: query.state, queue: query.queue, task: query.task, beforeId: query.before, limit: JOBS_PAGE_SIZE }),
+        bulkCounts(db, query, host.app),
+      ]);
+      return html(c, <JobsPage ctx={ctx} query={query} jobs={jobs} pageSize={JOBS_PAGE_SIZE} bulk={bulk} notice={bulkNotice(c.req.query("done"), c.req.query("count"))} />);
     }));
 
     ui.get("/jobs/:id", signedIn(async (c, ctx, db) => {
@@ -180,6 +194,23 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
         return c.redirect(`${ctx.base}/jobs/${id}?done=${done}`, 303);
       }, true));
     }
+    ui.post("/jobs/:id/replay", signedIn(async (c, ctx, db) => {
+      const id = parseRequest(JobIdParam, c.req.param("id"), "job id");
+      const replayed = await replayJob(db, id, { app: host.app });
+      if (replayed === null) throw new RouteProblem(409, "conflict", `job ${id} has not finished (or no longer exists): only a finished job can be replayed`);
+      return c.redirect(`${ctx.base}/jobs/${replayed}?done=replayed`, 303);
+    }, true));
+    // The list's bulk buttons post its filter; the notice carries the count (digits only) back.
+    ui.post("/bulk/:action", signedIn(async (c, ctx, db) => {
+      const action = parseRequest(BulkActionParam, c.req.param("action"), "bulk action");
+      const query = parseRequest(ListQuery, await c.req.parseBody(), "jobs filter");
+      const selection = selectionFor(action, query);
+      if (!selection) throw new RouteProblem(400, "invalid_request", `${action} needs a filter whose jobs it can act on`);
+      const count = await BULK_ACTIONS[action].run(db, selection, { app: host.app });
+      const back = new URLSearchParams({ ...selection.state ? { state: String(selection.state) } : {}, ...selection.queue ? { queue: selection.queue } : {},
+        ...selection.task ? { task: selection.task } : {}, done: action, count: String(count) });
+      return c.redirect(`${ctx.base}/jobs?${back}`, 303);
+    }, true));
     for (const [name, operation, done] of [["pause", pauseQueue, "paused"], ["resume", resumeQueue, "resumed"]] as const) {
       ui.post(`/queues/:name/${name}`, signedIn(async (c, ctx, db) => {
         await operation(db, c.req.param("name") ?? ""); // validates the name: an empty one is a 400

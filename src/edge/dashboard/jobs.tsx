@@ -1,6 +1,7 @@
 // The jobs list (filtered, newest first, paged by id) and one job with its args, result and errors.
 import { stepWaitText } from "../../workflow/types.js";
-import { JOB_STATES } from "../../core/states.js";
+import { FINISHED_STATES, JOB_STATES } from "../../core/states.js";
+import { BulkActions, type BulkAction } from "./bulk.js";
 import { formatSpan, formatTime } from "../../core/time-text.js";
 import type { JobDetail, JobSummary } from "../../ops/jobs.js";
 import { Ago, Badge, Layout, Notice, Post, TableCard, type PageContext } from "./layout.js";
@@ -9,7 +10,7 @@ import { Ago, Badge, Layout, Notice, Post, TableCard, type PageContext } from ".
 export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }
 
 /** The jobs list, one page of it. @example c.html(<JobsPage ctx={ctx} query={{ state: "failed" }} jobs={jobs} pageSize={50} />) */
-export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobSummary[]; pageSize: number }) {
+export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobSummary[]; pageSize: number; bulk?: [BulkAction, number][]; notice?: string }) {
   const { ctx, query, jobs } = props;
   const filters = new URLSearchParams();
   for (const key of ["state", "queue", "task"] as const) if (query[key]) filters.set(key, query[key]!);
@@ -18,6 +19,7 @@ export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobS
   return (
     <Layout ctx={ctx} title="Jobs" active="jobs">
       <h1>Jobs</h1>
+      <Notice text={props.notice} />
       <form class="card filters" method="get" action={`${ctx.base}/jobs`}>
         <label>State
           <select name="state">
@@ -29,6 +31,7 @@ export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobS
         <label>Task<input name="task" value={query.task ?? ""} placeholder="any" /></label>
         <button type="submit">Filter</button>
       </form>
+      <BulkActions ctx={ctx} query={query} counts={props.bulk ?? []} />
       <TableCard empty="No jobs match." tableId="jobs"
         head={<><th class="n">Id</th><th>Task</th><th>Queue</th><th>State</th><th class="n">Attempt</th><th>Created</th><th>Finished</th></>}
         rows={jobs.map((j) => (
@@ -69,17 +72,20 @@ export function JobPage(props: { ctx: PageContext; job: JobDetail; notice?: stri
     ["Fair key", job.fairKey ?? "-"],
     ["Lease", job.leaseOwner ? <>{job.leaseOwner}, until <Time at={job.leaseExpiresAt} ctx={ctx} /></> : "-"],
     ["Cancel requested", job.cancelRequested ? "yes" : "no"],
+    ["Replay of", job.replayOf === null ? "-" : <a href={`${ctx.base}/jobs/${job.replayOf}`}>job {job.replayOf}</a>],
   ];
+  const finished = (FINISHED_STATES as readonly string[]).includes(job.state);
   return (
     <Layout ctx={ctx} title={`Job ${job.id}`} active="jobs">
       <h1>Job {job.id} · {job.task} <Badge value={job.state} /></h1>
       <Notice text={props.notice} />
       <div class="card">
         <dl>{fields.map(([label, value]) => <><dt>{label}</dt><dd>{value as string}</dd></>)}</dl>
-        {(job.state === "failed" || job.state === "queued" || job.state === "running") && (
+        {(finished || job.state === "queued" || job.state === "running") && (
           <p style="margin:14px 0 0">
             {job.state === "failed" && <Post ctx={ctx} action={action("requeue")} label="Requeue" kind="primary" />}
             {(job.state === "queued" || job.state === "running") && <Post ctx={ctx} action={action("cancel")} label="Cancel" kind="danger" />}
+            {finished && <Post ctx={ctx} action={action("replay")} label="Replay as a new job" />}
           </p>
         )}
       </div>

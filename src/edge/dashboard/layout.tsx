@@ -79,10 +79,11 @@ export function Layout(props: { ctx: PageContext; title: string; active?: "overv
 }
 
 /** A button that POSTs to `action` with the session's CSRF token. @example <Post ctx={ctx} action={`${ctx.base}/logout`} label="Sign out" /> */
-export function Post(props: { ctx: PageContext; action: string; label: string; kind?: "primary" | "danger" }) {
+export function Post(props: { ctx: PageContext; action: string; label: string; kind?: "primary" | "danger"; fields?: Record<string, string> }) {
   return (
     <form class="inline" method="post" action={props.action}>
       <input type="hidden" name={CSRF_FIELD} value={props.ctx.csrf ?? ""} />
+      {Object.entries(props.fields ?? {}).map(([name, value]) => <input type="hidden" name={name} value={value} />)}
       <button type="submit" class={props.kind ?? ""}>{props.label}</button>
     </form>
   );
