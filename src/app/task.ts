@@ -27,6 +27,13 @@ export interface JobContext {
   invocation: string;
   /** Aborts on timeout, on a cancel request seen by the heartbeat, and when the lease is lost. */
   signal: AbortSignal;
+  /**
+   * The database this run claimed the job from (the invocation's or the worker's), for the body's own reads
+   * and writes. What it writes commits on its own, whatever the job's outcome: to commit writes together with
+   * the job's success, use `current().completeTx` or `completeBatch`.
+   * @example app.task("report.build", async ({ id }, job) => { await job.db.update(reports).set({ ready: true }).where(eq(reports.id, id)); });
+   */
+  db: Db;
 }
 
 export type ArgsSchema = v.GenericSchema<any, any>;

@@ -32,6 +32,9 @@ export class CurrentJob {
   /** When this run's timeout (or its invocation's budget) ends, by the invocation's clock; a workflow yields before it. */
   readonly deadline: number;
 
+  /** The database this run claimed the job from (`job.db` in the body). */
+  get db(): Db { return this.run.db; }
+
   /** What a workflow's steps need to store their results as this run: its database, lease owner and clocks. */
   get runtime(): { db: Db; owner: string; now: () => Date; sqlNow: () => SQL; monotonic: boolean } {
     const { db, owner, now, sqlNow, monotonic } = this.run;
