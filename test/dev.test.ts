@@ -14,6 +14,7 @@ import { banner, findDashboard } from "../src/dev/command.js";
 import * as example from "../functions/dev.js";
 import { createTestDatabase } from "./support/postgres.js";
 import { waitFor } from "./support/wait-for.js";
+import { runAkadze } from "./support/cli.js";
 import { bundleWithWrangler } from "./support/workerd.js";
 import { listWorkers } from "../src/ops/workers.js";
 import { Hono } from "hono";
@@ -48,6 +49,17 @@ describe("akadze dev on PGlite", () => {
     expect(printed).toContain("Orders: 1 placed, 4 shipped.");
     expect(server.ticks).toBeGreaterThan(0);
   });
+
+  it("prints the CLI's command line, and that line, as printed, lists what it serves", async () => {
+    const line = banner(server).split("\n").find((l) => l.includes("npx akadze"))!.trim();
+    const printed = /^DATABASE_URL=(\S+) NEON_FETCH_ENDPOINT=(\S+) npx akadze (.+)$/.exec(line);
+    expect(printed, line).not.toBeNull();
+    const [, url, endpoint, args] = printed!;
+    // Nothing else of this process's environment: the line alone must be enough.
+    const run = await runAkadze(args.split(" "), { DATABASE_URL: url, NEON_FETCH_ENDPOINT: endpoint });
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    expect(run.stdout).toMatch(/orders\.charge|no jobs/);
+  }, 60_000);
 
   it("serves the Neon endpoint that the bundled Worker reaches with the values printed for .dev.vars", async () => {
     const outdir = await mkdtemp(join(tmpdir(), "akadze-edge-devworker-"));

@@ -33,13 +33,19 @@ export function invocationLogLines(summary: RunSummary, what = "invocation"): Lo
     const parts = COUNTS.filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
     const misfits = summary.tooLongForBudget.length > 0 ? `; timeout over budget, not claimed: ${summary.tooLongForBudget.join(", ")}` : "";
     const driver = summary.driver ? ` on ${summary.driver}` : "";
-    lines.push({ level: "info", text: `${what}${driver}: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms${misfits})` });
+    const trips = `${summary.roundTrips} round trip${summary.roundTrips === 1 ? "" : "s"}`;
+    lines.push({ level: "info", text: `${what}${driver}: ${parts.join(", ")} (${trips}, ${formatMs(summary.durationMs)}${misfits})` });
   }
   for (const p of summary.problems ?? []) {
     const outcome = p.to === "failed" ? "failed" : "will retry";
     lines.push({ level: "warn", text: `job ${p.jobId} (${p.task}, queue ${p.queue}, attempt ${p.attempt}) ${outcome}: ${p.error.kind}: ${errorHeadline(p.error.message)}` });
   }
   return lines;
+}
+
+/** A duration for a log line: whole milliseconds, or seconds with one decimal from 10 s. @example formatMs(478.78) // "479 ms" */
+export function formatMs(ms: number): string {
+  return ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 }
 
 /**
