@@ -68,6 +68,8 @@ export async function runDevCommand(options: DevCommandOptions = {}): Promise<vo
       logTick(summary, o.log ?? "info");
       if (++ticks % MISFIT_EVERY_TICKS === 0) void warnMisfits();
     },
+    // Nudges and fan-out siblings, next to the ticks' lines.
+    onInvocationLine: o.demo || (o.log ?? "info") !== "info" ? undefined : (text) => process.stdout.write(`${clockTime()} ${text}\n`),
   }).catch((error: unknown) => {
     if ((error as { code?: string })?.code !== "EADDRINUSE") throw error;
     throw new InvalidInput(`port ${port} or ${port + 1} is in use (the app and its Neon endpoint): pass --port N for another pair, or stop the other server`, { cause: error });
@@ -132,8 +134,11 @@ export function cliLine(server: Pick<DevServer, "env">, command = "jobs list"): 
 /** The tick's summary line; its failed and retried jobs are logged by the work route itself (akadzeRoutes' `log`). */
 function logTick(summary: RunSummary, level: LogLevel): void {
   const info = invocationLogLines(summary).filter((line) => line.level === "info");
-  writeLogLines(info, level, { warn: () => {}, info: (text) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${text}\n`) });
+  writeLogLines(info, level, { warn: () => {}, info: (text) => process.stdout.write(`${clockTime()} ${text}\n`) });
 }
+
+/** HH:MM:SS (UTC), the dev terminal's line prefix. */
+const clockTime = () => new Date().toISOString().slice(11, 19);
 
 function untilSignal(): Promise<void> {
   return new Promise((resolve) => {

@@ -60,6 +60,28 @@ export function writeLogLines(lines: LogLine[], level: LogLevel, sink: { warn(te
   }
 }
 
+/**
+ * Where `akadze dev` shows the line of each invocation its server runs beside the cron ticks (nudges, fan-out
+ * siblings), which the app logs only at `info`. On globalThis under a registered symbol: the app module may
+ * load its own copy of akadze next to the CLI's.
+ */
+const DEV_LINES = Symbol.for("akadze.dev.invocation-lines");
+
+/** Installs (or with undefined removes) the sink of `reportToDev`. @example setDevLineSink((text) => process.stdout.write(`${text}\n`)); */
+export function setDevLineSink(sink: ((text: string) => void) | undefined): void {
+  (globalThis as Record<symbol, unknown>)[DEV_LINES] = sink;
+}
+
+/**
+ * Hands the info lines to `akadze dev`'s terminal, if one listens, unless `level` printed them already
+ * (`info`) or asked for silence.
+ */
+export function reportToDev(lines: LogLine[], level: LogLevel): void {
+  const sink = (globalThis as Record<symbol, unknown>)[DEV_LINES] as ((text: string) => void) | undefined;
+  if (!sink || level !== "warn") return;
+  for (const line of lines) if (line.level === "info") sink(line.text);
+}
+
 const consoleSink = { warn: (text: string) => console.warn(`akadze: ${text}`), info: (text: string) => console.log(`akadze: ${text}`) };
 
 /**
