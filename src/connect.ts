@@ -1,7 +1,8 @@
 // The database an application's routes, cron handler and tasks talk to, picked for the runtime, so apps
 // need not each write their own "neon-http here, node-postgres there" helper.
-import { neon, neonConfig } from "@neondatabase/serverless";
+import { Client, neon, neonConfig, Pool } from "@neondatabase/serverless";
 import { drizzle as drizzleNeonHttp } from "drizzle-orm/neon-http";
+import { drizzle as drizzleNeonWs } from "drizzle-orm/neon-serverless";
 import { AkadzeError, InvalidInput } from "./core/errors.js";
 import type { Db } from "./db/query.js";
 
@@ -52,6 +53,73 @@ export async function connect(source: string | ConnectEnv | undefined = defaultE
     entry.db.catch(() => cache.delete(key));
   }
   return entry.db;
+}
+
+/** Which driver `withPool` uses. `auto` (default): see `withPool`. */
+export type PoolDriver = "auto" | "neon-serverless" | "node-postgres";
+
+/** Options of `withPool`. @example const options: PoolOptions = { driver: "neon-serverless", max: 1 }; */
+export interface PoolOptions {
+  driver?: PoolDriver;
+  /** Connections of a pool opened for the call. Default 1: one transaction at a time. */
+  max?: number;
+}
+
+/**
+ * Runs `work` with a database whose connections keep a session, for interactive transactions
+ * (`db.transaction(async (tx) => ...)`) where `connect` gives neon-http. On an edge runtime, or when
+ * `NEON_FETCH_ENDPOINT` is set, that is Neon's WebSocket `Pool`, opened for this call and ended when `work`
+ * settles: a Worker may not keep a socket past its request, so the database is only good inside `work`. In
+ * Node otherwise it is `connect`'s node-postgres pool (kept for the process). Resolves to what `work` does.
+ * @example
+ * const id = await withPool(c.env, (db) => db.transaction(async (tx) => {
+ *   const [order] = await tx.insert(orders).values(o).returning({ id: orders.id });
+ *   await charge.using(tx).enqueue({ orderId: order.id });
+ *   return order.id;
+ * }));
+ */
+export async function withPool<T>(source: string | ConnectEnv | undefined, work: (db: Db) => Promise<T>, options: PoolOptions = {}): Promise<T> {
+  const env: ConnectEnv = typeof source === "string" || source === undefined ? { DATABASE_URL: source } : source;
+  const url = checkUrl(env.DATABASE_URL);
+  const driver = options.driver ?? "auto";
+  if (!["auto", "neon-serverless", "node-postgres"].includes(driver)) {
+    throw new InvalidInput(`withPool: driver must be "auto", "neon-serverless" or "node-postgres", got ${JSON.stringify(driver)}`);
+  }
+  const max = options.max ?? 1;
+  if (!Number.isInteger(max) || max < 1) throw new InvalidInput(`withPool: max must be a whole number of connections, 1 or more, got ${JSON.stringify(max)}`);
+  if (typeof work !== "function") throw new InvalidInput("withPool: the second argument must be a function (db) => ...");
+  const endpoint = env.NEON_FETCH_ENDPOINT ? checkEndpoint(env.NEON_FETCH_ENDPOINT) : undefined;
+  if (driver === "node-postgres" || (driver === "auto" && !endpoint && !onEdge())) {
+    return work(await connect(env, { driver: "node-postgres", max: options.max }));
+  }
+  const pool = new Pool({ connectionString: url, max });
+  if (endpoint) pool.Client = localClient(endpoint); // the Pool's own class field would override a `Client` option
+  pool.on("error", () => {}); // an idle connection that drops; the next query reports it
+  try {
+    return await work(drizzleNeonWs({ client: pool }) as unknown as Db);
+  } finally {
+    await pool.end().catch(() => {});
+  }
+}
+
+/**
+ * A Neon client that reaches Postgres through the WebSocket relay beside a local SQL-over-HTTP endpoint
+ * (`akadze dev`'s, or one of the tests'): plain ws://, no pipelined startup (the relay's server may not ask for
+ * a password). Set on the client, not on the global neonConfig, so the app's other Neon clients keep theirs.
+ */
+function localClient(endpoint: string): typeof Client {
+  const origin = new URL(endpoint).host;
+  const WebSocketCtor = (globalThis as { WebSocket?: unknown }).WebSocket ?? requireInNode("ws");
+  return class LocalClient extends Client {
+    constructor(config?: ConstructorParameters<typeof Client>[0]) {
+      super(config);
+      const own = this.neonConfig;
+      own.wsProxy = (host, port) => `${origin}/v2?address=${host}:${port}`;
+      own.useSecureWebSocket = false;
+      own.pipelineConnect = false;
+      own.webSocketConstructor = WebSocketCtor as typeof own.webSocketConstructor;
+    }
+  };
 }
 
 /**

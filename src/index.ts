@@ -26,7 +26,7 @@ export { RETRY_POLICY_DEFAULTS, type RetryPolicy, type ErrorClass } from "./core
 export { JOB_STATES, type JobState } from "./core/states.js";
 export { runAtomically, jobIdsOf, type Db, type BatchItem } from "./db/query.js";
 export { migrate } from "./migrate.js";
-export { connect, disconnectAll, neonHttpDb, type ConnectEnv, type ConnectOptions, type ConnectDriver } from "./connect.js";
+export { connect, disconnectAll, neonHttpDb, withPool, type ConnectEnv, type ConnectOptions, type ConnectDriver, type PoolDriver, type PoolOptions } from "./connect.js";
 export { requestCancel, requeue, pauseQueue, resumeQueue, setLimit, deleteLimit, type LimitOptions, type Limit, type HooksOwner } from "./control.js";
 export { current, CurrentJob } from "./runtime/context.js";
 export { runOnce, type RunOnceOptions, type RunSummary, DEFAULT_SLOTS, DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE } from "./runtime/run-once.js";

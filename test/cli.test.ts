@@ -173,9 +173,9 @@ describe("akadze", () => {
     const paused = await akadze(["queues", "pause", "reports"]);
     expect(paused).toMatchObject({ code: 0, stdout: "queue reports: paused\n", stderr: "" });
     const listed = await akadze(["queues", "list"]);
-    expect(listed.stdout).toMatch(/^QUEUE\s+PAUSED\s+DUE\s+SCHEDULED\s+RUNNING\s+SUCCEEDED\s+FAILED\s+CANCELLED\s+RATE LIMITED\s+OLDEST DUE\n/);
+    expect(listed.stdout).toMatch(/^QUEUE\s+PAUSED\s+DUE\s+SCHEDULED\s+RUNNING\s+CLAIMED\s+SUCCEEDED\s+FAILED\s+CANCELLED\s+RATE LIMITED\s+OLDEST DUE\n/);
     expect(listed.stdout).toMatch(/^reports\s+yes\s/m);
-    expect(listed.stdout).toMatch(/^default\s+no\s+0\s+\d+\s+0\s+2\s+1\s/m);
+    expect(listed.stdout).toMatch(/^default\s+no\s+0\s+\d+\s+0\s+0\s+2\s+1\s/m);
     const resumed = await akadze(["queues", "resume", "reports", "--json"]);
     expect(JSON.parse(resumed.stdout)).toEqual({ queue: "reports", paused: false });
   });

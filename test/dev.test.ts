@@ -14,6 +14,7 @@ import { banner, findDashboard } from "../src/dev/command.js";
 import * as example from "../functions/dev.js";
 import { createTestDatabase } from "./support/postgres.js";
 import { waitFor } from "./support/wait-for.js";
+import { runAkadze } from "./support/cli.js";
 import { bundleWithWrangler } from "./support/workerd.js";
 import { listWorkers } from "../src/ops/workers.js";
 import { Hono } from "hono";
@@ -49,6 +50,17 @@ describe("akadze dev on PGlite", () => {
     expect(server.ticks).toBeGreaterThan(0);
   });
 
+  it("prints the CLI's command line, and that line, as printed, lists what it serves", async () => {
+    const line = banner(server).split("\n").find((l) => l.includes("npx akadze"))!.trim();
+    const printed = /^DATABASE_URL=(\S+) NEON_FETCH_ENDPOINT=(\S+) npx akadze (.+)$/.exec(line);
+    expect(printed, line).not.toBeNull();
+    const [, url, endpoint, args] = printed!;
+    // Nothing else of this process's environment: the line alone must be enough.
+    const run = await runAkadze(args.split(" "), { DATABASE_URL: url, NEON_FETCH_ENDPOINT: endpoint });
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    expect(run.stdout).toMatch(/orders\.charge|no jobs/);
+  }, 60_000);
+
   it("serves the Neon endpoint that the bundled Worker reaches with the values printed for .dev.vars", async () => {
     const outdir = await mkdtemp(join(tmpdir(), "akadze-edge-devworker-"));
     const mf = await (async () => {
@@ -76,10 +88,11 @@ describe("akadze dev on PGlite", () => {
 describe("akadze dev with DATABASE_URL", () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let server: DevServer;
+  const printed: string[] = [];
   beforeAll(async () => {
     database = await createTestDatabase("edge_dev");
     // A long tick interval: this test calls the tick itself.
-    server = await startDevServer({ module: example, database: database.url, port: 0, tickMs: 3_600_000 });
+    server = await startDevServer({ module: example, database: database.url, port: 0, tickMs: 3_600_000, onInvocationLine: (text) => printed.push(text) });
   });
   afterAll(async () => {
     await server?.close().catch(() => {});
@@ -91,6 +104,8 @@ describe("akadze dev with DATABASE_URL", () => {
     expect(res.status).toBe(201);
     await server.idle(); // the nudge ran the charge; the shipment waits for its warehouse
     expect(await jobStates(server)).toEqual([{ task: "orders.charge", state: "succeeded" }, { task: "orders.ship", state: "queued" }]);
+    // The app's nudge logs only failures; the dev terminal gets its line too.
+    expect(printed).toEqual([expect.stringMatching(/^nudge on neon-http: claimed 1, succeeded 1 \(\d+ round trips?, \d+ ms\)$/)]);
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
@@ -132,18 +147,20 @@ describe("akadze dev with DATABASE_URL", () => {
 
 describe("akadze dev fans out", () => {
   // A fresh app (the example's jobs take no time, so one invocation is always enough for them), wired as
-  // functions/app.ts does with `fanOut: true`: siblings are started through the app's own URL.
+  // functions/app.ts does with `fanOut: true`: siblings are started through the app's own URL. It logs at the
+  // default level (failures only), so the siblings' lines reach the dev terminal through onInvocationLine.
   const slowApp = createApp();
   const slow = slowApp.task("dev.slow", { timeout: "2s" }, async () => { await new Promise((resolve) => setTimeout(resolve, 50)); });
   const web = new Hono<{ Bindings: DevEnv }>().route("/akadze", akadzeRoutes<{ Bindings: DevEnv }>(slowApp, {
-    getDb: (c) => connect(c.env, { driver: "neon-http" }), getSecret: (c) => c.env.CRON_SECRET, log: "silent",
+    getDb: (c) => connect(c.env, { driver: "neon-http" }), getSecret: (c) => c.env.CRON_SECRET,
     fanOut: (c) => ({ invoke: ownUrl(new URL(c.req.path, c.req.url), { secret: c.env.CRON_SECRET }), maxInvocations: 4 }),
   }));
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let server: DevServer;
+  const printed: string[] = [];
   beforeAll(async () => {
     database = await createTestDatabase("edge_dev_fan");
-    server = await startDevServer({ module: { app: slowApp, web }, database: database.url, port: 0, tickMs: 3_600_000 });
+    server = await startDevServer({ module: { app: slowApp, web }, database: database.url, port: 0, tickMs: 3_600_000, onInvocationLine: (text) => printed.push(text) });
   });
   afterAll(async () => {
     await server?.close().catch(() => {});
@@ -158,5 +175,11 @@ describe("akadze dev fans out", () => {
     await waitFor(async () => (await jobStates(server)).every((j) => j.state === "succeeded"), "the backlog to drain");
     const workers = await listWorkers(server.db, { all: true });
     expect(workers.filter((w) => w.startedBy === tick!.id).map((w) => w.id).sort()).toEqual([...tick!.fanOut!.started].sort());
+    // Siblings (and their successors) that ran jobs printed a line each in the dev terminal; the tick's own
+    // line is the dev command's.
+    const fannedOut = workers.filter((w) => w.startedBy !== null && w.id !== tick!.id);
+    const lines = printed.filter((text) => /^fan-out invocation on neon-http: claimed \d+, succeeded \d+/.test(text));
+    expect(lines.length).toBeGreaterThanOrEqual(Math.max(1, fannedOut.filter((w) => w.jobsDone > 0).length));
+    expect(lines.length).toBeLessThanOrEqual(fannedOut.length);
   });
 });

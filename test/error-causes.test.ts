@@ -60,6 +60,26 @@ forEachDriver((h) => {
     expect(page).toContain("relation &quot;no_such_table&quot; does not exist (SQLSTATE 42P01)");
   });
 
+  it("a failed query's parameters are not stored: not in the message, the stack, the causes, nor the dashboard", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const lookup = app.task("user.lookup", { maxAttempts: 1 }, async () => {
+      await h().db.execute(sql`select * from no_such_table where email = ${"ada@example.com"} and token = ${"tok-secret-42"}`);
+    });
+    const id = await lookup.using(h().db).enqueue({});
+    await runOnce(app, { db: h().db, now: clock.now });
+
+    const [entry] = (await getJob(h().db, id))!.errors;
+    expect(entry.message).toMatch(/^Failed query: select \* from no_such_table where email = \$1 and token = \$2\ncaused by /);
+    expect(entry.message).toContain(MISSING);
+    const stored = JSON.stringify(entry);
+    for (const secret of ["ada@example.com", "tok-secret-42", "params:"]) expect(stored).not.toContain(secret);
+    expect(entry.stack).toMatch(/^Error: Failed query: select .* = \$2\n\s+at /);
+    const page = await dashboardPage(app, h().db, `/jobs/${id}`, clock.now);
+    expect(page).toContain("where email = $1");
+    expect(page).not.toContain("ada@example.com");
+  });
+
   it("a unique violation keeps Postgres's detail, naming the key", async () => {
     await h().db.execute(sql`create table if not exists error_causes_orders (id int primary key)`);
     const { app, clock, twice } = brokenApp(() => h().db);

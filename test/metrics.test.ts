@@ -46,8 +46,11 @@ describe("metrics", () => {
     await setLimit(t.db, "vendor", { maxRunning: 2, maxStarts: 10, window: "1m" });
     await t.rows(`update akadze.limit_slots set job_id = 999 where key = 'vendor' and slot = 1`);
     await t.rows(`update akadze.limit_tokens set last_start = $1 where key = 'vendor' and slot <= 3`, [new Date(clock.now().getTime() - 5000)]);
-    await t.rows(`insert into akadze.jobs (task, queue, state, attempt, lease_owner, lease_expires_at, limit_key)
-      values ('vendor.call', 'vendor', 'running', 1, 'inv-gone', $1, 'vendor')`, [new Date(clock.now().getTime() - 1000)]);
+    await t.rows(`insert into akadze.jobs (task, queue, state, attempt, lease_owner, lease_expires_at, limit_key, started_at)
+      values ('vendor.call', 'vendor', 'running', 1, 'inv-gone', $1, 'vendor', $2)`, [new Date(clock.now().getTime() - 1000), new Date(clock.now().getTime() - 5000)]);
+    // Two more claimed by a worker and held in its local queue, not started: claimed, not running.
+    await t.rows(`insert into akadze.jobs (task, queue, state, attempt, lease_owner, lease_expires_at)
+      select 'vendor.call', 'vendor', 'running', 1, 'wrk-1', $1 from generate_series(1, 2)`, [new Date(clock.now().getTime() + 60_000)]);
     await t.rows(`insert into akadze.workers (id, kind, started_at, last_seen_at) values ('wrk-1', 'worker', $1, $1)`, [clock.now()]);
 
     const text = await renderMetrics(t.db, { now: clock.now() });
@@ -72,6 +75,9 @@ describe("metrics", () => {
     expect(sample(families, "akadze_queue_oldest_due_seconds", { queue: "mail" })).toBe(90);
     expect(sample(families, "akadze_queue_oldest_due_seconds", { queue: WEIRD })).toBe(0);
     expect(sample(families, "akadze_queue_running_jobs", { queue: "vendor" })).toBe(1);
+    expect(sample(families, "akadze_queue_claimed_jobs", { queue: "vendor" })).toBe(2);
+    expect(sample(families, "akadze_queue_claimed_jobs", { queue: "mail" })).toBe(0);
+    expect((await listQueues(t.db, { now: clock.now() })).find((q) => q.queue === "vendor")).toMatchObject({ running: 1, claimed: 2 });
     expect(sample(families, "akadze_queue_expired_leases", { queue: "vendor" })).toBe(1);
     expect(sample(families, "akadze_queue_paused", { queue: "vendor" })).toBe(1);
     expect(sample(families, "akadze_queue_paused", { queue: "mail" })).toBe(0);

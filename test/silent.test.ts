@@ -10,6 +10,7 @@ import { AkadzeError, Snooze, connect, createApp, disconnectAll, InvalidInput, r
 import { akadzeRoutes, nudge, scheduledInvocation } from "../src/edge/hono.js";
 import { isNeonHttp, MIGRATE_HINT, queryJson } from "../src/db/query.js";
 import { invocationLogLines } from "../src/ops/invocation-log.js";
+import { emptySummary } from "../src/runtime/summary.js";
 import { findMisfits, misfitWarnings } from "../src/ops/misfits.js";
 import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { forEachDriver } from "./support/drivers.js";
@@ -209,5 +210,15 @@ describe("the database, from code", () => {
       await expect(connect({ DATABASE_URL: "postgres://u:pw@127.0.0.1:5432/x" }, { driver: "neon-http" }))
         .rejects.toThrow(/^DATABASE_URL's host 127\.0\.0\.1 has no Neon SQL-over-HTTP endpoint of its own: set NEON_FETCH_ENDPOINT/);
     });
+  });
+});
+
+describe("an invocation's info line", () => {
+  it("rounds its duration and says round trip in the singular for one", () => {
+    const line = (roundTrips: number, durationMs: number) =>
+      invocationLogLines({ ...emptySummary("inv"), claimed: 1, succeeded: 1, roundTrips, durationMs, driver: "neon-http" })[0].text;
+    expect(line(1, 478.7806679999994)).toBe("invocation on neon-http: claimed 1, succeeded 1 (1 round trip, 479 ms)");
+    expect(line(2, 41.2)).toBe("invocation on neon-http: claimed 1, succeeded 1 (2 round trips, 41 ms)");
+    expect(line(7, 25_012.5)).toBe("invocation on neon-http: claimed 1, succeeded 1 (7 round trips, 25.0 s)");
   });
 });

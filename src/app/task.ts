@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import type { SQL } from "drizzle-orm";
+import { is, SQL, sql } from "drizzle-orm";
 import type { BackoffPolicy } from "../core/backoff.js";
 import { resolveRetryPolicy, type RetryPolicy } from "../core/retry-policy.js";
 import type { Duration } from "../core/duration.js";
@@ -7,7 +7,7 @@ import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
 import {
-  assertStorableJson, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,
+  assertStorableJson, describeIssues, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,
 } from "../core/validate.js";
 
 /** The queue of a task that names none. @example app.task("t", async () => {}); // queue "default" */
@@ -27,6 +27,13 @@ export interface JobContext {
   invocation: string;
   /** Aborts on timeout, on a cancel request seen by the heartbeat, and when the lease is lost. */
   signal: AbortSignal;
+  /**
+   * The database this run claimed the job from (the invocation's or the worker's), for the body's own reads
+   * and writes. What it writes commits on its own, whatever the job's outcome: to commit writes together with
+   * the job's success, use `current().completeTx` or `completeBatch`.
+   * @example app.task("report.build", async ({ id }, job) => { await job.db.update(reports).set({ ready: true }).where(eq(reports.id, id)); });
+   */
+  db: Db;
 }
 
 export type ArgsSchema = v.GenericSchema<any, any>;
@@ -128,6 +135,14 @@ export interface Enqueuer<S extends ArgsSchema> {
   enqueueMany(args: Iterable<v.InferInput<S>>): Promise<number[]>;
   /** The same insert as a query for `db.batch([...])` (neon-http has no interactive transactions). */
   enqueueQuery(args: v.InferInput<S>): BatchItem;
+  /**
+   * The same, with some args computed by the database as the statement runs (`sqlArgs`: a key and an SQL
+   * expression each, stored as its JSON value): a job can carry an id that an earlier statement of the same
+   * batch created, e.g. `currval('orders_id_seq')` or a subquery. Those keys are checked against the schema
+   * when the job runs; the rest now.
+   * @example db.batch([db.insert(orders).values(o), charge.using(db).enqueueQuery({ payment: "ok" }, { orderId: sql`currval('orders_id_seq')` })])
+   */
+  enqueueQuery<K extends string & keyof v.InferInput<S>>(args: Omit<v.InferInput<S>, K>, sqlArgs: Record<K, SQL>): BatchItem;
 }
 
 /**
@@ -144,7 +159,10 @@ export class Task<S extends ArgsSchema = ArgsSchema, R = unknown> {
 
   /** Binds enqueueing to `db` (a database or a transaction) and options. @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 }); */
   using(db: Db, options?: EnqueueOptions): Enqueuer<S> {
-    const statementFor = (list: unknown[]) => insertJobsStatement(buildJobBatch(this.definition, list, options, this.clock?.() ?? null), list.map((a) => a ?? {}));
+    const statementFor = (list: unknown[], computed?: Record<string, SQL>) => {
+      const batch = buildJobBatch(this.definition, list, options, this.clock?.() ?? null, computedKeys(this.definition.name, list[0], computed));
+      return insertJobsStatement(batch, list.map((a) => a ?? {}), computed && computedArgs(computed));
+    };
     return {
       enqueue: async (args) => (await insertRows(db, statementFor([args]), options?.uniqueKey))[0],
       enqueueMany: async (args) => {
@@ -152,8 +170,8 @@ export class Task<S extends ArgsSchema = ArgsSchema, R = unknown> {
         const statement = statementFor(list); // validates even an empty list's options
         return list.length === 0 ? [] : insertRows(db, statement, options?.uniqueKey);
       },
-      enqueueQuery: (args) => db.execute(statementFor([args])),
-    };
+      enqueueQuery: (args: unknown, sqlArgs?: Record<string, SQL>) => db.execute(statementFor([args], sqlArgs)),
+    } as Enqueuer<S>;
   }
 }
 
@@ -161,7 +179,7 @@ export class Task<S extends ArgsSchema = ArgsSchema, R = unknown> {
  * Validates the options and every args; throws InvalidInput before anything is written. `now` is a test
  * clock, or null: the statement then adds the delay to the database's clock.
  */
-export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date | null): JobBatch {
+export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date | null, computed: readonly string[] = []): JobBatch {
   const parsed = parseEnqueueOptions(options);
   if (parsed.uniqueKey !== undefined && list.length > 1) {
     // Every job of one call shares its options: the second job would clash with the first, not with an earlier one.
@@ -169,7 +187,8 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
       "of this enqueueMany call, and a key belongs to one active job: enqueue them one by one, each with its own key");
   }
   list.forEach((args, i) => {
-    parseOrThrow(task.schema, args, `args for task ${task.name}`);
+    if (computed.length > 0) checkAllButComputed(task, args, computed);
+    else parseOrThrow(task.schema, args, `args for task ${task.name}`);
     assertStorableJson(args ?? {}, list.length === 1 ? "args" : `args[${i}]`, `args for task ${task.name}`);
   });
   const delayMs = parsed.delay ?? 0;
@@ -191,6 +210,36 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
     limitWaitMs: parsed.limitKey === undefined ? null : parsed.limitWait ?? task.limitWaitMs ?? null,
     fairKey: parsed.fairKey ?? null,
   };
+}
+
+/** The keys of `sqlArgs`, checked: SQL values, on object args that do not give the same keys. */
+function computedKeys(task: string, args: unknown, sqlArgs: Record<string, SQL> | undefined): string[] {
+  if (sqlArgs === undefined) return [];
+  const what = `sqlArgs of enqueueQuery for task ${task}`;
+  if (sqlArgs === null || typeof sqlArgs !== "object" || Array.isArray(sqlArgs)) throw new InvalidInput(`Invalid ${what}: expected an object of keys and sql\`...\` expressions`);
+  const keys = Object.keys(sqlArgs);
+  if (keys.length === 0) throw new InvalidInput(`Invalid ${what}: it names no key; leave it out instead`);
+  for (const key of keys) {
+    if (!is(sqlArgs[key], SQL)) throw new InvalidInput(`Invalid ${what}: ${key} must be an sql\`...\` expression from drizzle-orm`);
+  }
+  if (args !== undefined && (args === null || typeof args !== "object" || Array.isArray(args))) {
+    throw new InvalidInput(`Invalid ${what}: the args it adds to must be an object`);
+  }
+  const twice = keys.filter((key) => Object.hasOwn((args ?? {}) as object, key));
+  if (twice.length > 0) throw new InvalidInput(`Invalid ${what}: ${twice.join(", ")} given both in args and in sqlArgs`);
+  return keys;
+}
+
+/** Validates args without the computed keys: issues about those keys wait for the run-time check. */
+function checkAllButComputed(task: TaskDefinition, args: unknown, computed: readonly string[]): void {
+  const result = v.safeParse(task.schema, args ?? {});
+  const left = result.success ? [] : result.issues.filter((issue) => !computed.includes(String(issue.path?.[0]?.key)));
+  if (left.length > 0) throw new InvalidInput(`Invalid args for task ${task.name}: ${describeIssues(left)}`, { cause: left });
+}
+
+/** One jsonb object of the computed args, each expression's value as JSON. */
+function computedArgs(sqlArgs: Record<string, SQL>): SQL {
+  return sql`jsonb_build_object(${sql.join(Object.entries(sqlArgs).map(([key, value]) => sql`${key}::text, ${value}`), sql`, `)})`;
 }
 
 async function insertRows(db: Db, statement: SQL, uniqueKey: string | undefined): Promise<number[]> {

@@ -1,6 +1,6 @@
 // What a job's errors entry keeps of the errors the thrown one wraps. The reason of the most common real
 // failure sits in a cause: drizzle throws `Failed query: <sql> params: ...` and puts the driver's error,
-// with Postgres's message, SQLSTATE and detail, in `.cause`. The chain is kept twice: as `causes` for
+// with Postgres's message, SQLSTATE and detail, in `.cause`. The params line is dropped (`withoutParams`). The chain is kept twice: as `causes` for
 // programs (getJob, `--json`), and as "caused by" lines at the end of the message, so that every place
 // that shows a message (the CLI, the dashboard, the log lines) shows the reason without knowing of causes.
 import { causeChain } from "./errors.js";
@@ -32,11 +32,30 @@ function read(get: () => unknown): string | undefined {
   }
 }
 
+/**
+ * An error's message without the query parameters a drizzle query error appends ("Failed query: <sql>\nparams:
+ * <values>"): they are the app's data (emails, tokens), and a stored error is shown by the dashboard and the
+ * admin API. The SQL, with its $1 placeholders, stays. Any other message is returned as it is.
+ * @example withoutParams(drizzleError, drizzleError.message) // "Failed query: select * from users where email = $1"
+ */
+export function withoutParams(error: unknown, message: string): string {
+  const e = error as { query?: unknown; params?: unknown } | null;
+  if (!e || typeof e !== "object" || typeof e.query !== "string" || !("params" in e)) return message;
+  const head = `Failed query: ${e.query}`;
+  return message.startsWith(`${head}\nparams:`) ? head : message;
+}
+
+/** A stack whose first lines repeat `message` (V8's "<name>: <message>"), with `stripped` in its place. */
+export function stackWithout(stack: string, name: string, message: string, stripped: string): string {
+  const head = `${name}: ${message}`;
+  return stripped !== message && stack.startsWith(head) ? `${name}: ${stripped}${stack.slice(head.length)}` : stack;
+}
+
 function causeOf(e: any): ErrorCause {
   const isError = e instanceof Error;
   const cause: ErrorCause = {
     kind: isError ? read(() => e.name) ?? "Error" : `NonError(${typeof e})`,
-    message: (isError ? read(() => e.message) : read(() => (typeof e === "object" ? JSON.stringify(e) : e))) ?? "",
+    message: (isError ? read(() => withoutParams(e, String(e.message))) : read(() => (typeof e === "object" ? JSON.stringify(e) : e))) ?? "",
   };
   if (isPostgresError(e)) for (const field of POSTGRES_FIELDS) {
     const value = read(() => e[field]);
@@ -59,7 +78,7 @@ function postgresSuffix(fields: Pick<ErrorCause, "code" | "detail" | "hint">): s
 /**
  * The message akadze stores for a thrown error: its own message (with the SQLSTATE when it is itself a
  * Postgres error), then one "caused by <kind>: <message> (SQLSTATE ...; detail)" line per cause.
- * @example storedMessage(drizzleError) // "Failed query: select ...\nparams: \ncaused by error: relation \"x\" does not exist (SQLSTATE 42P01)"
+ * @example storedMessage(drizzleError, message) // "Failed query: select ...\ncaused by error: relation \"x\" does not exist (SQLSTATE 42P01)"
  */
 export function storedMessage(error: unknown, message: string, causes: ErrorCause[] = causesOf(error)): string {
   const own = isPostgresError(error) ? message + postgresSuffix(causeOf(error)) : message;

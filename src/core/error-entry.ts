@@ -1,10 +1,10 @@
-import { causesOf, storedMessage } from "./error-causes.js";
+import { causesOf, stackWithout, storedMessage, withoutParams } from "./error-causes.js";
 import type { ErrorEntry } from "./errors.js";
 import { errorText } from "./json.js";
 
 /**
  * The one way a job's errors entry is made for something thrown, at `at` on the caller's (injected) clock: an
- * Error's name, message (with its causes) and stack; anything else as its JSON payload. `about` gives the
+ * Error's name, message (with its causes, without a failed query's parameters) and stack; anything else as its JSON payload. `about` gives the
  * entry a kind of its own and wraps its message, for a throw that is not the handler's (a transition hook).
  * @example errorEntryOf(new Error("down"), 2, now) // { attempt: 2, at, kind: "Error", message: "down", stack }
  */
@@ -21,8 +21,11 @@ export function noteEntry(kind: string, message: string, attempt: number, at: Da
 function thrownEntry(error: unknown, attempt: number, at: string): ErrorEntry {
   if (error instanceof Error) {
     const causes = causesOf(error);
-    return { attempt, at, kind: safeText(() => error.name, "Error"), message: storedMessage(error, safeText(() => error.message, ""), causes),
-      stack: safeText(() => error.stack ?? "", "") || null, ...(causes.length > 0 ? { causes } : {}) };
+    const kind = safeText(() => error.name, "Error");
+    const own = safeText(() => error.message, "");
+    const message = withoutParams(error, own); // a drizzle query error's parameters are the app's data
+    return { attempt, at, kind, message: storedMessage(error, message, causes),
+      stack: safeText(() => stackWithout(error.stack ?? "", kind, own, message), "") || null, ...(causes.length > 0 ? { causes } : {}) };
   }
   const payload = jsonPayload(error);
   const message = payload !== undefined ? safeText(() => JSON.stringify(payload), "") : safeText(() => String(error), "a value that cannot be turned into text");

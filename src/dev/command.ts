@@ -68,6 +68,8 @@ export async function runDevCommand(options: DevCommandOptions = {}): Promise<vo
       logTick(summary, o.log ?? "info");
       if (++ticks % MISFIT_EVERY_TICKS === 0) void warnMisfits();
     },
+    // Nudges and fan-out siblings, next to the ticks' lines.
+    onInvocationLine: o.demo || (o.log ?? "info") !== "info" ? undefined : (text) => process.stdout.write(`${clockTime()} ${text}\n`),
   }).catch((error: unknown) => {
     if ((error as { code?: string })?.code !== "EADDRINUSE") throw error;
     throw new InvalidInput(`port ${port} or ${port + 1} is in use (the app and its Neon endpoint): pass --port N for another pair, or stop the other server`, { cause: error });
@@ -114,16 +116,29 @@ export function banner(server: DevServer, dashboardUrl?: string): string {
     lines.push(`  app       ${server.appUrl}`, `  cron      POST ${server.appUrl}${WORK_PATH} every second (Authorization: Bearer ${env.CRON_SECRET})`);
   }
   if (dashboardUrl) lines.push(`  dashboard ${dashboardUrl} (sign in with ${env.CRON_SECRET})`);
+  lines.push("", "The CLI on this database, from another terminal (any command in place of `jobs list`):", `  ${cliLine(server)}`);
   lines.push("", "For `wrangler dev`, put this in .dev.vars:", `  DATABASE_URL=${env.DATABASE_URL}`,
     `  NEON_FETCH_ENDPOINT=${env.NEON_FETCH_ENDPOINT}`, `  CRON_SECRET=${env.CRON_SECRET}`, "", "Ctrl-C stops.", "");
   return lines.join("\n");
 }
 
+/**
+ * The command line that runs the CLI on what `akadze dev` serves: through its Neon endpoint over HTTP, which
+ * works for a PGlite backing (one process may open its directory) and a Postgres one alike.
+ * @example cliLine(server) // "DATABASE_URL=postgres://postgres@127.0.0.1:4001/postgres NEON_FETCH_ENDPOINT=http://127.0.0.1:4001/sql npx akadze --http jobs list"
+ */
+export function cliLine(server: Pick<DevServer, "env">, command = "jobs list"): string {
+  return `DATABASE_URL=${server.env.DATABASE_URL} NEON_FETCH_ENDPOINT=${server.env.NEON_FETCH_ENDPOINT} npx akadze --http ${command}`;
+}
+
 /** The tick's summary line; its failed and retried jobs are logged by the work route itself (akadzeRoutes' `log`). */
 function logTick(summary: RunSummary, level: LogLevel): void {
   const info = invocationLogLines(summary).filter((line) => line.level === "info");
-  writeLogLines(info, level, { warn: () => {}, info: (text) => process.stdout.write(`${new Date().toISOString().slice(11, 19)} ${text}\n`) });
+  writeLogLines(info, level, { warn: () => {}, info: (text) => process.stdout.write(`${clockTime()} ${text}\n`) });
 }
+
+/** HH:MM:SS (UTC), the dev terminal's line prefix. */
+const clockTime = () => new Date().toISOString().slice(11, 19);
 
 function untilSignal(): Promise<void> {
   return new Promise((resolve) => {

@@ -7,6 +7,7 @@ import type { ExecutionContext } from "hono";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
 import { migrate } from "../migrate.js";
+import { setDevLineSink } from "../ops/invocation-log.js";
 import type { RunSummary } from "../runtime/run-once.js";
 import { startNeonEndpoint, type NeonEndpoint } from "./neon-endpoint.js";
 import { serveFetch, type Served } from "./serve.js";
@@ -48,6 +49,11 @@ export interface DevServerOptions {
   secret?: string;
   /** Every tick's summary. */
   onTick?: (summary: RunSummary) => void;
+  /**
+   * The line of every other invocation the served app runs and logs only at `info`: its nudges and its
+   * fan-out siblings (set for the server's life, for the whole process).
+   */
+  onInvocationLine?: (text: string) => void;
   onError?: (error: unknown) => void;
 }
 
@@ -122,6 +128,10 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       pending.add(settled);
     };
     const ctx: ExecutionContext = { waitUntil: track, passThroughOnException() {}, props: {} };
+    if (options.onInvocationLine) {
+      setDevLineSink(options.onInvocationLine);
+      closers.push(async () => setDevLineSink(undefined));
+    }
 
     let served: Served | undefined;
     if (http) {

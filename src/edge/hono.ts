@@ -16,7 +16,7 @@ import { InvalidInput } from "../core/errors.js";
 import { parseOrThrow, RoutesOptionsSchema } from "../core/validate.js";
 import type { Db } from "../db/query.js";
 import { DEFAULT_BUDGET, runOnce, type RunOnceOptions } from "../runtime/run-once.js";
-import { invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
+import { invocationLogLines, reportToDev, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { bearerToken, secretMatches, secretProblem } from "./auth.js";
 import { renderMetrics as renderAllMetrics } from "../ops/metrics.js";
 import { parseRequest, problemOf, RouteProblem } from "./problems.js";
@@ -135,13 +135,19 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
     });
     if (ticket && request.detach) {
       // The starter does not wait for this invocation: it runs on after the 202 (waitUntil where the platform has one).
-      const running = invocation().then((summary) => writeLogLines(invocationLogLines(summary, "fan-out invocation"), log),
+      const running = invocation().then((summary) => {
+        const lines = invocationLogLines(summary, "fan-out invocation");
+        writeLogLines(lines, log);
+        reportToDev(lines, log);
+      },
         (error: unknown) => { console.error(`akadze: fan-out invocation ${ticket.id} failed`, error); });
       waitUntil?.(running);
       return c.json({ accepted: true, id: ticket.id }, 202);
     }
     const summary = await invocation();
-    writeLogLines(invocationLogLines(summary, ticket ? "fan-out invocation" : "work route"), log);
+    const lines = invocationLogLines(summary, ticket ? "fan-out invocation" : "work route");
+    writeLogLines(lines, log);
+    if (ticket) reportToDev(lines, log); // (the dev server's own tick prints its summary itself)
     return c.json(summary);
   };
   routes.post("/work", work);

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { App } from "../app/app.js";
-import { invocationLogLines, overBudgetSentence, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
+import { invocationLogLines, overBudgetSentence, reportToDev, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { runOnce, type RunOnceOptions } from "../runtime/run-once.js";
 
 /** Budget of a nudge: short, since the cron picks up whatever it leaves. */
@@ -25,7 +25,9 @@ export function nudge(c: Context, app: App, options: NudgeOptions): void {
   const budget = run.budget ?? NUDGE_BUDGET;
   const invocation = runOnce(app, { ...run, budget }).then(
     (summary) => {
-      writeLogLines(invocationLogLines(summary, "nudge"), log);
+      const lines = invocationLogLines(summary, "nudge");
+      writeLogLines(lines, log);
+      reportToDev(lines, log);
       const seen = reported.get(app) ?? new Set<string>();
       reported.set(app, seen);
       const fresh = summary.tooLongForBudget.filter((name) => !seen.has(name));

@@ -33,13 +33,19 @@ export function invocationLogLines(summary: RunSummary, what = "invocation"): Lo
     const parts = COUNTS.filter((k) => summary[k] > 0).map((k) => `${k} ${summary[k]}`);
     const misfits = summary.tooLongForBudget.length > 0 ? `; timeout over budget, not claimed: ${summary.tooLongForBudget.join(", ")}` : "";
     const driver = summary.driver ? ` on ${summary.driver}` : "";
-    lines.push({ level: "info", text: `${what}${driver}: ${parts.join(", ")} (${summary.roundTrips} round trips, ${summary.durationMs} ms${misfits})` });
+    const trips = `${summary.roundTrips} round trip${summary.roundTrips === 1 ? "" : "s"}`;
+    lines.push({ level: "info", text: `${what}${driver}: ${parts.join(", ")} (${trips}, ${formatMs(summary.durationMs)}${misfits})` });
   }
   for (const p of summary.problems ?? []) {
     const outcome = p.to === "failed" ? "failed" : "will retry";
     lines.push({ level: "warn", text: `job ${p.jobId} (${p.task}, queue ${p.queue}, attempt ${p.attempt}) ${outcome}: ${p.error.kind}: ${errorHeadline(p.error.message)}` });
   }
   return lines;
+}
+
+/** A duration for a log line: whole milliseconds, or seconds with one decimal from 10 s. @example formatMs(478.78) // "479 ms" */
+export function formatMs(ms: number): string {
+  return ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 }
 
 /**
@@ -52,6 +58,28 @@ export function writeLogLines(lines: LogLine[], level: LogLevel, sink: { warn(te
     if (line.level === "warn") sink.warn(line.text);
     else if (level === "info") sink.info(line.text);
   }
+}
+
+/**
+ * Where `akadze dev` shows the line of each invocation its server runs beside the cron ticks (nudges, fan-out
+ * siblings), which the app logs only at `info`. On globalThis under a registered symbol: the app module may
+ * load its own copy of akadze next to the CLI's.
+ */
+const DEV_LINES = Symbol.for("akadze.dev.invocation-lines");
+
+/** Installs (or with undefined removes) the sink of `reportToDev`. @example setDevLineSink((text) => process.stdout.write(`${text}\n`)); */
+export function setDevLineSink(sink: ((text: string) => void) | undefined): void {
+  (globalThis as Record<symbol, unknown>)[DEV_LINES] = sink;
+}
+
+/**
+ * Hands the info lines to `akadze dev`'s terminal, if one listens, unless `level` printed them already
+ * (`info`) or asked for silence.
+ */
+export function reportToDev(lines: LogLine[], level: LogLevel): void {
+  const sink = (globalThis as Record<symbol, unknown>)[DEV_LINES] as ((text: string) => void) | undefined;
+  if (!sink || level !== "warn") return;
+  for (const line of lines) if (line.level === "info") sink(line.text);
 }
 
 const consoleSink = { warn: (text: string) => console.warn(`akadze: ${text}`), info: (text: string) => console.log(`akadze: ${text}`) };

@@ -10,7 +10,10 @@ export interface QueueRow {
   due: number;
   /** Queued for later (delay, backoff, snooze). */
   scheduled: number;
+  /** Running: started by a worker or invocation (their handlers run now). */
   running: number;
+  /** Claimed by a worker or invocation but not started yet (held in its local queue, a prefetch). */
+  claimed: number;
   succeeded: number;
   failed: number;
   cancelled: number;
@@ -33,7 +36,7 @@ export interface QueueRow {
 export async function listQueues(db: Db, options: { now?: Date } = {}): Promise<QueueRow[]> {
   const rows = await queryJson<QueueRow[] | null>(db, listQueuesStatement(timestamp(options.now)));
   return (rows ?? []).map((q) => ({
-    queue: q.queue, paused: q.paused, due: q.due, scheduled: q.scheduled, running: q.running, succeeded: q.succeeded,
+    queue: q.queue, paused: q.paused, due: q.due, scheduled: q.scheduled, running: q.running, claimed: q.claimed, succeeded: q.succeeded,
     failed: q.failed, cancelled: q.cancelled, rateLimited: q.rateLimited, oldestDueSeconds: Number(q.oldestDueSeconds),
     estimated: q.estimated,
   }));

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { SQL } from "drizzle-orm";
-import { AkadzeError, causeChain, LeaseLost } from "../core/errors.js";
+import { AkadzeError, causeChain, Fail, LeaseLost } from "../core/errors.js";
 import { emitTransitions, type Hooks } from "../app/hooks.js";
 import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
@@ -32,6 +32,9 @@ export class CurrentJob {
   /** When this run's timeout (or its invocation's budget) ends, by the invocation's clock; a workflow yields before it. */
   readonly deadline: number;
 
+  /** The database this run claimed the job from (`job.db` in the body). */
+  get db(): Db { return this.run.db; }
+
   /** What a workflow's steps need to store their results as this run: its database, lease owner and clocks. */
   get runtime(): { db: Db; owner: string; now: () => Date; sqlNow: () => SQL; monotonic: boolean } {
     const { db, owner, now, sqlNow, monotonic } = this.run;
@@ -41,7 +44,7 @@ export class CurrentJob {
   /**
    * Runs `block` in a transaction that also marks this job `succeeded`: both commit or neither does.
    * Throws LeaseLost (rolling the block back) if this run no longer owns the job. Not on neon-http:
-   * use `completeBatch` there.
+   * use `completeBatch` there (on neon-http it throws `Fail`, ending the job at once: no retry could succeed).
    * @example
    * await current().completeTx(async (tx) => {
    *   await tx.update(reports).set({ ready: true }).where(eq(reports.id, id));
@@ -51,7 +54,8 @@ export class CurrentJob {
   async completeTx<T>(block: (tx: Db) => Promise<T>): Promise<T> {
     const { db } = this.run;
     if (traitsOf(db).http) {
-      throw new AkadzeError("completeTx needs an interactive transaction, which the neon-http driver does not have: " +
+      // A misuse no retry can mend: Fail ends the job now instead of spending every attempt on it.
+      throw new Fail("completeTx needs an interactive transaction, which the neon-http driver does not have: " +
         "use current().completeBatch((db) => [...queries]) instead");
     }
     this.assertOpen();

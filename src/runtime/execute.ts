@@ -145,7 +145,7 @@ class RunContext implements JobContext {
   readonly attempt: number;
   readonly maxAttempts: number;
   readonly #controller: JobAbort;
-  constructor(job: ClaimedJob, controller: JobAbort, readonly invocation: string) {
+  constructor(job: ClaimedJob, controller: JobAbort, readonly invocation: string, readonly db: Db) {
     this.#controller = controller;
     this.id = job.id;
     this.task = job.task;
@@ -160,13 +160,13 @@ class RunContext implements JobContext {
 }
 
 class HookContext extends RunContext implements HookJob {
-  constructor(job: ClaimedJob, controller: JobAbort, invocation: string, readonly args: unknown) {
-    super(job, controller, invocation);
+  constructor(job: ClaimedJob, controller: JobAbort, invocation: string, db: Db, readonly args: unknown) {
+    super(job, controller, invocation, db);
   }
 }
 
 function jobContext(run: JobRun): JobContext {
-  return new RunContext(run.job, run.controller, run.owner ?? "");
+  return new RunContext(run.job, run.controller, run.owner ?? "", run.current.db);
 }
 
 /** The body and, when the app has any, its beforeRun and afterRun hooks; rejects with whatever the body threw. */
@@ -180,7 +180,7 @@ function runBody(run: JobRun, args: unknown, overran: () => boolean): Promise<un
 }
 
 async function runBodyWithHooks(run: JobRun, args: unknown, overran: () => boolean): Promise<unknown> {
-  const hookJob: HookJob = new HookContext(run.job, run.controller, run.owner ?? "", run.job.args);
+  const hookJob: HookJob = new HookContext(run.job, run.controller, run.owner ?? "", run.current.db, run.job.args);
   for (const hook of run.hooks.before) await hook(hookJob);
   const result = returned(run, await run.task.handler(args, jobContext(run)), overran);
   if (run.current.completed) return result;

@@ -26,19 +26,22 @@ export interface JobBatch {
  * Inserts one job per args in one statement, returning their ids in order. The shared columns are sent
  * once and only the args per job, so a large enqueueMany costs little more than its args.
  */
-export function insertJobsStatement(batch: JobBatch, args: unknown[]): SQL {
+export function insertJobsStatement(batch: JobBatch, args: unknown[], computed?: SQL): SQL {
   return sql`
-    with ${insertedJobsCte(batch, args)},
+    with ${insertedJobsCte(batch, args, computed)},
     -- Wakes listening workers when the enqueue commits (never before, never if it rolls back).
     notified as (select pg_notify(${JOBS_CHANNEL}, ${batch.queue}::text) where exists (select 1 from inserted))
     select coalesce(json_agg(id order by id), '[]'::json) as r, (select count(*) from notified) as notified from inserted`;
 }
 
-/** The CTE `inserted (id)` that inserts one job per args, for statements that enqueue as part of more (a workflow's child jobs). */
-export function insertedJobsCte(batch: JobBatch, args: unknown[]): SQL {
+/**
+ * The CTE `inserted (id)` that inserts one job per args, for statements that enqueue as part of more (a workflow's
+ * child jobs). `computed`: a jsonb object the database evaluates, merged into every args (`enqueueQuery`'s sqlArgs).
+ */
+export function insertedJobsCte(batch: JobBatch, args: unknown[], computed?: SQL): SQL {
   return sql`inserted as (
       insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, fair_key, created_at)
-      select ${batch.task}::text, ${batch.queue}::text, a.args, ${batch.priority}::smallint, ${batch.maxAttempts}::int,
+      select ${batch.task}::text, ${batch.queue}::text, ${computed ? sql`a.args || ${computed}` : sql`a.args`}, ${batch.priority}::smallint, ${batch.maxAttempts}::int,
         -- expires_at is not timestamp(): no expiry must stay null, where timestamp(null) means now().
         ${batch.runAt !== null ? timestamp(batch.runAt) : batch.delayMs === 0 ? sql`now()` : sql`now() + ${msInterval(sql`${batch.delayMs}`)}`}, ${batch.expiresAt?.toISOString() ?? null}::timestamptz,
         ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, ${batch.fairKey}::text, now()

@@ -10,8 +10,8 @@ import { workerStatus } from "./worker-status.js";
 export interface MetricsSnapshot {
   /** [queue, task, state, jobs]: succeeded, cancelled and rate_limited estimated once the history is large (history-counts.ts) */
   jobs: [string, string, string, number][];
-  /** [queue, paused, oldest due seconds, running, expired leases] */
-  queues: [string, boolean, number, number, number][];
+  /** [queue, paused, oldest due seconds, running (started), expired leases, claimed (not started)] */
+  queues: [string, boolean, number, number, number, number][];
   /** [queue, task, failed attempts, transition hook failures] recorded since the window's start */
   errors: [string, string, number, number][];
   /** [queue, task, state, jobs] finished since the window's start */
@@ -36,7 +36,7 @@ export function readMetricsStatement(now: SQL, since: SQL, knownTasks?: string[]
       union all select queue, task, 'failed', count(*) from akadze.failed_jobs group by queue, task
       union all select queue, task, state, n from history) c`)},
     'queues', ${rows(sql`
-      select jsonb_build_array(c.queue, c.paused, c.oldest_due_seconds, c.running, c.expired) as v
+      select jsonb_build_array(c.queue, c.paused, c.oldest_due_seconds, c.running, c.expired, c.claimed) as v
       from (${queueCounts(now, sql`select queue, state, sum(n) as n from history group by queue, state`)}) c`)},
     'errors', ${rows(sql`
       -- A hook failure is recorded in the errors but is no failed attempt: the change it saw stood.
