@@ -51,7 +51,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const budget = new BudgetClock(now, monotonic, o.budgetMs);
   const fan = options.fanOut ? new FanOutSession(options.fanOut, {
     app, db: options.db, id, queues, slots: o.slots, batchSize: o.batchSize, budgetMs: o.budgetMs, leaseMs: o.leaseMs, sqlNow,
-    remainingMs: () => budget.remainingMs(), signal: options.signal,
+    budget, signal: options.signal,
   }) : null;
   // A fan-out invocation claims only while it holds a slot: the cap is counted in slots.
   if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report, driver: driverName(options.db) };
