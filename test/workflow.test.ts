@@ -396,6 +396,23 @@ forEachDriver((h, driver) => {
     expect(await job(slow)).toMatchObject({ state: "succeeded", attempt: 1 });
   });
 
+  it("an event for a cancelled workflow's wait is delivered to nobody and changes nothing", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const waiter = app.workflow("waiter", async (_a, step) => step.waitForEvent("go", { event: "go", timeout: "7d" }));
+    const cancelled = await waiter.using(h().db).enqueue({});
+    const live = await waiter.using(h().db).enqueue({});
+    await invoke(app, clock); // both park on the event
+    expect(await requestCancel(h().db, cancelled)).toBe(true);
+    const before = await steps(cancelled);
+    expect(before).toMatchObject([{ name: "go", state: "waiting" }]);
+
+    expect(await sendEvent(h().db, "go", { n: 1 }, { now: clock.now() })).toEqual({ delivered: 1, woken: 1 });
+    expect(await steps(cancelled)).toEqual(before);
+    expect(await job(cancelled)).toMatchObject({ state: "cancelled" });
+    expect(await steps(live)).toMatchObject([{ name: "go", state: "done", result: { n: 1 } }]);
+  });
+
   it("retention deletes a finished workflow's steps with its job, and keeps those of a job it keeps", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
