@@ -173,7 +173,8 @@ function hookErrorEntry(t: Transition, error: unknown, at: Date): ErrorEntry {
   return { ...entry, message: errorText(entry.message), stack: entry.stack === null ? null : errorText(entry.stack) };
 }
 
-/** A state change the database reported as `{ id, task, queue, attempt, from, to }`. */
-export function transitionOf(t: { id: number | string; task: string; queue: string; attempt: number; from: string; to: string }, error?: Transition["error"]): Transition {
+/** A state change the database reported as `{ id, task, queue, attempt, from, to }`, with the error it recorded (given, or the report's own `error`). */
+export function transitionOf(t: { id: number | string; task: string; queue: string; attempt: number; from: string; to: string; error?: Transition["error"] | null },
+  error: Transition["error"] = t.error ?? undefined): Transition {
   return { jobId: Number(t.id), task: t.task, queue: t.queue, from: t.from as Transition["from"], to: t.to as Transition["to"], attempt: t.attempt, ...(error ? { error } : {}) };
 }
