@@ -84,7 +84,7 @@ export class Engine {
         if (this.jobs.outcomesLost(outcomes)) this.unheld.mayHold();
         this.summary[unsure ? "unconfirmed" : "lost"] += outcomes.length;
       },
-      requestTimeoutMs: () => this.requestTimeoutMs(),
+      requestTimeoutMs: () => this.requestTimeoutMs(), remainingMs: () => this.remainingMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
     this.runs = new JobRuns({
