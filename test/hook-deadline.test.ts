@@ -59,6 +59,34 @@ forEachDriver((h) => {
     expect(jobs[0]!.errors[0]!.message).toMatch(/did not settle within the \d+ ms .*budget|was not called/);
   });
 
+  it("a hook that rejects after its deadline leaves no promise rejection unhandled, even for a moment", async () => {
+    const events: string[] = [];
+    const unhandled = (reason: unknown) => { events.push(`unhandledRejection: ${String(reason)}`); };
+    const handledLate = () => { events.push("rejectionHandled"); };
+    process.on("unhandledRejection", unhandled);
+    process.on("rejectionHandled", handledLate);
+    try {
+      const app = createApp({ transitionHookTimeout: "100ms" });
+      const task = app.task("t", { args: v.object({}) }, async () => "done");
+      let rejected!: () => void;
+      const late = new Promise<void>((resolve) => { rejected = resolve; });
+      app.hooks.onTransition(async (t) => {
+        if (t.to !== "succeeded") return;
+        await new Promise((resolve) => setTimeout(resolve, 300)); // past the statement's deadline
+        setTimeout(rejected, 50); // a moment after the rejection below, for Node to report it if unhandled
+        throw new Error("the alert service answered late, and badly");
+      });
+      await task.using(h().db).enqueue({});
+      expect((await within(runOnce(app, { db: h().db, budget: "5s" }), 10_000, "runOnce")).succeeded).toBe(1);
+      await within(late, 10_000, "the late rejection");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off("unhandledRejection", unhandled);
+      process.off("rejectionHandled", handledLate);
+    }
+    expect(events).toEqual([]);
+  });
+
   it("a control operation's hook past the deadline rolls its change back with a HookTimeout", async () => {
     const app = createApp({ transitionHookTimeout: "200ms" });
     const task = app.task("t", { args: v.object({}) }, async () => "done");
