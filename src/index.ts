@@ -52,5 +52,5 @@ export { sendEvent, sendEventQuery, type SendEventOptions, type SentEvent } from
 export { type Step, type StepContext, type StepOptions, type WaitForEventOptions, DEFAULT_MIN_STEP_TIME } from "./workflow/step.js";
 export { type WorkflowOptions, type WorkflowHandler } from "./workflow/define.js";
 export { type StoredStep, type WorkflowStep } from "./workflow/types.js";
-export { StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./workflow/errors.js";
+export { OutcomeNotStorable, StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./workflow/errors.js";
 export { type ChildJob, type ChildJobsOptions, ChildJobFailed, DEFAULT_CHILD_POLL } from "./workflow/children.js";

@@ -139,15 +139,20 @@ describe("fan-out", () => {
     await tickTask.using(t.db).enqueueMany(Array.from({ length: 25 }, () => ({})));
     const started: SiblingRequest[] = [];
     const summaries: RunSummary[] = [];
+    // A starter waits for a successor only until its start deadline: the test waits for the whole chain.
+    const runs: Promise<unknown>[] = [];
     const fanOut: FanOutOptions = {
       maxInvocations: 1,
-      invoke: async (r) => {
+      invoke: (r) => {
         started.push(r);
-        summaries.push(await runOnce(app, { db: t.db, now: clock.now, id: r.id, slots: r.slots, batchSize: r.batchSize, budget: r.budgetMs,
-          fanOut: { ...fanOut, ticket: { chain: r.chain, generation: r.generation } } }));
+        const run = runOnce(app, { db: t.db, now: clock.now, id: r.id, slots: r.slots, batchSize: r.batchSize, budget: r.budgetMs,
+          fanOut: { ...fanOut, ticket: { chain: r.chain, generation: r.generation } } }).then((s) => { summaries.push(s); });
+        runs.push(run);
+        return run;
       },
     };
     const tick = await runOnce(app, { db: t.db, now: clock.now, slots: 1, batchSize: 4, budget: "10s", fanOut });
+    while (runs.length > 0) await Promise.all(runs.splice(0));
 
     expect(await t.rows("select count(*)::int as n from akadze.all_jobs where state = 'succeeded'")).toEqual([{ n: 25 }]);
     expect(started.map((r) => [r.kind, r.generation])).toEqual([["successor", 1], ["successor", 2]]);
@@ -158,6 +163,46 @@ describe("fan-out", () => {
     expect(tick.succeeded + summaries.reduce((n, s) => n + s.succeeded, 0)).toBe(25);
     // The last one found the queue empty: its slot is free and nothing else was started.
     expect(await t.rows("select holder from akadze.invocation_slots")).toEqual([{ holder: null }]);
+  });
+
+  /** A tick of a 2 s budget over jobs of one second each on `clock`, whose every sibling call goes to `invoke`; ended by the test. */
+  async function tickWithCalls(clock: ManualClock, invoke: FanOutOptions["invoke"], sent: SiblingRequest[]): Promise<RunSummary> {
+    const app = createApp();
+    const tickTask = app.task("fan.hang", async () => { clock.advance(1000); });
+    await tickTask.using(t.db).enqueueMany(Array.from({ length: 40 }, () => ({})));
+    const run = runOnce(app, { db: t.db, now: clock.now, slots: 1, batchSize: 1, budget: "2s", fanOut: { maxInvocations: 4, invoke } });
+    // The successor is asked for once the budget is spent; its start deadline passes on the invocation's clock.
+    await waitFor(() => sent.some((r) => r.kind === "successor"), "the successor's request");
+    clock.advance(10_000);
+    const tick = await Promise.race([run, new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), 20_000))]);
+    expect(tick).not.toBe("hung");
+    expect(sent.map((r) => r.kind)).toEqual(["sibling", "sibling", "sibling", "successor"]);
+    // None of them took its slot: each came back at its start deadline, the tick's own (passed on) included,
+    // so the next tick, at once, takes a slot and claims.
+    expect(await t.rows("select count(*)::int as n from akadze.invocation_slots where holder is not null")).toEqual([{ n: 0 }]);
+    const next = await runOnce(app, { db: t.db, now: clock.now, slots: 1, batchSize: 1, budget: "2s", drain: false,
+      fanOut: { maxInvocations: 4, invoke: async () => {} } });
+    expect(next.fanOut!.slot).not.toBeNull();
+    expect(next.claimed).toBe(1);
+    return tick as RunSummary;
+  }
+
+  it("an invoke that never settles: runOnce returns, and the slots of invocations that never started are free at once", async () => {
+    const clock = new ManualClock(new Date(Date.now() + 1000)); // the jobs are due on it
+    const sent: SiblingRequest[] = [];
+    const tick = await tickWithCalls(clock, (r) => { sent.push(r); return new Promise(() => {}); }, sent);
+    expect(tick.fanOut!.started).toHaveLength(3);
+  });
+
+  it("an ownUrl request never answered is aborted at its start deadline", async () => {
+    const clock = new ManualClock(new Date(Date.now() + 1000));
+    const sent: SiblingRequest[] = [];
+    let aborted = 0;
+    const invoke = ownUrl("http://127.0.0.1:9/akadze/work", { secret: "s", fetch: (_url, init) => new Promise((_resolve, reject) => {
+      init!.signal!.addEventListener("abort", () => { aborted++; reject(init!.signal!.reason); }, { once: true });
+    }) });
+    await tickWithCalls(clock, (r, call) => { sent.push(r); return invoke(r, call); }, sent);
+    expect(aborted).toBe(4);
   });
 
   it("an empty queue: the tick takes its slot, claims nothing, frees the slot and starts nobody", async () => {

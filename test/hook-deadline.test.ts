@@ -45,6 +45,48 @@ forEachDriver((h) => {
     }
   });
 
+  it("a hook that never settles does not carry the invocation past its budget, whatever the hook timeout", async () => {
+    const clock = new ManualClock();
+    // A timeout far beyond what the test waits: only the budget can end the hooks' wait.
+    const app = createApp({ clock: clock.now, transitionHookTimeout: "10m" });
+    const task = app.task("t", { args: v.object({}) }, async () => { clock.advance(1000); }); // each job takes 1 s of the clock
+    app.hooks.onTransition(async (t) => { if (t.to === "succeeded") await new Promise(() => {}); });
+    await task.using(h().db).enqueueMany(Array.from({ length: 4 }, () => ({})));
+    const summary = await within(runOnce(app, { db: h().db, now: clock.now, slots: 1, batchSize: 1, budget: "2s" }), 30_000, "runOnce");
+    expect(summary.succeeded).toBeGreaterThanOrEqual(1);
+    const jobs = await h().rows<{ state: string; errors: { kind: string; message: string }[] }>("select state, errors from akadze.all_jobs where state = 'succeeded'");
+    expect(jobs.flatMap((j) => j.errors.map((e) => e.kind))).toEqual(Array(jobs.length).fill("TransitionHookFailed"));
+    expect(jobs[0]!.errors[0]!.message).toMatch(/did not settle within the \d+ ms .*budget|was not called/);
+  });
+
+  it("a hook that rejects after its deadline leaves no promise rejection unhandled, even for a moment", async () => {
+    const events: string[] = [];
+    const unhandled = (reason: unknown) => { events.push(`unhandledRejection: ${String(reason)}`); };
+    const handledLate = () => { events.push("rejectionHandled"); };
+    process.on("unhandledRejection", unhandled);
+    process.on("rejectionHandled", handledLate);
+    try {
+      const app = createApp({ transitionHookTimeout: "100ms" });
+      const task = app.task("t", { args: v.object({}) }, async () => "done");
+      let rejected!: () => void;
+      const late = new Promise<void>((resolve) => { rejected = resolve; });
+      app.hooks.onTransition(async (t) => {
+        if (t.to !== "succeeded") return;
+        await new Promise((resolve) => setTimeout(resolve, 300)); // past the statement's deadline
+        setTimeout(rejected, 50); // a moment after the rejection below, for Node to report it if unhandled
+        throw new Error("the alert service answered late, and badly");
+      });
+      await task.using(h().db).enqueue({});
+      expect((await within(runOnce(app, { db: h().db, budget: "5s" }), 10_000, "runOnce")).succeeded).toBe(1);
+      await within(late, 10_000, "the late rejection");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off("unhandledRejection", unhandled);
+      process.off("rejectionHandled", handledLate);
+    }
+    expect(events).toEqual([]);
+  });
+
   it("a control operation's hook past the deadline rolls its change back with a HookTimeout", async () => {
     const app = createApp({ transitionHookTimeout: "200ms" });
     const task = app.task("t", { args: v.object({}) }, async () => "done");

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hono } from "hono";
 import * as v from "valibot";
-import { createApp, InvalidInput, runOnce } from "../src/index.js";
+import { createApp, InvalidInput, runOnce, sendEvent } from "../src/index.js";
 import { akadzeRoutes } from "../src/edge/hono.js";
 import { akadzeDashboard } from "../src/edge/dashboard/index.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
@@ -26,6 +26,22 @@ describe("runOnce options", () => {
     const app = createApp();
     await expect(runOnce(app, { db: t.db, now: () => new Date(NaN) })).rejects.toThrow(/must return a valid Date, got an invalid Date/);
     await expect(runOnce(app, { db: t.db, now: (() => "2026-01-01") as unknown as () => Date })).rejects.toBeInstanceOf(InvalidInput);
+  });
+
+  it("a clock in a year Postgres cannot take as text (20000) is InvalidInput naming the clock, and changes nothing", async () => {
+    const app = createApp();
+    await app.task("noop", async () => {}).using(t.db).enqueue({});
+    const far = new Date(Date.UTC(20000, 0, 1));
+    for (const run of [() => runOnce(app, { db: t.db, now: () => far }), () => runOnce(createApp({ clock: () => far }), { db: t.db })]) {
+      const error = await run().then(() => null, (e: Error) => e);
+      expect(error).toBeInstanceOf(InvalidInput);
+      expect(error!.message).toMatch(/runOnce: the clock \(`now`\) must return a date between 1970-01-01 and 9999-12-31 \(UTC\), got \+020000-01-01/);
+    }
+    expect(await t.rows("select state, attempt from akadze.all_jobs where task = 'noop'")).toEqual([{ state: "queued", attempt: 0 }]);
+    await expect(sendEvent(t.db, "go", {}, { now: far })).rejects.toThrow(/sendEvent: now must be a valid Date between 1970-01-01 and 9999-12-31 \(UTC\)/);
+    const debounced = createApp({ clock: () => far }).debounced("later", { window: "1s" }, async () => {});
+    await expect(debounced.using(t.db, { key: "k" }).enqueue({})).rejects.toThrow(/debounced task later: the app's clock must return a date between 1970-01-01 and 9999-12-31 \(UTC\), got \+020000-01-01/);
+    expect(await t.rows("select count(*)::int as n from akadze.all_jobs where task = 'later'")).toEqual([{ n: 0 }]);
   });
 });
 

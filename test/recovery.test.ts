@@ -54,6 +54,27 @@ forEachDriver((h) => {
     expect(await job(id)).toMatchObject({ state: "failed", attempt: 1 });
   });
 
+  it("a recovery's transitions carry the LeaseExpired error it records; a job that never started gets none", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const seen = new Map<string, { to: string; error?: { kind: string; message: string } }>();
+    app.hooks.onTransition((t) => { if (t.from === "running" && !seen.has(t.task)) seen.set(t.task, { to: t.to, error: t.error }); });
+    await app.task("spent", async () => {}).using(h().db).enqueue({});
+    await app.task("last", { maxAttempts: 1 }, async () => {}).using(h().db).enqueue({});
+    await vanish(clock, ["spent", "last"]);
+    await app.task("prefetched", async () => {}).using(h().db).enqueue({});
+    await queryJson(h().db, claimJobsStatement({ // taken, never handed to a slot
+      owner: "vanished-invocation", now: timestamp(clock.now()), leaseMs: LEASE_MS, batchSize: 10, startCount: 0, tasks: ["prefetched"], queues: null, limits: true,
+    }));
+    clock.advance(LEASE_MS + 1);
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ recovered: 3 });
+
+    const leaseExpired = { kind: "LeaseExpired", message: "the invocation running this job stopped renewing its lease" };
+    expect(Object.fromEntries(seen)).toEqual({
+      spent: { to: "queued", error: leaseExpired }, last: { to: "failed", error: leaseExpired }, prefetched: { to: "queued", error: undefined },
+    });
+  });
+
   it("a run that lost its lease mid-body records nothing: the recovering invocation's view stands", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

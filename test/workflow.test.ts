@@ -396,6 +396,41 @@ forEachDriver((h, driver) => {
     expect(await job(slow)).toMatchObject({ state: "succeeded", attempt: 1 });
   });
 
+  it("a step result over 1 MiB of JSON fails the workflow at once, as a task's does, and is not stored", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ran: string[] = [];
+    const id = await app.workflow("big-step", async (_a, step) => {
+      await step.run("small", () => "ok");
+      await step.run("huge", () => { ran.push("huge"); return { blob: "z".repeat(1024 * 1024 + 1) }; });
+      await step.run("after", () => { ran.push("after"); });
+    }).using(h().db).enqueue({});
+    await invoke(app, clock);
+    expect(ran).toEqual(["huge"]); // one attempt: the same result would be refused again
+    expect(await job(id)).toMatchObject({ state: "failed" });
+    const [entry] = (await job(id)).errors;
+    expect(entry.kind).toBe("OutcomeNotStorable");
+    expect(entry.message).toMatch(/step "huge": the result is 1048588 bytes of JSON, over the 1048576-byte cap/);
+    expect((await steps(id)).map((s) => [s.name, s.state])).toEqual([["small", "done"]]);
+  });
+
+  it("an event for a cancelled workflow's wait is delivered to nobody and changes nothing", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const waiter = app.workflow("waiter", async (_a, step) => step.waitForEvent("go", { event: "go", timeout: "7d" }));
+    const cancelled = await waiter.using(h().db).enqueue({});
+    const live = await waiter.using(h().db).enqueue({});
+    await invoke(app, clock); // both park on the event
+    expect(await requestCancel(h().db, cancelled)).toBe(true);
+    const before = await steps(cancelled);
+    expect(before).toMatchObject([{ name: "go", state: "waiting" }]);
+
+    expect(await sendEvent(h().db, "go", { n: 1 }, { now: clock.now() })).toEqual({ delivered: 1, woken: 1 });
+    expect(await steps(cancelled)).toEqual(before);
+    expect(await job(cancelled)).toMatchObject({ state: "cancelled" });
+    expect(await steps(live)).toMatchObject([{ name: "go", state: "done", result: { n: 1 } }]);
+  });
+
   it("retention deletes a finished workflow's steps with its job, and keeps those of a job it keeps", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

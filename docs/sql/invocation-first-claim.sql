@@ -42,17 +42,17 @@ with akadze_pruned_workers as (
   'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) end
       from recover_expired x
       where j.id = x.id and not (x.started and x.last)
-      returning j.id, j.task, j.queue, j.attempt, j.state
+      returning j.id, j.task, j.queue, j.attempt, j.state, case when x.started then json_build_object('kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease') end as error
     ), recover_failed as (
       delete from akadze.jobs j using recover_expired x where j.id = x.id and x.started and x.last
       returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
   'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) as errors, j.result, j.created_at,
-        j.started_at, now() as finished_at, j.fair_key
+        j.started_at, now() as finished_at, j.fair_key, json_build_object('kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease') as error
     ), "recover_failed_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
       select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select * from recover_failed) f ), recovered as (
-      select id, task, queue, attempt, state from recover_requeued
-      union all select id, task, queue, attempt, state from recover_failed
+      select id, task, queue, attempt, state, error from recover_requeued
+      union all select id, task, queue, attempt, state, error from recover_failed
     ), recover_freed as (
       update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
     ),
@@ -181,7 +181,7 @@ with akadze_pruned_workers as (
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
         order by priority desc, fair_rank, walk nulls last, run_at, id) from claimed), '[]'::json),
       'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state)) from "recovered" ), '[]'::json),
+        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json),
       'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from "cancelled" ), '[]'::json),
       'rateLimited', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,

@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
-import { assertStorableJson, describeIssues, MAX_NAME_LENGTH, NameSchema, parseOrThrow } from "../core/validate.js";
+import { assertStorableJson, describeIssues, inTimestampRange, MAX_NAME_LENGTH, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { enqueueDebouncedStatement } from "../sql/enqueue-debounced.js";
 import type { ArgsSchema, JobContext, TaskDefinition, TaskOptions } from "./task.js";
@@ -70,7 +70,12 @@ export class DebouncedTask<S extends ArgsSchema = ArgsSchema> {
       parseOrThrow(this.payload, payload, `payload for task ${this.name}`);
       assertStorableJson(payload ?? {}, "payload", `payload for task ${this.name}`);
       const d = this.definition;
-      return enqueueDebouncedStatement({ task: d.name, queue: d.queue, priority: d.priority, maxAttempts: d.maxAttempts, key, ...this.timing, now: this.clock?.() ?? null }, payload ?? {});
+      const now = this.clock?.() ?? null;
+      // A date JS writes as "+020000-..." would reach Postgres as text it refuses.
+      if (now !== null && !(now instanceof Date && inTimestampRange(now.getTime()))) {
+        throw new InvalidInput(`debounced task ${this.name}: the app's clock must return a date between 1970-01-01 and 9999-12-31 (UTC), got ${now instanceof Date && Number.isFinite(now.getTime()) ? now.toISOString() : String(now)}`);
+      }
+      return enqueueDebouncedStatement({ task: d.name, queue: d.queue, priority: d.priority, maxAttempts: d.maxAttempts, key, ...this.timing, now }, payload ?? {});
     };
     return {
       enqueue: async (payload) => Number(await queryJson<number>(db, statementFor(payload))),

@@ -80,19 +80,33 @@ export class Hooks {
 /** A hook call that did not settle before its statement's hook deadline, or was not made because the deadline had passed. */
 export class HookTimeout extends AkadzeError {}
 
-/** The moment (monotonic ms) by which one statement's transition hooks must be done. */
-function hookDeadline(hooks: Hooks): number {
-  return performance.now() + hooks.timeoutMs;
+/**
+ * The hooks of a statement an invocation sends near its budget's end still get this long (as its last
+ * statement gets its round trip), however little of the budget is left.
+ */
+export const MIN_HOOK_TIME_MS = 500;
+
+/** When (monotonic ms) one statement's transition hooks must be done, and how long that gives them, with why. */
+interface HookDeadline { at: number; ms: number; why: string }
+
+/**
+ * The hooks' timeout, or what is left of the invocation's budget (`remainingMs`) if that is shorter (at least
+ * MIN_HOOK_TIME_MS): a hook that never settles does not keep an invocation past its budget.
+ */
+function hookDeadline(hooks: Hooks, remainingMs?: () => number): HookDeadline {
+  const left = remainingMs ? Math.max(MIN_HOOK_TIME_MS, remainingMs()) : Infinity;
+  const ms = Math.min(hooks.timeoutMs, left);
+  return { at: performance.now() + ms, ms, why: ms < hooks.timeoutMs ? "what was left of the invocation's budget" : "the statement's hooks may take" };
 }
 
-/** The hook's promise, or a HookTimeout once `deadline` passes (the hook itself is not stopped: it is no longer waited for). */
-async function withinDeadline(call: () => unknown, deadline: number, t: Transition, timeoutMs: number): Promise<void> {
+/** The hook's promise, or a HookTimeout once the deadline passes (the hook itself is not stopped: it is no longer waited for). */
+async function withinDeadline(call: () => unknown, deadline: HookDeadline, t: Transition): Promise<void> {
   const what = `an onTransition hook on ${t.from} -> ${t.to} of job ${t.jobId}`;
-  const left = deadline - performance.now();
-  if (left <= 0) throw new HookTimeout(`${what} was not called: the statement's hooks had used their ${timeoutMs} ms`);
+  const left = deadline.at - performance.now();
+  if (left <= 0) throw new HookTimeout(`${what} was not called: the statement's hooks had used their ${Math.round(deadline.ms)} ms (${deadline.why})`);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new HookTimeout(`${what} did not settle within the ${timeoutMs} ms the statement's hooks may take`)), left);
+    timer = setTimeout(() => reject(new HookTimeout(`${what} did not settle within the ${Math.round(deadline.ms)} ms ${deadline.why}`)), left);
   });
   try {
     await Promise.race([Promise.resolve().then(call), expired]);
@@ -105,7 +119,7 @@ async function withinDeadline(call: () => unknown, deadline: number, t: Transiti
 export async function emitTransitions(hooks: Hooks, transitions: Transition[], tx: Db): Promise<void> {
   const deadline = hookDeadline(hooks);
   for (const transition of transitions) {
-    for (const hook of hooks.transition) await withinDeadline(() => hook(hooks.seenBy(transition, tx), tx), deadline, transition, hooks.timeoutMs);
+    for (const hook of hooks.transition) await withinDeadline(() => hook(hooks.seenBy(transition, tx), tx), deadline, transition);
   }
 }
 
@@ -118,39 +132,40 @@ export async function emitTransitions(hooks: Hooks, transitions: Transition[], t
  * - "record" (the engine's claims and settles, which move many jobs at once): the hook affects only its own
  *   job's change. Each call runs in a savepoint, so its writes are undone, the change stands, and
  *   `TransitionHookFailed` is appended to that job's errors; other jobs, claims and recovery go on.
+ *   `remainingMs` (an invocation's budget left) shortens the hooks' deadline to it (MIN_HOOK_TIME_MS at least).
  * @example await runWithTransitions(db, app.hooks, (d) => queryJson(d, statement), (job) => job ? [transitionOf(job)] : []);
  */
 export async function runWithTransitions<T>(db: Db, hooks: Hooks | undefined, run: (db: Db) => Promise<T>,
-  transitions: (result: T) => Transition[], onHookError: "throw" | "record" = "throw"): Promise<T> {
+  transitions: (result: T) => Transition[], onHookError: "throw" | "record" = "throw", remainingMs?: () => number): Promise<T> {
   if (!hooks || hooks.transition.length === 0) return run(db);
   const record = onHookError === "record";
   if (traitsOf(db).http) {
     const result = await run(db);
     if (!record) await emitTransitions(hooks, transitions(result), db);
     // The change is committed; a lost note must not undo the caller's count of it.
-    else await recordHookFailures(db, hooks, await callHooksIsolated(hooks, transitions(result), db, false)).catch(() => {});
+    else await recordHookFailures(db, hooks, await callHooksIsolated(hooks, transitions(result), db, false, remainingMs)).catch(() => {});
     return result;
   }
   return db.transaction(async (tx) => {
     const result = await run(tx as unknown as Db);
     if (!record) await emitTransitions(hooks, transitions(result), tx as unknown as Db);
-    else await recordHookFailures(tx as unknown as Db, hooks, await callHooksIsolated(hooks, transitions(result), tx as unknown as Db, true));
+    else await recordHookFailures(tx as unknown as Db, hooks, await callHooksIsolated(hooks, transitions(result), tx as unknown as Db, true, remainingMs));
     return result;
   });
 }
 
 interface HookFailure { transition: Transition; error: unknown }
 
-async function callHooksIsolated(hooks: Hooks, transitions: Transition[], tx: Db, savepoints: boolean): Promise<HookFailure[]> {
+async function callHooksIsolated(hooks: Hooks, transitions: Transition[], tx: Db, savepoints: boolean, remainingMs?: () => number): Promise<HookFailure[]> {
   const failures: HookFailure[] = [];
   // One deadline for the statement's every call: a hook that never settles costs the statement (and the row
   // locks its transaction holds) at most the hooks' timeout, and the calls after it are recorded as not made.
-  const deadline = hookDeadline(hooks);
+  const deadline = hookDeadline(hooks, remainingMs);
   for (const transition of transitions) {
     for (const hook of hooks.transition) {
-      const call = (db: Db) => withinDeadline(() => hook(hooks.seenBy(transition, db), db), deadline, transition, hooks.timeoutMs);
+      const call = (db: Db) => withinDeadline(() => hook(hooks.seenBy(transition, db), db), deadline, transition);
       try {
-        if (performance.now() >= deadline) await call(tx);
+        if (performance.now() >= deadline.at) await call(tx);
         else if (savepoints) await tx.transaction(async (sp) => { await call(sp as unknown as Db); });
         else await call(tx);
       } catch (error) {
@@ -173,7 +188,8 @@ function hookErrorEntry(t: Transition, error: unknown, at: Date): ErrorEntry {
   return { ...entry, message: errorText(entry.message), stack: entry.stack === null ? null : errorText(entry.stack) };
 }
 
-/** A state change the database reported as `{ id, task, queue, attempt, from, to }`. */
-export function transitionOf(t: { id: number | string; task: string; queue: string; attempt: number; from: string; to: string }, error?: Transition["error"]): Transition {
+/** A state change the database reported as `{ id, task, queue, attempt, from, to }`, with the error it recorded (given, or the report's own `error`). */
+export function transitionOf(t: { id: number | string; task: string; queue: string; attempt: number; from: string; to: string; error?: Transition["error"] | null },
+  error: Transition["error"] = t.error ?? undefined): Transition {
   return { jobId: Number(t.id), task: t.task, queue: t.queue, from: t.from as Transition["from"], to: t.to as Transition["to"], attempt: t.attempt, ...(error ? { error } : {}) };
 }

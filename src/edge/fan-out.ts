@@ -13,9 +13,9 @@ export function siblingBody(request: SiblingRequest, detach: boolean): Record<st
   };
 }
 
-async function send(fetcher: Fetcher, url: string, secret: string, request: SiblingRequest, detach: boolean): Promise<unknown> {
+async function send(fetcher: Fetcher, url: string, secret: string, request: SiblingRequest, detach: boolean, signal?: AbortSignal): Promise<unknown> {
   const res = await fetcher.fetch(url, {
-    method: "POST",
+    method: "POST", ...(signal ? { signal } : {}),
     headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
     body: JSON.stringify(siblingBody(request, detach)),
   });
@@ -27,7 +27,8 @@ async function send(fetcher: Fetcher, url: string, secret: string, request: Sibl
 /**
  * Cloudflare Workers: start siblings through a service binding to the Worker itself (`[[services]] binding =
  * "SELF"`, `service` = the Worker's own name). Cloudflare ties a child's life to its caller, so the call
- * lasts the sibling's whole budget: give `waitUntil` (ctx.waitUntil) with it. `path` is where akadzeRoutes
+ * lasts the sibling's whole budget (it is never aborted: that would end the sibling): give `waitUntil`
+ * (ctx.waitUntil) with it. `path` is where akadzeRoutes
  * is mounted plus `/work`.
  * @example fanOut: { invoke: selfBinding(env.SELF, { secret: env.CRON_SECRET }), waitUntil: (p) => ctx.waitUntil(p) }
  */
@@ -41,9 +42,10 @@ export function selfBinding(binding: Fetcher, options: { secret: string; path?: 
  * Vercel, Node (`akadze dev`) or any host with a public work route: start siblings by calling the work route's
  * own URL. The sibling answers 202 as soon as it accepted the request and runs on after the response (Vercel's
  * waitUntil, up to the function's maxDuration; a Node server simply runs it), so the caller does not wait for it.
+ * A request not answered by the sibling's start deadline (a few seconds) is aborted.
  * @example fanOut: { invoke: ownUrl("https://my-app.vercel.app/api/akadze/work", { secret: process.env.CRON_SECRET! }) }
  */
-export function ownUrl(url: string | URL, options: { secret: string; fetch?: Fetcher["fetch"] }): (request: SiblingRequest) => Promise<unknown> {
+export function ownUrl(url: string | URL, options: { secret: string; fetch?: Fetcher["fetch"] }): (request: SiblingRequest, call?: { signal: AbortSignal }) => Promise<unknown> {
   const fetcher: Fetcher = { fetch: options.fetch ?? ((input, init) => fetch(input, init)) };
-  return (request) => send(fetcher, String(url), options.secret, request, true);
+  return (request, call) => send(fetcher, String(url), options.secret, request, true, call?.signal);
 }

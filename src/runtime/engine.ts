@@ -90,7 +90,7 @@ export class Engine {
         this.jobs.settleLost(outcomes, unsure);
         this.resendLater();
       },
-      requestTimeoutMs: () => this.requestTimeoutMs(),
+      requestTimeoutMs: () => this.requestTimeoutMs(), remainingMs: () => this.remainingMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
     this.runs = new JobRuns({

@@ -8,9 +8,11 @@ import { queryJson, type Db } from "../db/query.js";
 import { InvalidInput } from "../core/errors.js";
 import { holdInvocationSlotStatement } from "../sql/hold-invocation-slot.js";
 import { passInvocationSlotStatement } from "../sql/pass-invocation-slot.js";
-import { releaseInvocationSlotsStatement } from "../sql/release-invocation-slots.js";
+import { releaseInvocationSlotsStatement, releaseUnstartedSlotStatement } from "../sql/release-invocation-slots.js";
 import { takeInvocationSlotsStatement } from "../sql/take-invocation-slots.js";
 import type { Claim } from "./claimer.js";
+import type { BudgetClock } from "./budget-clock.js";
+import { deadline } from "./deadline.js";
 import { knownRunMs } from "./pace.js";
 import type { RunSummary } from "./run-options.js";
 
@@ -25,8 +27,15 @@ export const DEFAULT_MAX_INVOCATIONS = 8;
 export const MAX_INVOCATIONS = 64;
 /** The most due jobs one claim counts for fan-out (rounded up to a power of two, 16,384): the count stays a bounded index scan whatever the queue holds. */
 export const MAX_BACKLOG_COUNT = 10_000;
-/** How long a slot taken for a sibling waits for it to start, beyond its budget and lease. */
-const START_GRACE_MS = 10_000;
+/** How long a held slot outlives its holder's budget and lease: its last statements and its successor's start fit well inside. */
+const END_GRACE_MS = 10_000;
+/**
+ * How long an invocation fan-out asks for has to start (to hold its slot): a Worker's call to itself or a warm
+ * function answers in milliseconds, a cold start in a second or two. A sibling gets at most what is left of its
+ * starter's budget (at least MIN_START_MS), a successor, asked for once the budget is spent, all of it.
+ */
+const START_MS = 3_000;
+const MIN_START_MS = 500;
 
 /** One invocation fan-out asks the platform to start: its name, chain and shape; the adapter sends it to the work route. */
 export interface SiblingRequest {
@@ -53,14 +62,18 @@ export interface FanOutTicket { chain: string; generation: number }
 export interface FanOutOptions {
   /**
    * Starts one invocation for `request` (see the adapters in akadze/hono: `selfBinding`, `ownUrl`), or runs it
-   * any way you like: `runOnce(app, { ..., id: request.id, fanOut: { ...options, ticket } })`. A rejection frees its slot.
+   * any way you like: `runOnce(app, { ..., id: request.id, fanOut: { ...options, ticket } })`. The invocation
+   * must take its slot (runOnce's first statement does) within a few seconds (at most what is left of the
+   * starter's budget): `signal` aborts then if the call is still on its way, and a slot not taken by then, or
+   * after a rejection, is freed.
    */
-  invoke: (request: SiblingRequest) => Promise<unknown>;
+  invoke: (request: SiblingRequest, call: { signal: AbortSignal }) => Promise<unknown>;
   /** Live invocations across the cluster (per set of queues), this one included. Default `DEFAULT_MAX_INVOCATIONS` (8). */
   maxInvocations?: number;
   /**
    * Keeps the process alive for what `invoke` returned (Cloudflare's `ctx.waitUntil`: a service-binding call
-   * must be awaited by its caller). Without it, `runOnce` waits for every `invoke` before it returns.
+   * must be awaited by its caller). Without it, `runOnce` waits for every `invoke` before it returns, but not
+   * past its budget (a successor's: past its start deadline).
    */
   waitUntil?: (promise: Promise<unknown>) => void;
   /** Set when fan-out started this invocation (the work route does it from the request). */
@@ -101,8 +114,8 @@ interface SessionOptions {
   budgetMs: number;
   leaseMs: number;
   sqlNow: () => SQL;
-  /** Milliseconds left of the budget. */
-  remainingMs: () => number;
+  /** The invocation's budget, on its clock: what is left of it, and the deadlines of what it starts. */
+  budget: BudgetClock;
   /** The invocation's stop signal: once it aborted, nothing more is started. */
   signal?: AbortSignal;
 }
@@ -136,7 +149,7 @@ export class FanOutSession {
     if (typeof f.invoke !== "function") throw new InvalidInput("Invalid runOnce options: fanOut.invoke must be a function that starts one invocation");
     this.cap = cap;
     this.scope = fanOutScope(o.queues);
-    this.ttlMs = o.budgetMs + o.leaseMs + START_GRACE_MS;
+    this.ttlMs = o.budgetMs + o.leaseMs + END_GRACE_MS;
     this.report = { slot: null, chain: f.ticket?.chain ?? o.id, generation: f.ticket?.generation ?? 0, backlog: null, started: [], successor: null };
   }
 
@@ -154,7 +167,7 @@ export class FanOutSession {
     if (this.f.ticket) {
       this.report.slot = await queryJson<number | null>(this.o.db, holdInvocationSlotStatement(this.scope, this.o.id, this.o.sqlNow(), this.ttlMs));
     } else {
-      const [mine] = await this.take(1, null, [this.o.id], null);
+      const [mine] = await this.take(1, null, [this.o.id], null, this.ttlMs);
       this.report.slot = mine?.slot ?? null;
     }
     return this.report.slot !== null;
@@ -203,13 +216,13 @@ export class FanOutSession {
   /** Jobs one invocation runs in what is left of its budget: its slots times the jobs each runs, once their run time is known. */
   private perInvocation(): number {
     const runMs = knownRunMs(this.o.app);
-    return runMs === null ? this.o.slots : Math.max(this.o.slots, Math.floor(this.o.slots * Math.max(0, this.o.remainingMs()) / Math.max(runMs, 1)));
+    return runMs === null ? this.o.slots : Math.max(this.o.slots, Math.floor(this.o.slots * Math.max(0, this.o.budget.remainingMs()) / Math.max(runMs, 1)));
   }
 
-  private take(count: number, total: number | null, holders: string[], startedBy: string | null): Promise<{ slot: number; holder: string }[]> {
+  private take(count: number, total: number | null, holders: string[], startedBy: string | null, ttlMs: number): Promise<{ slot: number; holder: string }[]> {
     return queryJson(this.o.db, takeInvocationSlotsStatement({
       scope: this.scope, cap: this.cap, count, total, holders, chain: this.report.chain, startedBy,
-      queues: this.o.queues, now: this.o.sqlNow(), ttlMs: this.ttlMs,
+      queues: this.o.queues, now: this.o.sqlNow(), ttlMs,
     }));
   }
 
@@ -220,17 +233,18 @@ export class FanOutSession {
 
   private async startSiblings(need: number): Promise<void> {
     const names = Array.from({ length: need - 1 }, () => this.mint(this.report.generation));
+    const startMs = Math.min(START_MS, Math.max(MIN_START_MS, this.o.budget.remainingMs()));
     this.statements++;
     let taken: { slot: number; holder: string }[];
     try {
-      taken = await this.take(need - 1, need, names, this.o.id);
+      taken = await this.take(need - 1, need, names, this.o.id, startMs);
     } catch (error) {
       console.error("akadze: fan-out could not take slots for siblings", error);
       return;
     }
     for (const { holder } of taken) {
       this.report.started.push(holder);
-      this.invoke({ id: holder, kind: "sibling", generation: this.report.generation });
+      this.invoke({ id: holder, kind: "sibling", generation: this.report.generation }, startMs);
     }
   }
 
@@ -239,26 +253,52 @@ export class FanOutSession {
     const next = this.mint(this.report.generation + 1);
     this.statements++;
     const slot = await queryJson<number | null>(this.o.db, passInvocationSlotStatement({
-      scope: this.scope, from: this.o.id, to: next, queues: this.o.queues, now: this.o.sqlNow(), ttlMs: this.ttlMs, onlyIfLast,
+      scope: this.scope, from: this.o.id, to: next, queues: this.o.queues, now: this.o.sqlNow(), startMs: START_MS, onlyIfLast,
     }));
     if (slot === null) return false;
     this.report.successor = next;
-    this.invoke({ id: next, kind: "successor", generation: this.report.generation + 1 });
+    this.invoke({ id: next, kind: "successor", generation: this.report.generation + 1 }, START_MS);
     return true;
   }
 
-  /** Asks the platform for one invocation; if that fails, its slot is freed at once rather than left to expire. */
-  private invoke(r: { id: string; kind: SiblingRequest["kind"]; generation: number }): void {
+  /**
+   * Asks the platform for one invocation, which has `startMs` to take its slot. If the call fails, or is still
+   * on its way by then (aborted: an `ownUrl` request stops there), the slot is freed unless the invocation took
+   * it, rather than left to expire. Without `waitUntil` the call is waited for until the budget's end at most.
+   */
+  private invoke(r: { id: string; kind: SiblingRequest["kind"]; generation: number }, startMs: number): void {
     const request: SiblingRequest = {
       ...r, chain: this.report.chain, startedBy: this.o.id, ...(this.o.queues ? { queues: this.o.queues } : {}),
       slots: this.o.slots, batchSize: this.o.batchSize, budgetMs: this.o.budgetMs,
     };
-    const started = Promise.resolve().then(() => this.f.invoke(request)).catch(async (error: unknown) => {
-      console.error(`akadze: fan-out could not start invocation ${r.id}; its slot is freed`, error);
-      await this.release([r.id]).catch(() => {});
+    const from = this.o.budget.mark();
+    const stop = new AbortController();
+    const call = Promise.resolve().then(() => this.f.invoke(request, { signal: stop.signal }));
+    const startBy = deadline(this.o.budget, from, startMs);
+    let due = false;
+    const answered = call.then(() => true, (error: unknown) => {
+      if (!due) console.error(`akadze: fan-out's call for invocation ${r.id} failed; its slot is freed unless it took it`, error);
+      return false;
     });
-    if (this.f.waitUntil) this.f.waitUntil(started);
-    else this.pending.push(started);
+    const started = Promise.race([answered, startBy.passed.then(() => null)]).then(async (ok) => {
+      startBy.cancel();
+      if (ok === true) return;
+      due = ok === null;
+      this.statements++;
+      const freed = await queryJson<number>(this.o.db, releaseUnstartedSlotStatement(this.scope, r.id, startMs, this.o.sqlNow())).catch(() => null);
+      // A call still on its way whose invocation never took its slot is given up (one that did runs on).
+      if (due && freed !== 0) {
+        console.error(`akadze: fan-out invocation ${r.id} did not start within ${startMs} ms; the call is aborted and its slot freed`);
+        stop.abort(new Error(`akadze: invocation ${r.id} did not start within ${startMs} ms`));
+      }
+    });
+    if (this.f.waitUntil) {
+      this.f.waitUntil(answered);
+      this.f.waitUntil(started);
+      return;
+    }
+    const waitBy = deadline(this.o.budget, from, Math.max(startMs, this.o.budget.remainingMs()));
+    this.pending.push(started, Promise.race([answered, waitBy.passed]).finally(waitBy.cancel));
   }
 
   /** A new invocation id: the chain, the budget it belongs to, and a random part (ids double as lease owners). */

@@ -1,5 +1,5 @@
 import { parseDuration } from "../core/duration.js";
-import { parseOrThrow, RunOptionsSchema } from "../core/validate.js";
+import { inTimestampRange, parseOrThrow, RunOptionsSchema } from "../core/validate.js";
 import { InvalidInput } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import { resolveRetention } from "../core/retention.js";
@@ -52,7 +52,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const budget = new BudgetClock(now, monotonic, o.budgetMs);
   const fan = options.fanOut ? new FanOutSession(options.fanOut, {
     app, db: options.db, id, queues, slots: o.slots, batchSize: o.batchSize, budgetMs: o.budgetMs, leaseMs: o.leaseMs, sqlNow,
-    remainingMs: () => budget.remainingMs(), signal: options.signal,
+    budget, signal: options.signal,
   }) : null;
   // A fan-out invocation claims only while it holds a slot: the cap is counted in slots.
   if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report, driver: driverName(options.db) };
@@ -94,9 +94,10 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
 }
 
 /**
- * The clock, after one reading proved it gives valid Dates (InvalidInput otherwise: a clock returning a
- * string or an invalid date would fail deep inside a statement with a raw RangeError or database error).
- * Every later reading is checked as well.
+ * The clock, after one reading proved it gives valid Dates akadze can store (InvalidInput otherwise: a clock
+ * returning a string, an invalid date or one past year 9999, which JS writes as "+020000-..." and Postgres
+ * refuses, would fail deep inside a statement with a raw RangeError or database error). Every later reading
+ * is checked as well.
  */
 export function checkedClock(clock: () => Date, what: string): () => Date {
   const read = (): Date => {
@@ -104,6 +105,9 @@ export function checkedClock(clock: () => Date, what: string): () => Date {
     try { at = clock(); } catch (error) { throw new InvalidInput(`${what}: the clock (\`now\`) threw: ${(error as Error)?.message ?? error}`, { cause: error }); }
     if (!(at instanceof Date) || !Number.isFinite(at.getTime())) {
       throw new InvalidInput(`${what}: the clock (\`now\`) must return a valid Date, got ${at instanceof Date ? "an invalid Date" : JSON.stringify(at) ?? String(at)}`);
+    }
+    if (!inTimestampRange(at.getTime())) {
+      throw new InvalidInput(`${what}: the clock (\`now\`) must return a date between 1970-01-01 and 9999-12-31 (UTC), got ${at.toISOString()}`);
     }
     return at;
   };

@@ -53,6 +53,8 @@ export interface SettlerOptions {
   lost: (outcomes: Outcome[], error: unknown, unsure: boolean) => void;
   /** How long to wait for a statement's answer now (Infinity: as long as it takes). */
   requestTimeoutMs: () => number;
+  /** What is left of the budget: the transition hooks are not waited for past it (sendWithTransitions). */
+  remainingMs?: () => number;
   /** The answer to a start request (`null` when it failed), with when it was sent: local clock and monotonic ms. */
   started: (request: StartRequest, result: StartResult | null, sent: { clock: number; mono: number }) => void;
 }
@@ -160,7 +162,7 @@ export class Settler {
         ...r.done.map((d) => transitionOf(d, d.error ?? undefined)),
         ...(r.start?.stopped ?? []).map((t) => transitionOf({ ...t, from: "running", to: "cancelled" })),
         ...(r.start?.denied ?? []).map((t) => transitionOf({ ...t, from: "running", to: "queued" })),
-      ] as Transition[]);
+      ] as Transition[], this.o.remainingMs);
     } finally {
       this.o.sent(performance.now() - began);
     }

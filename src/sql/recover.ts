@@ -6,8 +6,12 @@ import { cte } from "./cte-names.js";
 /** How many expired leases one claim recovers at most; the rest wait for the next claim. */
 export const RECOVER_LIMIT = 500;
 
+/** (A literal, not a parameter: the claim's text stays the same for every claim.) */
+const LEASE_EXPIRED_MESSAGE = sql.raw("'the invocation running this job stopped renewing its lease'");
 const LEASE_EXPIRED = (now: SQL) => sql`jsonb_build_array(jsonb_build_object('attempt', j.attempt,
-  'at', ${now}, 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null))`;
+  'at', ${now}, 'kind', 'LeaseExpired', 'message', ${LEASE_EXPIRED_MESSAGE}, 'stack', null))`;
+/** The error a recovery's transition carries (`error` of the recovered rows): the entry it appended, or null. */
+const LEASE_EXPIRED_NOTE = sql`json_build_object('kind', 'LeaseExpired', 'message', ${LEASE_EXPIRED_MESSAGE})`;
 
 /**
  * CTEs `recovered` and `recover_freed` for the claim's round trip: jobs whose lease expired go back to
@@ -36,18 +40,18 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
         errors = case when not x.started then j.errors else j.errors || ${LEASE_EXPIRED(now)} end
       from recover_expired x
       where j.id = x.id and not (x.started and x.last)
-      returning j.id, j.task, j.queue, j.attempt, j.state
+      returning j.id, j.task, j.queue, j.attempt, j.state, case when x.started then ${LEASE_EXPIRED_NOTE} end as error
     )`,
     sql`recover_failed as (
       delete from akadze.jobs j using recover_expired x where j.id = x.id and x.started and x.last
       returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors || ${LEASE_EXPIRED(now)} as errors, j.result, j.created_at,
-        j.started_at, ${now} as finished_at, j.fair_key
+        j.started_at, ${now} as finished_at, j.fair_key, ${LEASE_EXPIRED_NOTE} as error
     )`,
     ...archiveCtes("recover_failed", sql`select * from recover_failed`, "failed"),
     sql`${cte("recovered")} as (
-      select id, task, queue, attempt, state from recover_requeued
-      union all select id, task, queue, attempt, state from recover_failed
+      select id, task, queue, attempt, state, error from recover_requeued
+      union all select id, task, queue, attempt, state, error from recover_failed
     )`,
     sql`recover_freed as (
       update akadze.limit_slots s set job_id = null from ${cte("recovered")} r where s.job_id = r.id

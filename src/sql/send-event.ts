@@ -2,8 +2,9 @@ import { sql, type SQL } from "drizzle-orm";
 
 /**
  * Delivers an event to every workflow step waiting for it whose match the payload contains (and whose
- * timeout has not passed), and makes those runs due now: one statement, so it commits or rolls back with
- * the caller's transaction. Answers `{ delivered, woken }`.
+ * timeout has not passed) in a run that is still live (queued or running: a cancelled or failed run's wait
+ * is left as it was), and makes those runs due now: one statement, so it commits or rolls back with the
+ * caller's transaction. Answers `{ delivered, woken }`.
  */
 export function sendEventStatement(name: string, payload: unknown, now: SQL): SQL {
   const json = JSON.stringify(payload ?? null);
@@ -12,6 +13,8 @@ export function sendEventStatement(name: string, payload: unknown, now: SQL): SQ
       update akadze.steps s set state = 'done', result = ${json}::jsonb, finished_at = ${now}
       where s.state = 'waiting' and s.kind = 'event' and s.event = ${name} and s.wake_at > ${now}
         and (s.match is null or ${json}::jsonb @> s.match)
+        -- akadze.jobs holds only queued and running jobs; a finished one's steps stay as they ended.
+        and exists (select 1 from akadze.jobs j where j.id = s.job_id)
       returning s.job_id
     ),
     woken as (

@@ -16,7 +16,10 @@ export interface TakeSlots {
   startedBy: string | null;
   queues: string[] | null;
   now: SQL;
-  /** How long a slot is held unless renewed or released: past it, a holder that died no longer counts. */
+  /**
+   * How long a slot is held unless renewed or released: past it, a holder that died (or never started) no
+   * longer counts. A slot taken for another invocation lives only as long as that one has to start.
+   */
   ttlMs: number;
 }
 

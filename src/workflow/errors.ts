@@ -33,6 +33,13 @@ export class StepTimeout extends JobTimeout {
 export class StepMisuse extends Fail {}
 
 /**
+ * A step returned more JSON than a result may hold (`MAX_RESULT_BYTES`, as for a task's result): nothing of
+ * the step is stored and the job fails at once, its errors entry of the same kind as a task's oversized result.
+ * @example await step.run("export", async () => { await saveRows(rows); return { count: rows.length }; }) // not the rows
+ */
+export class OutcomeNotStorable extends Fail {}
+
+/**
  * Thrown out of a step call to park the run (a sleep, a wait, a retry's backoff, a short budget); the
  * workflow runtime turns it into a snooze. Catching it does not keep the run going: every later step throws it again.
  */

@@ -1,6 +1,6 @@
 import { jsonProblem } from "../core/json.js";
 import { InvalidInput } from "../core/errors.js";
-import { NameSchema, parseOrThrow } from "../core/validate.js";
+import { inTimestampRange, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { sendEventStatement } from "../sql/send-event.js";
 import { timestamp } from "../sql/time.js";
@@ -42,6 +42,8 @@ function statementOf(name: string, payload: unknown, options: SendEventOptions) 
   parseOrThrow(NameSchema, name, "event name");
   const problem = payload === undefined ? null : jsonProblem(payload, "payload");
   if (problem !== null) throw new InvalidInput(`Invalid event: the payload must be JSON that Postgres can store; ${problem}`);
-  if (options.now !== undefined && (!(options.now instanceof Date) || Number.isNaN(options.now.getTime()))) throw new InvalidInput("sendEvent: now must be a valid Date");
+  if (options.now !== undefined && (!(options.now instanceof Date) || !inTimestampRange(options.now.getTime()))) {
+    throw new InvalidInput("sendEvent: now must be a valid Date between 1970-01-01 and 9999-12-31 (UTC)");
+  }
   return sendEventStatement(name, payload ?? null, timestamp(options.now ?? null));
 }

@@ -12,7 +12,8 @@ import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
 import { loadStepsStatement } from "../sql/load-steps.js";
 import { saveStepStatement, type StepWrite } from "../sql/save-step.js";
 import { timestamp } from "../sql/time.js";
-import { StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./errors.js";
+import { OutcomeNotStorable, StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./errors.js";
+import { MAX_RESULT_BYTES } from "../runtime/storable.js";
 import { StepDeadline } from "./step-timeout.js";
 import type { StoredStep, StepPolicy } from "./types.js";
 import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } from "./children.js";
@@ -222,9 +223,15 @@ export class StepRunner implements Step {
       ? new LeaseLost(`this run no longer owns job ${this.current.id}; the step's writes were rolled back`, { cause: error }) : error;
   }
 
+  /** A result is stored only if it is JSON Postgres can hold, within the size a task's result may have. */
   private assertJson(name: string, value: unknown): void {
-    const problem = value === undefined ? null : jsonProblem(value, "result");
+    if (value === undefined) return;
+    const problem = jsonProblem(value, "result");
     if (problem !== null) throw this.fail(new StepMisuse(`step ${JSON.stringify(name)} returned a value that is not JSON: ${problem}`));
+    const size = new TextEncoder().encode(JSON.stringify(value)).length;
+    if (size > MAX_RESULT_BYTES) {
+      throw this.fail(new OutcomeNotStorable(`step ${JSON.stringify(name)}: the result is ${size} bytes of JSON, over the ${MAX_RESULT_BYTES}-byte cap: store large results in your own tables`));
+    }
   }
 
   /** Parks the run (the earliest of its parks wins) and returns what the step call throws. */
