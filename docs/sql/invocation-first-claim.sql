@@ -95,17 +95,17 @@ with akadze_pruned_workers as (
     ),
     fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
       with recursive after_cursor(key, n) as (
-        (select j.fair_key, 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > (select key from fair_from) order by j.fair_key limit 1)
+        (select j.fair_key, 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > (select key from fair_from) order by j.fair_key limit 1)
         union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > a.key order by j.fair_key limit 1), a.n + 1
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > a.key order by j.fair_key limit 1), a.n + 1
         from after_cursor a where a.key is not null and a.n < 1
       ),
       walked_after as (select count(*)::int as n from after_cursor where key is not null),
       from_start(key, n) as (
         (select j.fair_key, (select n from walked_after) + 1 from akadze.jobs j
-         where j.state = 'queued' and j.fair_key is not null and j.fair_key <= (select key from fair_from) and (select n from walked_after) < 1 order by j.fair_key limit 1)
+         where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key <= (select key from fair_from) and (select n from walked_after) < 1 order by j.fair_key limit 1)
         union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > s.key and j.fair_key <= (select key from fair_from)
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > s.key and j.fair_key <= (select key from fair_from)
                 order by j.fair_key limit 1), s.n + 1
         from from_start s where s.key is not null and s.n < 1
       ),
@@ -152,7 +152,7 @@ with akadze_pruned_workers as (
       from due d where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk
     ),
-    fair_next as (select fair_key as key from due where walk is not null order by walk desc limit 1), fair_moved as (
+    fair_next as (select key from (select key from fair_walk order by n desc limit 1) l where key <> (select key from fair_from)), fair_moved as (
       update akadze.fair_cursor f set key = n.key from fair_next n
       where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked)
       returning f.id

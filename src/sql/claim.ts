@@ -230,7 +230,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       for update of j skip locked
     ),
     ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}${p.fair ? sql`
-    ${sql.join(fairCandidatesCtes({ eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
+    ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
     candidates as (
       ${p.fair
         ? fairCandidates(offered, p.batchSize)
