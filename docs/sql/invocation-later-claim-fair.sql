@@ -108,7 +108,10 @@ with  limit_full as (
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null)
       select key, n, ceil($11::float8 / count(*) over ())::int as share from walked
     ), fair_candidates as (
-      select x.* from fair_walk w cross join lateral (
+      select x.* from (
+        select w.key, greatest(w.share - coalesce(p.n, 0), 0) as share from fair_walk w
+        left join (select fair_key, count(*) as n from unlimited_candidates group by fair_key) p on p.fair_key = w.key
+      ) w cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
           from akadze.jobs j

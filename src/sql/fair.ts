@@ -72,9 +72,13 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
       select key, n, ceil(${o.batchSize}::float8 / count(*) over ())::int as share from walked
     )`,
     // (As for limited keys: the constant inner limit lets the planner walk jobs_fair_idx; the outer one stops
-    // it, and so the locking, after the key's share.)
+    // it, and so the locking, after the key's share, less what the plain scan already offers of the key: a key
+    // the plain scan covers is neither scanned nor locked again.)
     sql`fair_candidates as (
-      select x.* from fair_walk w cross join lateral (
+      select x.* from (
+        select w.key, greatest(w.share - coalesce(p.n, 0), 0) as share from fair_walk w
+        left join (select fair_key, count(*) as n from ${cte("unlimitedCandidates")} group by fair_key) p on p.fair_key = w.key
+      ) w cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key
           from akadze.jobs j
