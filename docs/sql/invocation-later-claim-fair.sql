@@ -52,43 +52,6 @@ with  limit_full as (
     ), recover_freed as (
       update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
     ),
-    unlimited_candidates as (
-      select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
-      from akadze.jobs j
-      where j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
-      order by j.priority desc nulls last, j.run_at, j.id
-      limit 1
-      for update of j skip locked
-    ),
-    room as (
-      select l.key, least($6,
-        case when l.max_running is null then $7
-             else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $8
-             else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
-      from akadze.limits l
-    ), limited_candidates as (
-      select x.* from room r cross join lateral (
-        select * from (
-          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key
-          from akadze.jobs j
-          where j.limit_key = r.key and j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused)
-          -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
-          order by j.priority desc nulls last, j.run_at, j.id
-          limit $10
-          for update of j skip locked
-        ) y limit r.n
-      ) x
-      where r.n > 0
-    ),
     fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
       with recursive after_cursor(key, n) as (
         (select j.fair_key, 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > (select key from fair_from) order by j.fair_key limit 1)
@@ -106,26 +69,60 @@ with  limit_full as (
         from from_start s where s.key is not null and s.n < 1
       ),
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null)
-      select key, n, ceil($11::float8 / count(*) over ())::int as share from walked
+      select key, n, ceil($5::float8 / count(*) over ())::int as share from walked
     ), fair_candidates as (
-      select x.* from (
-        select w.key, greatest(w.share - coalesce(p.n, 0), 0) as share from fair_walk w
-        left join (select fair_key, count(*) as n from unlimited_candidates group by fair_key) p on p.fair_key = w.key
-      ) w cross join lateral (
+      select x.* from fair_walk w cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
           from akadze.jobs j
           where j.fair_key = w.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($12::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($6::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
-            and j.id not in (select id from unlimited_candidates)
           order by j.priority desc nulls last, j.run_at, j.id
           limit 1
           for update of j skip locked
         ) y limit w.share
       ) x
+    ),
+    unlimited_candidates as (select * from (
+      select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+      from akadze.jobs j
+      where j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($7::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
+      order by j.priority desc nulls last, j.run_at, j.id
+      limit 1
+      for update of j skip locked
+    ) u limit (select greatest($8 - (select count(*) from fair_candidates),
+        ceil($9::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    room as (
+      select l.key, least($10,
+        case when l.max_running is null then $11
+             else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
+        case when l.max_starts is null then $12
+             else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
+      from akadze.limits l
+    ), limited_candidates as (
+      select x.* from room r cross join lateral (
+        select * from (
+          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key
+          from akadze.jobs j
+          where j.limit_key = r.key and j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($13::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused)
+          -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
+          order by j.priority desc nulls last, j.run_at, j.id
+          limit $14
+          for update of j skip locked
+        ) y limit r.n
+      ) x
+      where r.n > 0
     ),
     candidates as (
       select c.*, w.n as walk from (
@@ -133,19 +130,19 @@ with  limit_full as (
         from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u
       ) c left join fair_walk w on w.key = c.fair_key
       order by c.priority desc, c.fair_rank, w.n nulls last, c.run_at, c.id
-      limit $13
+      limit $15
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $14 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $16 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $15,
-        lease_expires_at = now() + ($16)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $17,
+        lease_expires_at = now() + ($18)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
       from due d where j.id = d.id
@@ -183,7 +180,7 @@ with  limit_full as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null, $17::text, (select count(*) from claimed) >= $18 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null, $19::text, (select count(*) from claimed) >= $20 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

@@ -10,7 +10,9 @@ import { cte } from "./cte-names.js";
  *   Keys whose jobs are all delayed are not walked: the probe checks `run_at` in the index, job by job, without
  *   reading a row, so they cost no turn and only their index entries' reading.
  * - Each walked key offers its next `share` due jobs (the batch divided by the keys walked), by its own order
- *   (priority, due time, id); the claim's plain scan offers the first jobs in claim order as before.
+ *   (priority, due time, id); then the claim's plain scan offers the first other jobs in claim order, as many
+ *   as the batch still lacks and at least a key's share (jobs without a key, and any key's when the walked
+ *   keys cannot fill the batch).
  * - The batch is cut by priority first, then by each job's rank within its key (`fair_rank`), then by walk
  *   position: every key's first job goes before any key's second. Jobs without a key rank as one more key.
  * - The cursor moves to the last walked key, served or not (its due jobs may be for tasks or queues this claim
@@ -39,7 +41,8 @@ function walkBound(batchSize: number): SQL {
 
 /**
  * `fair_walk (key, n, share)`: the keys a claim serves, in walk order `n`, and how many jobs each offers; and
- * `fair_candidates`, each walked key's next due jobs past those the plain scan (`unlimited_candidates`) took.
+ * `fair_candidates`, each walked key's next due jobs. They come before the plain scan, which offers the rest
+ * (`fairPlainScan`).
  */
 export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
   const bound = walkBound(o.batchSize);
@@ -72,18 +75,13 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
       select key, n, ceil(${o.batchSize}::float8 / count(*) over ())::int as share from walked
     )`,
     // (As for limited keys: the constant inner limit lets the planner walk jobs_fair_idx; the outer one stops
-    // it, and so the locking, after the key's share, less what the plain scan already offers of the key: a key
-    // the plain scan covers is neither scanned nor locked again.)
+    // it, and so the locking, after the key's share.)
     sql`fair_candidates as (
-      select x.* from (
-        select w.key, greatest(w.share - coalesce(p.n, 0), 0) as share from fair_walk w
-        left join (select fair_key, count(*) as n from ${cte("unlimitedCandidates")} group by fair_key) p on p.fair_key = w.key
-      ) w cross join lateral (
+      select x.* from fair_walk w cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key
           from akadze.jobs j
           where j.fair_key = w.key and ${o.eligible} and ${o.unlimited}
-            and j.id not in (select id from ${cte("unlimitedCandidates")})
           order by j.priority desc nulls last, j.run_at, j.id
           limit ${bound}
           for update of j skip locked
@@ -91,6 +89,20 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
       ) x
     )`,
   ];
+}
+
+/**
+ * What a fair claim's plain scan offers, after the walked keys' candidates (`fair_candidates`): jobs not among
+ * them (`exclude`, for its where clause), at most `room` (an outer limit): what the batch still lacks, and at
+ * least a key's share, so jobs without a key get their turn as one more key. Past that the plain scan would
+ * only lock rows the batch cut drops.
+ */
+export function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
+  return {
+    exclude: sql`and j.id not in (select id from fair_candidates)`,
+    room: sql`(select greatest(${batchSize} - (select count(*) from fair_candidates),
+        ceil(${batchSize}::float8 / ((select count(*) from fair_walk) + 1)))::int)`,
+  };
 }
 
 /** The body of the `candidates` CTE for a fair claim: `offered` (the plain and limited candidates) and the walked keys' jobs, ranked per key and cut to the batch. */
