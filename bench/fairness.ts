@@ -92,10 +92,10 @@ export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings)
     await Promise.all(Array.from({ length: s.invocations }, loop));
     const smallStarts = starts;
     const waits = smallStarts.map((x) => x.at - queuedAt);
-    const p95 = percentile(waits, 0.95);
+    const p95 = percentile(waits, 95);
     const cycle = median(cycles);
     return {
-      mode, smallJobs: smallStarts.length, smallWaitP50Ms: percentile(waits, 0.5), smallWaitP95Ms: p95, claimCycleMs: cycle,
+      mode, smallJobs: smallStarts.length, smallWaitP50Ms: percentile(waits, 50), smallWaitP95Ms: p95, claimCycleMs: cycle,
       p95InCycles: p95 / cycle, bigStartedBefore: bigAtLastSmall, claimsPerInvocation: claimsAtLastSmall / s.invocations,
     };
   } finally {

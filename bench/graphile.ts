@@ -1,8 +1,8 @@
 // graphile-worker on the same Postgres, with its local queue and batched completion (0.17+), swept over a few
 // configurations; the fastest is the head-to-head entry and the fastest at concurrency 10 meets runWorker.
-import { createRequire } from "node:module";
 import pg from "pg";
-import { Logger, run, runMigrations, type Runner, type RunnerOptions } from "graphile-worker";
+import type { Runner, RunnerOptions } from "graphile-worker-latest";
+import { GRAPHILE_VERSION, graphileWorker } from "./peers.js";
 import { transactionsIn, withDatabase } from "./databases.js";
 import { DRAINS, drainsOf, ENQUEUE_CHUNK, type DrainTimes, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
@@ -10,7 +10,8 @@ import { timed } from "./stats.js";
 import { timedWithCpu, type CpuPerJob } from "./pg-cpu.js";
 import { tryConfig, type SweepEntry } from "./sweep.js";
 
-export const GRAPHILE_VERSION: string = createRequire(import.meta.url)("graphile-worker/package.json").version;
+export { GRAPHILE_VERSION };
+const { Logger, run, runMigrations } = graphileWorker;
 
 /**
  * One configuration: jobs run at once, jobs its pool locks per fetch (`localQueue.size`), and how long a

@@ -61,13 +61,15 @@ export interface StatementCounter {
   claims: number;
   /** The first claim sent since the last reset, text and parameters, to EXPLAIN it later. */
   firstClaim: { text: string; values: unknown[] } | null;
+  /** The last claim sent since the last reset (a later claim of an invocation that drained). */
+  lastClaim: { text: string; values: unknown[] } | null;
   reset(): void;
 }
 
 function newCounter(): StatementCounter {
   const counter: StatementCounter = {
-    statements: 0, claims: 0, firstClaim: null,
-    reset() { counter.statements = 0; counter.claims = 0; counter.firstClaim = null; },
+    statements: 0, claims: 0, firstClaim: null, lastClaim: null,
+    reset() { counter.statements = 0; counter.claims = 0; counter.firstClaim = null; counter.lastClaim = null; },
   };
   return counter;
 }
@@ -77,6 +79,7 @@ function see(counter: StatementCounter, text: string, values: unknown[]): void {
   if (text.includes("unlimited_candidates as (")) {
     counter.claims++;
     counter.firstClaim ??= { text, values };
+    counter.lastClaim = { text, values };
   }
 }
 

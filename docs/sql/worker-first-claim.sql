@@ -56,23 +56,58 @@ with akadze_pruned_workers as (
     ), recover_freed as (
       update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
     ),
-    unlimited_candidates as (
+    fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
+      with recursive after_cursor(key, n) as (
+        (select j.fair_key, 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > (select key from fair_from) order by j.fair_key limit 1)
+        union all
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > a.key order by j.fair_key limit 1), a.n + 1
+        from after_cursor a where a.key is not null and a.n < 8
+      ),
+      walked_after as (select count(*)::int as n from after_cursor where key is not null),
+      from_start(key, n) as (
+        (select j.fair_key, (select n from walked_after) + 1 from akadze.jobs j
+         where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key <= (select key from fair_from) and (select n from walked_after) < 8 order by j.fair_key limit 1)
+        union all
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > s.key and j.fair_key <= (select key from fair_from)
+                order by j.fair_key limit 1), s.n + 1
+        from from_start s where s.key is not null and s.n < 8
+      ),
+      walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null)
+      select key, n, ceil($8::float8 / count(*) over ())::int as share from walked
+    ), fair_candidates as (
+      select x.* from fair_walk w cross join lateral (
+        select * from (
+          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+          from akadze.jobs j
+          where j.fair_key = w.key and j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
+          order by j.priority desc nulls last, j.run_at, j.id
+          limit 8
+          for update of j skip locked
+        ) y limit w.share
+      ) x
+    ),
+    unlimited_candidates as (select * from (
       select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
       from akadze.jobs j
       where j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($8::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($10::jsonb)))
         and true
-        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
+        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
       order by j.priority desc nulls last, j.run_at, j.id
       limit 8
       for update of j skip locked
-    ),
+    ) u limit (select greatest($11 - (select count(*) from fair_candidates),
+        ceil($12::float8 / ((select count(*) from fair_walk) + 1)))::int)),
     room as (
-      select l.key, least($9,
-        case when l.max_running is null then $10
+      select l.key, least($13,
+        case when l.max_running is null then $14
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $11
+        case when l.max_starts is null then $15
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
@@ -82,51 +117,16 @@ with akadze_pruned_workers as (
           from akadze.jobs j
           where j.limit_key = r.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($12::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($16::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $13
+          limit $17
           for update of j skip locked
         ) y limit r.n
       ) x
       where r.n > 0
-    ),
-    fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
-      with recursive after_cursor(key, n) as (
-        (select j.fair_key, 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > (select key from fair_from) order by j.fair_key limit 1)
-        union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > a.key order by j.fair_key limit 1), a.n + 1
-        from after_cursor a where a.key is not null and a.n < 8
-      ),
-      walked_after as (select count(*)::int as n from after_cursor where key is not null),
-      from_start(key, n) as (
-        (select j.fair_key, (select n from walked_after) + 1 from akadze.jobs j
-         where j.state = 'queued' and j.fair_key is not null and j.fair_key <= (select key from fair_from) and (select n from walked_after) < 8 order by j.fair_key limit 1)
-        union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_key > s.key and j.fair_key <= (select key from fair_from)
-                order by j.fair_key limit 1), s.n + 1
-        from from_start s where s.key is not null and s.n < 8
-      ),
-      walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null)
-      select key, n, ceil($14::float8 / count(*) over ())::int as share from walked
-    ), fair_candidates as (
-      select x.* from fair_walk w cross join lateral (
-        select * from (
-          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
-          from akadze.jobs j
-          where j.fair_key = w.key and j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($15::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
-            and j.id not in (select id from unlimited_candidates)
-          order by j.priority desc nulls last, j.run_at, j.id
-          limit 8
-          for update of j skip locked
-        ) y limit w.share
-      ) x
     ),
     candidates as (
       select c.*, w.n as walk from (
@@ -134,25 +134,25 @@ with akadze_pruned_workers as (
         from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u
       ) c left join fair_walk w on w.key = c.fair_key
       order by c.priority desc, c.fair_rank, w.n nulls last, c.run_at, c.id
-      limit $16
+      limit $18
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $17 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $19 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $18,
-        lease_expires_at = now() + ($19)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $20,
+        lease_expires_at = now() + ($21)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
       from due d where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk
     ),
-    fair_next as (select fair_key as key from due where walk is not null order by walk desc limit 1), fair_moved as (
+    fair_next as (select key from (select key from fair_walk order by n desc limit 1) l where key <> (select key from fair_from)), fair_moved as (
       update akadze.fair_cursor f set key = n.key from fair_next n
       where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked)
       returning f.id
@@ -184,10 +184,10 @@ with akadze_pruned_workers as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null, $20::text, (select count(*) from claimed) >= $21 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null, $22::text, (select count(*) from claimed) >= $23 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $22::text, akadze.history_due(now(), $23::float8, $24::bigint), $25::text, (pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $24::text, akadze.history_due(now(), $25::float8, $26::bigint), $27::text, (pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

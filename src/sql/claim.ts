@@ -7,7 +7,7 @@ import { msInterval, mustStop } from "./time.js";
 import type { SlotReport } from "./enqueue-due-slots.js";
 import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
-import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes } from "./fair.js";
+import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan } from "./fair.js";
 import { CTE, cte } from "./cte-names.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
@@ -216,21 +216,23 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   const unlimited = sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`;
   const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
   const order = claimOrder(p.fair === true);
+  // A fair claim walks the keys first; its plain scan then offers what the batch still lacks (fair.ts).
+  const fair = p.fair ? fairPlainScan(p.batchSize) : null;
   // The plain scan's candidates and the limited keys' ones, which the batch is cut from.
   const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`;
   return sql`
     with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
-    ${sql.join(recoverExpiredLeasesCtes(now, p.owner), sql`, `)},
-    ${cte("unlimitedCandidates")} as (
+    ${sql.join(recoverExpiredLeasesCtes(now, p.owner), sql`, `)},${fair ? sql`
+    ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
+    ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
       select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
       from akadze.jobs j
-      where ${eligible} and ${unlimited}
+      where ${eligible} and ${unlimited}${fair ? sql` ${fair.exclude}` : sql``}
       order by j.priority desc nulls last, j.run_at, j.id
       limit ${lockLimit(p.batchSize)}
       for update of j skip locked
-    ),
-    ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}${p.fair ? sql`
-    ${sql.join(fairCandidatesCtes({ eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
+    ${fair ? sql`) u limit ${fair.room}` : sql``}),
+    ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
     candidates as (
       ${p.fair
         ? fairCandidates(offered, p.batchSize)

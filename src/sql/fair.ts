@@ -5,16 +5,20 @@ import { cte } from "./cte-names.js";
  * Fair claims: a claim shares its batch across the fairness keys with due jobs (`EnqueueOptions.fairKey`),
  * so one key's backlog never makes another key wait behind it.
  *
- * - The claim walks the keys with queued jobs in key order, from the key after the cursor (`akadze.fair_cursor`),
- *   wrapping around: one probe of `jobs_fair_idx` per key, at most `batchSize` keys.
+ * - The claim walks the keys with due jobs (`run_at` passed) in key order, from the key after the cursor
+ *   (`akadze.fair_cursor`), wrapping around: one probe of `jobs_fair_idx` per key, at most `batchSize` keys.
+ *   Keys whose jobs are all delayed are not walked: the probe checks `run_at` in the index, job by job, without
+ *   reading a row, so they cost no turn and only their index entries' reading.
  * - Each walked key offers its next `share` due jobs (the batch divided by the keys walked), by its own order
- *   (priority, due time, id); the claim's plain scan offers the first jobs in claim order as before.
+ *   (priority, due time, id); then the claim's plain scan offers the first other jobs in claim order, as many
+ *   as the batch still lacks and at least a key's share (jobs without a key, and any key's when the walked
+ *   keys cannot fill the batch).
  * - The batch is cut by priority first, then by each job's rank within its key (`fair_rank`), then by walk
  *   position: every key's first job goes before any key's second. Jobs without a key rank as one more key.
- * - The cursor moves to the last walked key the claim served, so the next claim serves the keys after it. A
- *   claim that meets another claim's lock on the cursor leaves it: the other moves it on.
+ * - The cursor moves to the last walked key, served or not (its due jobs may be for tasks or queues this claim
+ *   does not take, or held by another claim), so the next claim serves the keys after it. A claim that meets
+ *   another claim's lock on the cursor leaves it: the other moves it on.
  */
-
 /**
  * Claim order, of columns under `alias`: higher priority first, then the earliest due, then the oldest; a fair
  * claim puts each job's rank within its key and its walk position (the plain scan's keys last) after priority.
@@ -37,11 +41,14 @@ function walkBound(batchSize: number): SQL {
 
 /**
  * `fair_walk (key, n, share)`: the keys a claim serves, in walk order `n`, and how many jobs each offers; and
- * `fair_candidates`, each walked key's next due jobs past those the plain scan (`unlimited_candidates`) took.
+ * `fair_candidates`, each walked key's next due jobs. They come before the plain scan, which offers the rest
+ * (`fairPlainScan`).
  */
-export function fairCandidatesCtes(o: { eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
+export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
   const bound = walkBound(o.batchSize);
-  const queuedKey = sql`j.state = 'queued' and j.fair_key is not null`;
+  // (run_at is a column of jobs_fair_idx, so the scan checks it in the index: a delayed job costs no row read.
+  // Jobs due only because they expired or a cancel was asked are not looked for: the plain scan ends them.)
+  const queuedKey = sql`j.state = 'queued' and j.fair_key is not null and j.run_at <= ${o.now}`;
   // (A scalar subquery, not a join: only as a parameter can the cursor bound the index scan.)
   const cursor = sql`(select key from fair_from)`;
   return [
@@ -75,7 +82,6 @@ export function fairCandidatesCtes(o: { eligible: SQL; unlimited: SQL; stop: SQL
           select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key
           from akadze.jobs j
           where j.fair_key = w.key and ${o.eligible} and ${o.unlimited}
-            and j.id not in (select id from ${cte("unlimitedCandidates")})
           order by j.priority desc nulls last, j.run_at, j.id
           limit ${bound}
           for update of j skip locked
@@ -83,6 +89,20 @@ export function fairCandidatesCtes(o: { eligible: SQL; unlimited: SQL; stop: SQL
       ) x
     )`,
   ];
+}
+
+/**
+ * What a fair claim's plain scan offers, after the walked keys' candidates (`fair_candidates`): jobs not among
+ * them (`exclude`, for its where clause), at most `room` (an outer limit): what the batch still lacks, and at
+ * least a key's share, so jobs without a key get their turn as one more key. Past that the plain scan would
+ * only lock rows the batch cut drops.
+ */
+export function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
+  return {
+    exclude: sql`and j.id not in (select id from fair_candidates)`,
+    room: sql`(select greatest(${batchSize} - (select count(*) from fair_candidates),
+        ceil(${batchSize}::float8 / ((select count(*) from fair_walk) + 1)))::int)`,
+  };
 }
 
 /** The body of the `candidates` CTE for a fair claim: `offered` (the plain and limited candidates) and the walked keys' jobs, ranked per key and cut to the batch. */
@@ -95,10 +115,14 @@ export function fairCandidates(offered: SQL, batchSize: number): SQL {
       limit ${batchSize}`;
 }
 
-/** Moves the cursor to the last walked key this claim served (`due`), skipping it when another claim holds it. */
+/**
+ * Moves the cursor to the last walked key, skipping it when another claim holds it: past every key walked, served
+ * or not, so keys that offer this claim nothing never hold the walk in place. A walk that came round to the
+ * cursor's own key leaves the row alone.
+ */
 export function fairCursorCtes(): SQL[] {
   return [
-    sql`fair_next as (select fair_key as key from ${cte("due")} where walk is not null order by walk desc limit 1)`,
+    sql`fair_next as (select key from (select key from fair_walk order by n desc limit 1) l where key <> (select key from fair_from))`,
     sql`fair_moved as (
       update akadze.fair_cursor f set key = n.key from fair_next n
       where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked)
