@@ -1,7 +1,12 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
+/** The adoption matrix installs from the registry for minutes: `npm run test:adoption` runs it, alone. */
+const ADOPTION = "test/adoption.test.ts";
+const adoption = process.env.AKADZE_ADOPTION === "1";
+/** The current miniflare (the workerd users deploy on) needs Node 22; on Node 20 the Workers tests keep the last one that runs there. */
+const currentMiniflare = Number(process.versions.node.split(".")[0]) >= 22;
 
 export default defineConfig({
   resolve: {
@@ -11,12 +16,14 @@ export default defineConfig({
       { find: /^akadze\/dashboard$/, replacement: src("edge/dashboard/index.tsx") },
       { find: /^akadze\/schema$/, replacement: src("schema.ts") },
       { find: /^akadze\/testing$/, replacement: src("testing/index.ts") },
+      ...(currentMiniflare ? [{ find: /^miniflare$/, replacement: "miniflare-latest" }] : []),
     ],
   },
   test: {
     globalSetup: ["./test/support/global-setup.ts"],
     setupFiles: ["./test/support/quiet-pools.ts"],
-    include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
+    include: adoption ? [ADOPTION] : ["test/**/*.test.ts", "examples/**/*.test.ts"],
+    exclude: adoption ? configDefaults.exclude : [...configDefaults.exclude, ADOPTION],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",

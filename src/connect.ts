@@ -198,8 +198,8 @@ export function nodePostgres(url: string, max: number): { db: Promise<Db>; close
 /**
  * Loads a Node-only module out of sight of bundlers and of the Workers runtime: an `import` of pg would pull
  * Node sockets into every edge bundle, and workerd refuses a computed `import(x)`. Only called in Node;
- * resolved from this file, so it finds akadze's own dependencies (drizzle tells its classes apart by
- * `entityKind` names, so its CommonJS build mixes with the ESM one).
+ * resolved from this file, so it finds akadze's pg and the app's drizzle-orm (a peer dependency; drizzle
+ * tells its classes apart by `entityKind` names, so its CommonJS build mixes with the ESM one).
  */
 function requireInNode(specifier: string): any {
   const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => any } }).process?.getBuiltinModule;

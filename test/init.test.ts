@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { initProject } from "../src/cli/init.js";
+import { initProject, nextSteps } from "../src/cli/init.js";
 import { createApp } from "../src/index.js";
 import { NUDGE_BUDGET } from "../src/edge/nudge.js";
 import { tasksOverBudget } from "../src/ops/invocation-log.js";
@@ -67,6 +67,19 @@ describe("akadze init", () => {
     expect(JSON.parse(read("tsconfig.json")).compilerOptions).toMatchObject({ module: "NodeNext", moduleResolution: "NodeNext", strict: true });
   });
 
+  it("names Node's types in the tsconfig (TypeScript 7 includes none unless named) and says what to install", () => {
+    writeFileSync(join(project, "package.json"), '{ "type": "module" }');
+    initProject(project);
+    expect(JSON.parse(read("tsconfig.json")).compilerOptions.types).toEqual(["node"]);
+    const next = nextSteps(project).join("\n");
+    expect(next).toMatch(/^  npm install hono valibot +# the app module imports them$/m);
+    expect(next).toMatch(/^  npm install -D typescript @types\/node tsx +# tsc; Node's types, which the tsconfig names \(TypeScript 7 includes none unless named\); akadze dev/m);
+    expect(next).toMatch(/^  npx tsc +# .*else npx fetches an unrelated package named tsc/m);
+
+    writeFileSync(join(project, "package.json"), JSON.stringify({ dependencies: { hono: "^4", valibot: "^1" }, devDependencies: { typescript: "^7", tsx: "^4" } }));
+    expect(nextSteps(project).filter((line) => line.includes("npm install"))).toEqual([expect.stringMatching(/^  npm install -D @types\/node +# Node's types/)]);
+  });
+
   it("keeps the type of a CommonJS project that has .js files of its own and says what to do; keeps a tsconfig", () => {
     writeFileSync(join(project, "package.json"), '{ "name": "legacy" }');
     writeFileSync(join(project, "tsconfig.json"), "{}");
@@ -75,7 +88,7 @@ describe("akadze init", () => {
     mkdirSync(join(project, "node_modules/dep"), { recursive: true });
     writeFileSync(join(project, "node_modules/dep/index.js"), "");
     const steps = initProject(project);
-    expect(steps).toContainEqual({ file: "tsconfig.json", action: "kept", note: expect.stringContaining('"NodeNext"') });
+    expect(steps).toContainEqual({ file: "tsconfig.json", action: "kept", note: expect.stringMatching(/"NodeNext".*"types": \["node"\] under TypeScript 7/) });
     expect(steps).toContainEqual({ file: "package.json", action: "kept",
       note: expect.stringMatching(/^no "type", so CommonJS, and lib\/server\.js would change meaning as ES modules: set "type": "module"/) });
     expect(JSON.parse(read("package.json")).type).toBeUndefined();

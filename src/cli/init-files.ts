@@ -52,7 +52,7 @@ export const web = new Hono<{ Bindings: Env }>();
 // db.batch([...yourInsert, greet.using(db).enqueueQuery(args)]) (neon-http) so both commit together.
 web.post("/greet", async (c) => {
   const body = v.safeParse(v.object({ name: v.string() }), await c.req.json().catch(() => undefined));
-  if (!body.success) return c.json({ error: v.summarize(body.issues) }, 400);
+  if (!body.success) return c.json({ error: v.flatten(body.issues) }, 400);
   const db = await connect(c.env);
   const id = await greet.using(db).enqueue(body.output);
   nudge(c, app, { db }); // run it now rather than at the next cron tick
@@ -134,12 +134,13 @@ export const GITIGNORE_LINES = [".akadze/", ".dev.vars"];
 
 /**
  * tsconfig.json for a project that has none: ES modules resolved as Node does (the scaffold imports "./app.js"),
- * strict, type-checking only (wrangler, Vercel and tsx compile). @types/node, when installed, is picked up.
+ * strict, type-checking only (wrangler, Vercel and tsx compile). `types` names @types/node: TypeScript 7 no
+ * longer includes every @types package by default, and the scaffold reads `process.env`.
  */
 export const TSCONFIG = `${JSON.stringify({
   compilerOptions: {
     target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022", "DOM", "DOM.Iterable"],
-    strict: true, skipLibCheck: true, noEmit: true, jsx: "react-jsx", jsxImportSource: "hono/jsx",
+    strict: true, skipLibCheck: true, noEmit: true, jsx: "react-jsx", jsxImportSource: "hono/jsx", types: ["node"],
   },
   exclude: ["node_modules", "dist"],
 }, null, 2)}\n`;

@@ -41,7 +41,8 @@ export function initProject(cwd: string, options: { dir?: string } = {}): InitSt
   write("vercel.json", `${JSON.stringify({ $schema: "https://openapi.vercel.sh/vercel.json", ...vercelConfig(vercelFile) }, null, 2)}\n`,
     `exists: add ${JSON.stringify(vercelConfig(vercelFile))}`);
   write(".dev.vars", DEV_VARS, "exists: `akadze dev` prints the DATABASE_URL, NEON_FETCH_ENDPOINT and CRON_SECRET it serves");
-  write("tsconfig.json", TSCONFIG, 'exists: the scaffold needs "module" and "moduleResolution" "NodeNext" (or "Bundler") and "strict"');
+  write("tsconfig.json", TSCONFIG, 'exists: the scaffold needs "module" and "moduleResolution" "NodeNext" (or "Bundler"), "strict", and "types": ["node"] ' +
+    "under TypeScript 7 (which includes no @types package unless named)");
 
   const ignorePath = join(cwd, ".gitignore");
   const ignored = existsSync(ignorePath) ? readFileSync(ignorePath, "utf8").split(/\r?\n/).map((l) => l.trim()) : null;
@@ -104,15 +105,24 @@ function ownJsFiles(dir: string, depth = 0, prefix = ""): string[] {
 
 const SKIPPED_FOLDERS = new Set(["node_modules", "dist", "build", "out", "coverage"]);
 
+/** Why the scaffold needs each development package, for the install line of `nextSteps`. */
+const DEV_DEPS_WHY: [string, string][] = [
+  ["typescript", "tsc"],
+  ["@types/node", "Node's types, which the tsconfig names (TypeScript 7 includes none unless named)"],
+  ["tsx", "akadze dev and akadze worker load TypeScript through it"],
+];
+
 /** The sentences after the list: what to install and run next. */
 export function nextSteps(cwd: string): string[] {
   const pkg = JSON.parse(readFileSync(join(cwd, "package.json"), "utf8")) as Record<string, Record<string, string> | undefined>;
   const has = (name: string) => Boolean(pkg.dependencies?.[name] ?? pkg.devDependencies?.[name]);
   const deps = ["hono", "valibot"].filter((name) => !has(name));
+  const devDeps = ["typescript", "@types/node", "tsx"].filter((name) => !has(name));
   const lines = ["", "Next:"];
   if (deps.length > 0) lines.push(`  npm install ${deps.join(" ")}        # the app module imports them`);
-  if (!has("tsx")) lines.push("  npm install -D tsx             # akadze dev and akadze worker load TypeScript through it");
+  if (devDeps.length > 0) lines.push(`  npm install -D ${devDeps.join(" ")}  # ${DEV_DEPS_WHY.filter(([name]) => devDeps.includes(name)).map(([, why]) => why).join("; ")}`);
   lines.push(
+    "  npx tsc                        # type-checks the scaffold (with typescript installed: else npx fetches an unrelated package named tsc)",
     "  npx akadze dev                 # PGlite, the app on http://127.0.0.1:4000, a cron tick every second",
     "  curl -X POST localhost:4000/greet -H 'content-type: application/json' -d '{\"name\":\"ada\"}'",
     "  npx akadze migrate             # once per deploy, with DATABASE_URL set (or add akadze/schema to drizzle-kit)",
