@@ -2,6 +2,7 @@
 import * as v from "valibot";
 import type { Context, Env, Hono } from "hono";
 import type { App } from "../app/app.js";
+import { FINISHED_STATES, type JobState } from "../core/states.js";
 import type { Db } from "../db/query.js";
 import { cancelJobs, requeueJobs } from "../ops/bulk.js";
 import type { BulkOptions, JobSelection } from "../ops/job-selection.js";
@@ -10,11 +11,16 @@ import { replayJob, replayJobs } from "../ops/replay.js";
 import { parseRequest, RouteProblem } from "./problems.js";
 import { JobIdParam, jsonBody } from "./requests.js";
 
-const BULK_OPERATIONS = {
-  cancel: cancelJobs,
-  requeue: requeueJobs,
-  replay: replayJobs,
-} as const satisfies Record<string, (db: Db, selection: JobSelection, options: BulkOptions & { app?: App }) => Promise<number>>;
+/** The bulk operations by name, with the states each acts on: one list for the routes and the dashboard. */
+export const BULK_OPERATIONS = {
+  cancel: { run: cancelJobs, states: ["queued", "running"] },
+  requeue: { run: requeueJobs, states: ["failed"] },
+  replay: { run: replayJobs, states: FINISHED_STATES },
+} as const satisfies Record<string, {
+  run: (db: Db, selection: JobSelection, options: BulkOptions & { app?: App }) => Promise<number>; states: readonly JobState[];
+}>;
+/** The name of a bulk operation: cancel, requeue or replay. */
+export type BulkOperation = keyof typeof BULK_OPERATIONS;
 
 const ReplayBody = v.strictObject({ args: v.optional(v.unknown()) });
 
@@ -28,7 +34,7 @@ const ReplayBody = v.strictObject({ args: v.optional(v.unknown()) });
  * @example registerBulkRoutes(routes, () => db, app);
  */
 export function registerBulkRoutes<E extends Env>(routes: Hono<E>, getDb: (c: Context<E>) => Db | Promise<Db>, app: App): void {
-  for (const [name, operation] of Object.entries(BULK_OPERATIONS)) {
+  for (const [name, { run: operation }] of Object.entries(BULK_OPERATIONS)) {
     routes.post(`/jobs/${name}`, async (c) => {
       const { dryRun, ...selection } = await jsonBody(c);
       const dry = dryRun === undefined ? false : dryRun;

@@ -1,25 +1,24 @@
 // The jobs list's bulk actions: cancel, requeue or replay every job its filter shows (the same functions as
 // `akadze jobs cancel|requeue|replay` with a selection), each button labelled with its dry run's count.
 import type { App } from "../../app/app.js";
-import { FINISHED_STATES, type JobState } from "../../core/states.js";
+import type { JobState } from "../../core/states.js";
 import type { Db } from "../../db/query.js";
-import { cancelJobs, requeueJobs } from "../../ops/bulk.js";
 import type { JobSelection } from "../../ops/job-selection.js";
-import { replayJobs } from "../../ops/replay.js";
+import { BULK_OPERATIONS, type BulkOperation } from "../bulk-routes.js";
 import type { JobsQuery } from "./jobs.js";
 import { Post, type PageContext } from "./layout.js";
 
-/** The bulk operations, the states each acts on, and what its button and notice say. */
-export const BULK_ACTIONS = {
-  cancel: { run: cancelJobs, states: ["queued", "running"], label: "Cancel", done: "cancelled or asked to stop" },
-  requeue: { run: requeueJobs, states: ["failed"], label: "Requeue", done: "queued again" },
-  replay: { run: replayJobs, states: FINISHED_STATES, label: "Replay", done: "replayed as new jobs" },
-} as const satisfies Record<string, { run: (db: Db, s: JobSelection, o: { dryRun?: boolean; app?: App }) => Promise<number>; states: readonly JobState[]; label: string; done: string }>;
-export type BulkAction = keyof typeof BULK_ACTIONS;
+/** What each bulk operation's button and notice say. */
+export const BULK_ACTIONS: Record<BulkAction, { label: string; done: string }> = {
+  cancel: { label: "Cancel", done: "cancelled or asked to stop" },
+  requeue: { label: "Requeue", done: "queued again" },
+  replay: { label: "Replay", done: "replayed as new jobs" },
+};
+export type BulkAction = BulkOperation;
 
 /** The selection a list filter gives for `action`, or null when the action has nothing to act on (or no filter is set). */
 export function selectionFor(action: BulkAction, query: JobsQuery): JobSelection | null {
-  const states: readonly string[] = BULK_ACTIONS[action].states;
+  const states: readonly string[] = BULK_OPERATIONS[action].states;
   if (query.state && !states.includes(query.state)) return null;
   const selection: JobSelection = {
     ...(query.state ? { state: query.state as JobState } : {}), ...(query.queue ? { queue: query.queue } : {}), ...(query.task ? { task: query.task } : {}),
@@ -31,7 +30,7 @@ export function selectionFor(action: BulkAction, query: JobsQuery): JobSelection
 export async function bulkCounts(db: Db, query: JobsQuery, app: App): Promise<[BulkAction, number][]> {
   const counts = await Promise.all((Object.keys(BULK_ACTIONS) as BulkAction[]).map(async (action): Promise<[BulkAction, number]> => {
     const selection = selectionFor(action, query);
-    return [action, selection ? await BULK_ACTIONS[action].run(db, selection, { dryRun: true, app }) : 0];
+    return [action, selection ? await BULK_OPERATIONS[action].run(db, selection, { dryRun: true, app }) : 0];
   }));
   return counts.filter(([, n]) => n > 0);
 }

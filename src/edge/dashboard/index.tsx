@@ -31,6 +31,7 @@ import { controlJob } from "../job-control.js";
 import { JobIdParam } from "../requests.js";
 import { JobPage, JobsPage } from "./jobs.js";
 import { BULK_ACTIONS, bulkCounts, selectionFor, type BulkAction } from "./bulk.js";
+import { BULK_OPERATIONS } from "../bulk-routes.js";
 import { replayJob } from "../../ops/replay.js";
 import { LoginPage, ProblemPage, type PageContext } from "./layout.js";
 import { OverviewPage } from "./overview.js";
@@ -206,7 +207,7 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
       const query = parseRequest(ListQuery, await c.req.parseBody(), "jobs filter");
       const selection = selectionFor(action, query);
       if (!selection) throw new RouteProblem(400, "invalid_request", `${action} needs a filter whose jobs it can act on`);
-      const count = await BULK_ACTIONS[action].run(db, selection, { app: host.app });
+      const count = await BULK_OPERATIONS[action].run(db, selection, { app: host.app });
       const back = new URLSearchParams({ ...selection.state ? { state: String(selection.state) } : {}, ...selection.queue ? { queue: selection.queue } : {},
         ...selection.task ? { task: selection.task } : {}, done: action, count: String(count) });
       return c.redirect(`${ctx.base}/jobs?${back}`, 303);
