@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { movedJobsJson } from "./changed-job.js";
 import { JOBS_CHANNEL } from "./enqueue.js";
 import { selectionWhere, type JobSelectionSql } from "./job-selection.js";
+import { requeuedCte } from "./requeue.js";
 
 /**
  * A CTE `name (id)`: the rows of `rows` (a CTE with `id`, `unique_key`) that can become active jobs now: no
@@ -31,15 +32,7 @@ export function requeueJobsStatement(s: JobSelectionSql, dryRun: boolean): SQL {
   return sql`
     with ${picked},
     moved as (delete from akadze.failed_jobs f using eligible e where f.id = e.id returning f.*),
-    requeued as (
-      -- least(): due at once even when the caller's clock lags the database's
-      insert into akadze.jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
-        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key) overriding system value
-      select id, task, queue, args, 'queued', priority, attempt, greatest(max_attempts, attempt + 1), least(now(), run_at), expires_at,
-        unique_key, limit_key, limit_wait_ms, false, errors, result, created_at, started_at, fair_key
-      from moved
-      returning id, task, queue, attempt
-    ),
+    ${requeuedCte(sql`id, task, queue, attempt`)},
     -- Wakes listening workers when it commits, as an enqueue does.
     notified as (select pg_notify(${JOBS_CHANNEL}, q.queue) from (select distinct queue from requeued) q)
     select jsonb_build_object('count', (select count(*) from requeued), 'moved', ${movedJobsJson("requeued", "failed", sql`'queued'`)},

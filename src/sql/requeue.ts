@@ -18,14 +18,22 @@ export function requeueStatement(jobId: number): SQL {
       delete from akadze.failed_jobs where id = ${jobId} and not exists (select 1 from clash)
       returning *
     ),
-    requeued as (
+    ${requeuedCte(sql`*`)}
+    select coalesce((select ${CHANGED_JOB} from requeued), (select jsonb_build_object('clash', unique_key) from clash)) as r`;
+}
+
+/**
+ * The CTE `requeued`: the failed jobs in `moved` (deleted from the dead letters) written back queued, due at
+ * once, attempt and errors kept, with one more attempt allowed if they had none left; returning `returning`.
+ */
+export function requeuedCte(returning: SQL): SQL {
+  return sql`requeued as (
       -- least(): due at once even when the caller's clock lags the database's
       insert into akadze.jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
         limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key) overriding system value
       select id, task, queue, args, 'queued', priority, attempt, greatest(max_attempts, attempt + 1), least(now(), run_at), expires_at,
         unique_key, limit_key, limit_wait_ms, false, errors, result, created_at, started_at, fair_key
       from moved
-      returning *
-    )
-    select coalesce((select ${CHANGED_JOB} from requeued), (select jsonb_build_object('clash', unique_key) from clash)) as r`;
+      returning ${returning}
+    )`;
 }
