@@ -123,7 +123,8 @@ export class Engine {
       await this.runs.resendAtEnd();
       this.heartbeat.stop();
       await this.reportUncounted();
-      await this.unheld.release(() => this.jobs.known());
+      // (Tried again when it goes unanswered: what it would put back otherwise waits for its lease.)
+      for (let i = 0; i < 3 && this.unheld.mayExist; i++) await this.unheld.release(() => this.jobs.known());
       await this.claimer.finished();
       this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
