@@ -143,3 +143,17 @@ describe("held jobs", () => {
     expect(jobs.unconfirmed()).toEqual({ lost: 0, unsure: 1 });
   });
 });
+
+describe("an outcome sent again", () => {
+  it("counts as recorded when the statement that went unanswered may have recorded it", () => {
+    const jobs = new HeldJobs();
+    jobs.admit(job(1, { started: true }));
+    startReady(jobs);
+    jobs.apply(1, { kind: "bodyEnded", outcome: done });
+    jobs.settleLost([{ ...done }], true);
+    expect(jobs.resend()).toEqual([done]);
+    // The next statement finds it moved already (by the unanswered one): not lost.
+    expect(jobs.settleAnswered([{ ...done }], [], false)).toBe(0);
+    expect(jobs.lifeOf(1)).toBeUndefined();
+  });
+});

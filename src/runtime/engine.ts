@@ -9,7 +9,7 @@ import { Pace } from "./pace.js";
 import { BudgetClock } from "./budget-clock.js";
 import { Settler } from "./settler.js";
 import { UnheldJobs } from "./unheld-jobs.js";
-import { CLAIM_MARGIN_MS } from "./run-options.js";
+import { CLAIM_MARGIN_MS, RETRY_MAX_MS, RETRY_MIN_MS } from "./run-options.js";
 import { countClaim, countCompleted, emptySummary, SummaryDeltas, Unreported, type Counts } from "./summary.js";
 import type { EngineOptions } from "./engine-options.js";
 import { type JobAbort, Wakeup } from "./signal.js";
@@ -17,9 +17,6 @@ import { HeldJobs } from "./held-jobs.js";
 import { nextCycle, START, type ClaimCycle, type ClaimEvent } from "./claim-cycle.js";
 import type { ClaimPolicy, ClaimView } from "./claim-policy.js";
 
-/** The wait before an invocation claims again after a failed claim: doubles from the first to the second. */
-const CLAIM_RETRY_MIN_MS = 50;
-const CLAIM_RETRY_MAX_MS = 1_000;
 
 /**
  * The invocation engine: a claimer, a local queue of prefetched jobs, `slots` runners, an outcome buffer
@@ -47,9 +44,6 @@ export class Engine {
   /** No claim was answered yet: the next one is the first (its extras: registry, retention). */
   private claimedOnce = false;
   private lastClaimError: unknown;
-  /** The timer that sends unanswered outcomes again. */
-  private resendTimer: ReturnType<typeof setTimeout> | undefined;
-  private resendFailures = 0;
   /** Jobs a claim whose answer was lost may have leased to this owner (unheld-jobs.ts). */
   private readonly unheld: UnheldJobs;
   /** Jobs that ended since the last claim: their bodies may have enqueued more, worth one more look. */
@@ -85,11 +79,8 @@ export class Engine {
         countCompleted(this.summary, jobs);
         this.unreported.settled(jobs);
       },
-      // Unanswered: kept and sent again after a backoff, and once more at the end (resendUnsettled).
-      lost: (outcomes, _error, unsure) => {
-        this.jobs.settleLost(outcomes, unsure);
-        this.resendLater();
-      },
+      // Unanswered: kept and sent again after a backoff, and once more at the end (job-runs.ts).
+      lost: (outcomes, _error, unsure) => { this.runs.unanswered(outcomes, unsure); },
       requestTimeoutMs: () => this.requestTimeoutMs(), remainingMs: () => this.remainingMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent),
     });
@@ -128,12 +119,12 @@ export class Engine {
       cancelAtEnd();
       this.o.signal?.removeEventListener("abort", onAbort);
       clearTimeout(this.claimRetry);
-      clearTimeout(this.resendTimer);
       await this.settler.flush();
-      await this.resendUnsettled();
+      await this.runs.resendAtEnd();
       this.heartbeat.stop();
       await this.reportUncounted();
-      await this.unheld.release(() => this.jobs.known());
+      // (Tried again when it goes unanswered: what it would put back otherwise waits for its lease.)
+      for (let i = 0; i < 3 && this.unheld.mayExist; i++) await this.unheld.release(() => this.jobs.known());
       await this.claimer.finished();
       this.pace.save();
       this.summary.tooLongForBudget = this.claimer.tooLongForBudget ?? [];
@@ -144,25 +135,6 @@ export class Engine {
     return this.summary;
   }
 
-  /** Sends unanswered outcomes again after a short backoff (a worker lane's database may be back by then). */
-  private resendLater(): void {
-    if (this.resendTimer !== undefined) return;
-    const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.resendFailures++);
-    this.resendTimer = setTimeout(() => {
-      this.resendTimer = undefined;
-      this.runs.resend();
-    }, backoff);
-  }
-
-  /** At the end: unanswered outcomes get one more try; those still unanswered are counted lost (or unconfirmed). */
-  private async resendUnsettled(): Promise<void> {
-    if (this.jobs.unsettled === 0) return;
-    this.runs.resend();
-    await this.settler.flush();
-    const { lost, unsure } = this.jobs.unconfirmed();
-    this.summary.lost += lost;
-    this.summary.unconfirmed += unsure;
-  }
 
   /** What the claim policy sizes a claim by. */
   private view(): ClaimView {
@@ -283,7 +255,7 @@ export class Engine {
     this.lastClaimError = error;
     this.unheld.claimFailed(error);
     this.o.onError?.(error);
-    const backoff = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** this.claimFailures++);
+    const backoff = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.claimFailures++);
     this.on({ kind: "failed", retry: !this.stopping() && backoff < this.remainingMs() });
     if (this.cycle.phase !== "backoff") return;
     this.claimRetry = setTimeout(() => { this.claimRetry = undefined; this.on({ kind: "retryDue" }); this.change.notify(); }, backoff);

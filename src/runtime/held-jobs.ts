@@ -169,7 +169,9 @@ export class HeldJobs {
     let lost = 0;
     for (const outcome of sent) {
       if (!this.settles(outcome)) continue;
-      if (this.apply(outcome.id, { kind: "settled", recorded: unsure || applied.has(outcome.id) }).lost) lost++;
+      // An outcome sent again after an unanswered statement may have been recorded by that one.
+      const recorded = unsure || applied.has(outcome.id) || this.lives.get(outcome.id)?.unsure === true;
+      if (this.apply(outcome.id, { kind: "settled", recorded }).lost) lost++;
     }
     return lost;
   }

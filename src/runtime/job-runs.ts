@@ -8,6 +8,7 @@ import type { HeldJobs } from "./held-jobs.js";
 import type { Pace } from "./pace.js";
 import type { RunSummary } from "./run-options.js";
 import { RunTimes } from "./run-times.js";
+import { RETRY_MAX_MS, RETRY_MIN_MS } from "./run-options.js";
 import type { Settler } from "./settler.js";
 import type { Unreported } from "./summary.js";
 
@@ -48,8 +49,30 @@ export class JobRuns {
     return this.runTimes.floorMs(task);
   }
 
-  /** Sends the outcomes of runs whose statement went unanswered once more. */
-  resend(): void {
+  /** The timer that sends unanswered outcomes again, and how many times it was set. */
+  private resendTimer: ReturnType<typeof setTimeout> | undefined;
+  private resends = 0;
+
+  /** A settle of `outcomes` went unanswered: they are kept and sent again after a short backoff (the database may be back). */
+  unanswered(outcomes: Outcome[], unsure: boolean): void {
+    this.o.jobs.settleLost(outcomes, unsure);
+    if (this.resendTimer !== undefined) return;
+    const backoff = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.resends++);
+    this.resendTimer = setTimeout(() => { this.resendTimer = undefined; this.resend(); }, backoff);
+  }
+
+  /** At the engine's end: unanswered outcomes get one more try; those still unanswered are counted lost (or unconfirmed). */
+  async resendAtEnd(): Promise<void> {
+    clearTimeout(this.resendTimer);
+    if (this.o.jobs.unsettled === 0) return;
+    this.resend();
+    await this.o.settler.flush();
+    const { lost, unsure } = this.o.jobs.unconfirmed();
+    this.o.summary.lost += lost;
+    this.o.summary.unconfirmed += unsure;
+  }
+
+  private resend(): void {
     for (const outcome of this.o.jobs.resend()) this.o.settler.push(outcome);
   }
 

@@ -26,6 +26,10 @@ export const CLAIM_MARGIN_MS = 1000;
 export const REQUEST_TIMEOUT_MS = 10_000;
 /** See REQUEST_TIMEOUT_MS. */
 export const MIN_REQUEST_TIMEOUT_MS = 1_000;
+/** The wait before an engine claims again after a failed claim, or sends unanswered outcomes again: doubles from this... */
+export const RETRY_MIN_MS = 50;
+/** ...up to this. */
+export const RETRY_MAX_MS = 1_000;
 
 /** Options of one invocation. @example const options: RunOnceOptions = { db, queues: ["mail"], budget: "25s" }; */
 export interface RunOnceOptions {
