@@ -80,6 +80,7 @@ describe("fan-out in workerd, the Worker bound to itself", () => {
     // Successors run in their starters' waitUntil, after the tick's own promise may have settled. The chain ends
     // when the work is done, or when only jobs a limit holds back are left: those wait for the next tick (on a
     // loaded machine the first wave may not have got through the limit's room), which the loop then sends.
+    let before = Infinity;
     for (let tick = 1; ; tick++) {
       expect((await worker.scheduled({ cron: "* * * * *" })).outcome).toBe("ok");
       await waitFor(async () => (await left()).length === 0 || (await liveSlots()).length === 0,
@@ -89,9 +90,13 @@ describe("fan-out in workerd, the Worker bound to itself", () => {
       await waitFor(async () => (await liveSlots()).length === 0, "every slot to be freed", { timeoutMs: 60_000, intervalMs: 250 });
       const remaining = await left();
       if (remaining.length === 0) break;
-      // Only limited jobs may be left for a later tick, and no more than a few ticks are needed for them.
+      // Only limited jobs may be left for a later tick, and each tick gets some of them through (how many a tick
+      // gets through depends on the machine's load: a progress check, not a speed claim; the cap only ends a loop).
       expect(remaining.filter((r) => r.limit_key === null)).toEqual([]);
-      expect(tick).toBeLessThan(4);
+      const count = remaining.reduce((n, r) => n + Number(r.n), 0);
+      expect(count).toBeLessThan(before);
+      before = count;
+      expect(tick).toBeLessThan(50);
     }
 
     const jobs = await rows("select state, attempt, limit_key, result from akadze.all_jobs") as
