@@ -43,7 +43,11 @@ export class HeldJobs {
       this.lives.set(id, after);
       // Queued anew (claimed, or a parked copy whose turn came): it joins the claim order at the end. (A queued
       // job a claim handed over again keeps its place.)
-      if (isQueued(after) && (!before || !isQueued(before))) this.order.push(id);
+      if (isQueued(after) && (!before || !isQueued(before))) {
+        // (A parked copy queued again: its id's old place, stale since, goes first, so an id stands once.)
+        if (before) this.order = this.order.filter((x) => x !== id);
+        this.order.push(id);
+      }
     } else this.lives.delete(id);
     return { lost: step.lost === true, ignored: false };
   }
@@ -73,17 +77,11 @@ export class HeldJobs {
     return [...this.lives.keys()];
   }
 
-  /**
-   * The queued lives in claim order, lazily (a look that stops early costs what it reads). An id may stand in
-   * the order twice (a parked copy queued again); only its first place counts.
-   */
+  /** The queued lives in claim order, lazily (a look that stops early costs what it reads). */
   private *queuedInOrder(): Generator<[number, JobLife]> {
-    const seen = new Set<number>();
     for (const id of this.order) {
       const life = this.lives.get(id);
-      if (!life || !isQueued(life) || seen.has(id)) continue;
-      seen.add(id);
-      yield [id, life];
+      if (life && isQueued(life)) yield [id, life];
     }
   }
 
@@ -130,7 +128,9 @@ export class HeldJobs {
     let limitedWant = free;
     const next: ClaimedJob[] = [];
     let first = true;
-    for (const [, life] of this.queuedInOrder()) {
+    for (const id of this.order) {
+      const life = this.lives.get(id);
+      if (!life || !isQueued(life)) continue;
       const head = first;
       first = false;
       const forced = head && freeSlots > 0;
