@@ -116,29 +116,25 @@ export class HeldJobs {
   }
 
   /**
-   * The waiting jobs to ask the next statement to start, now `requested`: enough for the free slots (after
-   * the jobs ready already) plus `lookahead` that would start within one round trip. A limited job is asked
-   * for only into a free slot (its `maxStarts` token is stamped when it is started), except the first queued
-   * job: jobs start in claim order, so everything behind it waits for it.
+   * The waiting jobs to ask the next statement to start, now `requested`: those that would start within the free
+   * slots plus `lookahead` more (what starts within one round trip), counting the queued jobs ahead of each (they
+   * start before it: jobs start in claim order). A limited job is asked for only into a free slot (its
+   * `maxStarts` token is stamped when it is started), except the first queued job, which everything waits for.
    */
   pickStarts(freeSlots: number, lookahead: number): ClaimedJob[] {
     if (this.counts.waiting === 0) return [];
-    const free = freeSlots - this.counts.ready;
-    let want = free + lookahead;
-    let limitedWant = free;
     const next: ClaimedJob[] = [];
-    let first = true;
+    let ahead = 0;
     for (const id of this.order) {
       const life = this.lives.get(id);
       if (!life || !isQueued(life)) continue;
-      const head = first;
-      first = false;
-      const forced = head && freeSlots > 0;
-      if (want <= 0 && !forced) break;
-      if (life.state !== "waiting" || (life.job.limited && limitedWant <= 0 && !forced)) continue;
-      if (life.job.limited) limitedWant--;
-      want--;
-      next.push(life.job);
+      if (ahead >= freeSlots + lookahead && !(ahead === 0 && freeSlots > 0)) break;
+      if (life.state === "waiting") {
+        const room = life.job.limited ? freeSlots : freeSlots + lookahead;
+        if (ahead >= room && !(ahead === 0 && freeSlots > 0)) continue;
+        next.push(life.job);
+      }
+      ahead++;
     }
     for (const job of next) this.apply(job.id, { kind: "startAsked" });
     return next;
