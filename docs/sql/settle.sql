@@ -4,18 +4,20 @@ with settle_locked as (select array(
       where l.id in (select value::bigint from jsonb_array_elements_text($1::jsonb)) and l.state = 'running' and l.lease_owner = $2
       order by l.id for update) as ids),
     o_now as (select now() as now),
-    -- (Plain successes come as one flat array of id, attempt pairs: the cheapest shape to send and to read.)
-    o as (select (p.ids[i])::bigint as id, 'succeeded'::text as kind, null::jsonb as result, null::jsonb as error, 0::float8 as delay_ms, (p.ids[i + 1])::int as attempt
-          from (select array(select jsonb_array_elements_text($3::jsonb)) as ids) p, generate_series(1, cardinality(p.ids), 2) i
+    -- (A plain success comes as its id alone, attempt null: it ends the job, so it cannot be mistaken for a later
+    -- run's outcome; a later claim's copy of the job waits in the engine until this settle is answered, job-life.ts.)
+    o as (select value::bigint as id, 'succeeded'::text as kind, null::jsonb as result, null::jsonb as error, 0::float8 as delay_ms, null::int as attempt
+          from jsonb_array_elements_text($3::jsonb)
           union all
           select * from jsonb_to_recordset($4::jsonb) as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8, attempt int)),
     -- Every settled job leaves the queue table, deciding its next state on the row it deleted (the latest
     -- version, so a cancel request that committed meanwhile counts); a job that runs again is written back.
     -- An outcome ends only the run of its attempt: the same engine may have claimed the job again since (a
-    -- retried settle whose first try committed, a lease that lapsed), and that run is not this one's.
+    -- retried settle whose first try committed, a lease that lapsed), and that run is not this one's. (A plain
+    -- success names none, see o.)
     settled as (
       delete from akadze.jobs j using o, o_now
-      where j.id = o.id and (select ids from settle_locked) is not null and j.state = 'running' and j.lease_owner = $5 and j.attempt = o.attempt
+      where j.id = o.id and (select ids from settle_locked) is not null and j.state = 'running' and j.lease_owner = $5 and (o.attempt is null or j.attempt = o.attempt)
       returning j.id, j.task, j.queue, j.args, case
       when o.kind = 'succeeded' then 'succeeded'
       when o.kind = 'release' then case when j.cancel_requested then 'cancelled' else 'queued' end

@@ -28,7 +28,9 @@ export interface Outcome {
   delayMs?: number;
   /**
    * The attempt that ended: the settle applies the outcome only to that attempt's run, never to a later
-   * claim of the same job (by this engine, after its outcome committed unanswered or its lease lapsed).
+   * claim of the same job (by this engine, after its outcome committed unanswered or its lease lapsed). A plain
+   * success is sent without it (its id alone is cheaper to send and read): it ends the job, and the engine
+   * parks a later claim's copy until it is answered (job-life.ts), so no later run can take it for its own.
    */
   attempt: number;
   /** The job's task and queue (not sent): a succeeded job is answered by its id alone. */
@@ -88,7 +90,7 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
   // A job that succeeded without a result is sent as its id alone: most are, and the full record cost more
   // to send and to read than the rest of the statement.
   const plain = (o: Outcome) => o.kind === "succeeded" && (o.result === undefined || o.result === null) && !o.error;
-  const succeededIds = JSON.stringify(outcomes.filter(plain).flatMap((o) => [o.id, o.attempt]));
+  const succeededIds = JSON.stringify(outcomes.filter(plain).map((o) => o.id));
   const payload = JSON.stringify(outcomes.filter((o) => !plain(o)).map((o) => ({
     id: o.id, kind: o.kind, result: o.result === undefined ? null : o.result, error: o.error ?? null, delay_ms: o.delayMs ?? 0,
     attempt: o.attempt,
@@ -118,18 +120,20 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
   return sql`
     with ${lockOwnedInIdOrder("settle_locked", owner, sql`${lockIds}::jsonb`)},
     o_now as (select ${now} as now),
-    -- (Plain successes come as one flat array of id, attempt pairs: the cheapest shape to send and to read.)
-    o as (select (p.ids[i])::bigint as id, 'succeeded'::text as kind, null::jsonb as result, null::jsonb as error, 0::float8 as delay_ms, (p.ids[i + 1])::int as attempt
-          from (select array(select jsonb_array_elements_text(${succeededIds}::jsonb)) as ids) p, generate_series(1, cardinality(p.ids), 2) i
+    -- (A plain success comes as its id alone, attempt null: it ends the job, so it cannot be mistaken for a later
+    -- run's outcome; a later claim's copy of the job waits in the engine until this settle is answered, job-life.ts.)
+    o as (select value::bigint as id, 'succeeded'::text as kind, null::jsonb as result, null::jsonb as error, 0::float8 as delay_ms, null::int as attempt
+          from jsonb_array_elements_text(${succeededIds}::jsonb)
           union all
           select * from jsonb_to_recordset(${payload}::jsonb) as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8, attempt int)),
     -- Every settled job leaves the queue table, deciding its next state on the row it deleted (the latest
     -- version, so a cancel request that committed meanwhile counts); a job that runs again is written back.
     -- An outcome ends only the run of its attempt: the same engine may have claimed the job again since (a
-    -- retried settle whose first try committed, a lease that lapsed), and that run is not this one's.
+    -- retried settle whose first try committed, a lease that lapsed), and that run is not this one's. (A plain
+    -- success names none, see o.)
     settled as (
       delete from akadze.jobs j using o, o_now
-      where j.id = o.id and ${locked} and j.state = 'running' and j.lease_owner = ${owner} and j.attempt = o.attempt
+      where j.id = o.id and ${locked} and j.state = 'running' and j.lease_owner = ${owner} and (o.attempt is null or j.attempt = o.attempt)
       returning j.id, j.task, j.queue, j.args, ${newState} as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key,
         o.kind, o.result as o_result, o.error as o_error, o.delay_ms, o_now.now as at, ${REFUND} as refund
