@@ -29,6 +29,8 @@ export interface AkadzeTarget {
 }
 
 export interface OpenOptions {
+  /** The migration to run (default this checkout's; a baseline brings its own). */
+  migrate?: (db: Db) => Promise<unknown>;
   /** node-postgres connections (default POOL_SIZE). Idle connections stay open, so /proc sees every backend. */
   poolSize?: number;
 }
@@ -38,7 +40,7 @@ export async function openAkadze(driver: AkadzeDriver, label: string, options: O
   if (driver === "pglite") {
     const client = new PGlite();
     const db = drizzlePglite(client) as unknown as Db;
-    await migrate(db);
+    await (options.migrate ?? migrate)(db);
     return { driver, db, database: null, requests: () => null, counter: null, close: async (beforeDrop) => { await client.close(); await beforeDrop?.(); } };
   }
   const database = await createBenchDatabase(`${label}_${driver}`);
@@ -50,7 +52,7 @@ export async function openAkadze(driver: AkadzeDriver, label: string, options: O
     pool.on("error", () => {});
     const counter = countStatements(pool);
     closers.unshift(() => pool.end());
-    await migrate(drizzlePg(pool) as unknown as Db);
+    await (options.migrate ?? migrate)(drizzlePg(pool) as unknown as Db);
     const done = { database, closers, counter };
     if (driver === "node-postgres") return target(driver, drizzlePg(pool) as unknown as Db, () => null, done);
     // Backing connections stay open, so the backends' CPU read from /proc covers the whole window.

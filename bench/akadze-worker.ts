@@ -9,6 +9,7 @@ import { drainsOf, enqueueNoops, type Throughput } from "./akadze.js";
 import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
 import { sleep } from "./stats.js";
 import { timedWithCpu } from "./pg-cpu.js";
+import { CURRENT, type AkadzeLib } from "./baseline.js";
 
 /** The concurrency of the worker-vs-worker comparison (runWorker slots, graphile-worker concurrency). */
 export const WORKER_SLOTS = 10;
@@ -16,14 +17,15 @@ export const WORKER_SLOTS = 10;
 /**
  * Burn-down by `runWorker` with `slots` slots and its other options as shipped: timed until the last body ran
  * and the worker, stopped then, has recorded every outcome (as graphile-worker's runner is stopped). Twice on
- * one fresh database, a new worker each time: the first is `firstDrainPerSec`, the rest is the second's.
+ * one fresh database, a new worker each time: the first is `firstDrainPerSec`, the rest is the second's. `lib`: a
+ * baseline's akadze.
  */
-export async function workerThroughput(driver: AkadzeDriver, count: number, slots = WORKER_SLOTS): Promise<Throughput> {
-  const target = await openAkadze(driver, "wk");
+export async function workerThroughput(driver: AkadzeDriver, count: number, slots = WORKER_SLOTS, lib: AkadzeLib = CURRENT): Promise<Throughput> {
+  const target = await openAkadze(driver, "wk", { migrate: lib.migrate });
   try {
     let ran = 0;
     let allRan!: () => void;
-    const app = createApp();
+    const app = lib.createApp();
     const noop = app.task("bench.noop", async () => { if (++ran === count) allRan(); });
     const result = await drainsOf(count, async () => {
       ran = 0;
@@ -31,7 +33,7 @@ export async function workerThroughput(driver: AkadzeDriver, count: number, slot
       const enqueueMs = await enqueueNoops(noop, target.db, count);
       const stop = new AbortController();
       const { ms: processMs, cpu } = await timedWithCpu(target.database, count, async () => {
-        const worker = runWorker(app, { db: target.db, slots, signal: stop.signal });
+        const worker = lib.runWorker(app, { db: target.db, slots, signal: stop.signal });
         await Promise.race([done, worker]);
         stop.abort();
         await worker;

@@ -1,6 +1,7 @@
 // What the benchmark measures of akadze's runOnce loops: bulk enqueue, burn-down and statements per job.
 // (runWorker, latency and the cron tick: akadze-worker.ts; scale-out and claim cost: scale-out.ts.)
-import { createApp, runOnce, type App, type Db, type Retention, type Task } from "../src/index.js";
+import type { App, Db, Retention, Task } from "../src/index.js";
+import { CURRENT, type AkadzeLib } from "./baseline.js";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { transactionsIn } from "./databases.js";
 import { rate, timed } from "./stats.js";
@@ -67,8 +68,8 @@ export async function drainsOf(count: number, drainOnce: () => Promise<DrainTime
   };
 }
 
-export function noopApp(): { app: App; noop: Task } {
-  const app = createApp();
+export function noopApp(lib: AkadzeLib = CURRENT): { app: App; noop: Task } {
+  const app = lib.createApp();
   const noop = app.task("bench.noop", async () => {});
   return { app, noop };
 }
@@ -83,7 +84,7 @@ export async function enqueueNoops(noop: Task, db: Db, count: number): Promise<n
 }
 
 /** Runs `loops` runOnce loops until a claim comes back empty; returns the summed round trips. */
-export async function drain(app: App, db: Db, shape: BurnDownShape, retention?: Retention): Promise<{ roundTrips: number; succeeded: number }> {
+export async function drain(app: App, db: Db, shape: BurnDownShape, retention?: Retention, runOnce = CURRENT.runOnce): Promise<{ roundTrips: number; succeeded: number }> {
   let roundTrips = 0;
   let succeeded = 0;
   await Promise.all(Array.from({ length: shape.loops }, async () => {
@@ -102,19 +103,19 @@ export const KEEP_NO_SUCCEEDED: Retention = { keepSucceeded: false };
 
 /**
  * Bulk enqueue and burn-down of `count` no-op jobs, twice on one fresh database (`retention` as runOnce takes
- * it): the first burn-down's rate is `firstDrainPerSec`, the rest is the second's.
+ * it): the first burn-down's rate is `firstDrainPerSec`, the rest is the second's. `lib`: a baseline's akadze.
  */
-export async function akadzeThroughput(driver: AkadzeDriver, count: number, shape: BurnDownShape, retention?: Retention): Promise<Throughput> {
-  const target = await openAkadze(driver, "tp");
+export async function akadzeThroughput(driver: AkadzeDriver, count: number, shape: BurnDownShape, retention?: Retention, lib: AkadzeLib = CURRENT): Promise<Throughput> {
+  const target = await openAkadze(driver, "tp", { migrate: lib.migrate });
   let transactions: number | null = null;
   let result: Omit<Throughput, "transactionsPerJob">;
   try {
-    const { app, noop } = noopApp();
+    const { app, noop } = noopApp(lib);
     const before = target.database === null ? NaN : await transactionsIn(target.database);
     result = await drainsOf(count, async () => {
       const enqueueMs = await enqueueNoops(noop, target.db, count);
       let succeeded = 0;
-      const { ms: processMs, cpu } = await timedWithCpu(target.database, count, async () => { succeeded = (await drain(app, target.db, shape, retention)).succeeded; });
+      const { ms: processMs, cpu } = await timedWithCpu(target.database, count, async () => { succeeded = (await drain(app, target.db, shape, retention, lib.runOnce)).succeeded; });
       if (succeeded !== count) throw new Error(`akadze over ${driver} ran ${succeeded} of ${count} jobs`);
       return { enqueueMs, processMs, cpu };
     });

@@ -33,6 +33,9 @@ function throughputSections(r: Results): Section[] {
         `Each measurement enqueues and burns down ${fmt(r.settings.config.jobs)} jobs twice in a fresh database of its own: the figures are the second burn-down's, ` +
           "the first is reported beside them (every system's connections, caches and planner statistics cold; akadze's first claims also plan on a table never analyzed, and start an ANALYZE).",
         ...Object.entries(r.settings.systems).map(([name, s]) => `${name}: ${s}`),
+        ...Object.keys(r.throughput).filter((name) => name.startsWith("akadze@") && r.throughput["akadze/node-postgres"]).map((name) =>
+          `akadze/node-postgres against ${name} in the same rounds: ${ratio(r.throughput["akadze/node-postgres"].processPerSec / r.throughput[name].processPerSec)} ` +
+          `(first burn-down ${ratio((r.throughput["akadze/node-postgres"].firstDrainPerSec ?? NaN) / (r.throughput[name].firstDrainPerSec ?? NaN))})`),
       ],
     },
   ];
@@ -48,10 +51,13 @@ function throughputSections(r: Results): Section[] {
       rows: [
         ["akadze runWorker", fmt(w.akadze.processPerSec), ratio(w.ratio), fmt(w.akadze.firstDrainPerSec), ratio(firstDrainRatio(w) ?? undefined)],
         ["graphile-worker", fmt(w.graphile.processPerSec), "", fmt(w.graphile.firstDrainPerSec), ""],
+        ...(w.baseline ? [[`${w.baseline.name} runWorker`, fmt(w.baseline.throughput.processPerSec), ratio(w.baseline.throughput.processPerSec / w.graphile.processPerSec),
+          fmt(w.baseline.throughput.firstDrainPerSec), ""]] : []),
       ],
       notes: [`akadze: ${w.akadzeSettings}`, `graphile-worker: ${w.graphileSettings} (the fastest concurrency-10 entry of its sweep)`,
         "each round starts a worker on a fresh database twice, a burn-down each: the figures are the second's, the first is beside them",
-        `every round, jobs/s: akadze ${w.samples.akadze.map((n) => fmt(n)).join(", ")}; graphile-worker ${w.samples.graphile.map((n) => fmt(n)).join(", ")}`],
+        `every round, jobs/s: akadze ${w.samples.akadze.map((n) => fmt(n)).join(", ")}; graphile-worker ${w.samples.graphile.map((n) => fmt(n)).join(", ")}` +
+          (w.baseline ? `; ${w.baseline.name} ${w.baseline.samples.map((n) => fmt(n)).join(", ")} (this checkout ${ratio(w.akadze.processPerSec / w.baseline.throughput.processPerSec)} of it)` : "")],
     });
   }
   return out;

@@ -27,6 +27,8 @@ export interface WorkerComparison {
   akadzeSettings: string;
   graphileSettings: string;
   ratio: number;
+  /** `--baseline`: the earlier akadze's runWorker in the same rounds. */
+  baseline?: { name: string; throughput: Throughput; samples: number[] };
 }
 
 export interface Results {
@@ -83,7 +85,7 @@ function medianCpu(samples: (CpuPerJob | null)[]): CpuPerJob | null {
 export function ratios(throughput: Record<string, Throughput>): Results["ratios"] {
   const out: Results["ratios"] = {};
   for (const [name, t] of Object.entries(throughput)) {
-    if (!name.startsWith("akadze/")) continue;
+    if (!/^akadze[/@]/.test(name)) continue;
     out[name] = {};
     for (const peer of PEERS) {
       const p = throughput[peer];

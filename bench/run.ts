@@ -28,6 +28,7 @@ import { fanOutMinute } from "./fan-out.js";
 import { fairClaimCost, fairnessWaits } from "./fairness.js";
 import { best, type SweepEntry } from "./sweep.js";
 import { workflowBench } from "./workflows.js";
+import { loadBaseline, type AkadzeLib } from "./baseline.js";
 
 const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "fairness", "workflows"] as const;
 
@@ -43,6 +44,7 @@ const { values: args } = parseArgs({
     out: { type: "string" },
     markdown: { type: "string" },
     node: { type: "string" },
+    baseline: { type: "string" },
   },
 });
 
@@ -116,7 +118,7 @@ async function machine(): Promise<Machine> {
 /** The floors also measured at the burn-down's own claim size. */
 const AT_BURN_DOWN_BATCH: FloorKind[] = ["history", "delete"];
 
-async function burnDown(r: Results): Promise<{ graphile10: GraphileConfig }> {
+async function burnDown(r: Results, baseline: AkadzeLib | null): Promise<{ graphile10: GraphileConfig }> {
   const graphileConfigs = config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP;
   const pgbossConfigs = config.quick ? PGBOSS_QUICK_SWEEP : PGBOSS_SWEEP;
   if (config.warmUpJobs > 0) {
@@ -156,6 +158,7 @@ async function burnDown(r: Results): Promise<{ graphile10: GraphileConfig }> {
     if (config.drivers.includes("node-postgres")) {
       record("akadze/node-postgres", await akadzeThroughput("node-postgres", config.jobs, shape.config));
       record("akadze/node-postgres, keepSucceeded: false", await akadzeThroughput("node-postgres", config.jobs, shape.config, KEEP_NO_SUCCEEDED));
+      if (baseline) record(`${baseline.name}/node-postgres`, await akadzeThroughput("node-postgres", config.jobs, shape.config, undefined, baseline));
     }
     record("graphile-worker", await graphileThroughput(config.jobs, graphile.config));
     record("pg-boss", await pgbossThroughput(config.jobs, pgboss.config));
@@ -167,7 +170,7 @@ async function burnDown(r: Results): Promise<{ graphile10: GraphileConfig }> {
     }
   }
   for (const driver of config.drivers.filter((d) => d !== "node-postgres")) record(`akadze/${driver}`, await akadzeThroughput(driver, config.jobs, shape.config));
-  const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), "akadze/node-postgres, keepSucceeded: false", "graphile-worker", "pg-boss", "raw-SQL floor",
+  const order = [...AKADZE_DRIVERS.map((d) => `akadze/${d}`), ...(baseline ? [`${baseline.name}/node-postgres`] : []), "akadze/node-postgres, keepSucceeded: false", "graphile-worker", "pg-boss", "raw-SQL floor",
     ...FLOOR_KINDS.map((kind) => floorName(kind)), ...AT_BURN_DOWN_BATCH.map((kind) => floorName(kind, shape.config.batchSize))];
   for (const name of order) if (r.samples[name]) r.throughput[name] = medianThroughput(r.samples[name]);
   r.ratios = ratios(r.throughput);
@@ -183,17 +186,20 @@ async function main(): Promise<void> {
   };
   // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
   let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
-  if (sections.has("burn-down")) ({ graphile10 } = await burnDown(r));
+  const baseline = args.baseline ? await loadBaseline(args.baseline) : null;
+  if (baseline) r.settings.systems[baseline.name] = `akadze at ${args.baseline} (its sources and migrations), measured in the same rounds as this checkout`;
+  if (sections.has("burn-down")) ({ graphile10 } = await burnDown(r, baseline));
 
   if (sections.has("worker")) {
     // Interleaved rounds, the first system alternating, as the burn-down's: one run of each is a few hundred
     // milliseconds, well inside this machine's noise.
-    const samples: { akadze: Throughput[]; graphile: Throughput[] } = { akadze: [], graphile: [] };
+    const samples: { akadze: Throughput[]; graphile: Throughput[]; baseline: Throughput[] } = { akadze: [], graphile: [], baseline: [] };
     for (let round = 1; round <= config.rounds; round++) {
       log(`concurrency ${WORKER_SLOTS}: runWorker vs graphile-worker, ${config.workerJobs} jobs, round ${round} of ${config.rounds}`);
       const runs = [
         async () => { samples.graphile.push(await graphileThroughput(config.workerJobs, graphile10)); },
         async () => { samples.akadze.push(await workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS)); },
+        ...(baseline ? [async () => { samples.baseline.push(await workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS, baseline)); }] : []),
       ];
       for (const run of round % 2 === 1 ? runs : runs.reverse()) await run();
     }
@@ -204,6 +210,7 @@ async function main(): Promise<void> {
       samples: { akadze: samples.akadze.map((t) => Math.round(t.processPerSec)), graphile: samples.graphile.map((t) => Math.round(t.processPerSec)) },
       akadzeSettings: `runWorker(app, { db, slots: ${WORKER_SLOTS} }), other options as shipped; node-postgres pool ${POOL_SIZE}`,
       graphileSettings: graphileLabel(graphile10),
+      ...(baseline ? { baseline: { name: baseline.name, throughput: medianThroughput(samples.baseline), samples: samples.baseline.map((t) => Math.round(t.processPerSec)) } } : {}),
     };
   }
   if (sections.has("latency")) {
