@@ -18,7 +18,7 @@ interface DevWatchModule {
 
 /** `akadze dev`: the server lives in src/dev and is imported only when asked for, so other commands stay light. */
 export function registerDev(program: Command, _ctx: CliContext): void {
-  program.command("dev").description("local development: embedded PGlite (or DATABASE_URL), a Neon-compatible endpoint, the app and its cron tick")
+  program.command("dev").description("local development: embedded PGlite (or DATABASE_URL), a Neon-compatible endpoint, the app and its cron tick; the app restarts when a source file changes (--no-watch: off)")
     .option("--port <n>", "the app's port; the Neon endpoint takes the next (default 4000)", port)
     .option("--demo", "enqueue a mix of example jobs, show their progress live, then a summary")
     .option("--no-http", "serve only the Neon endpoint (the app runs under wrangler dev)")

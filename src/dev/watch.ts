@@ -10,8 +10,13 @@ import { extname, isAbsolute, join, relative, resolve } from "node:path";
 
 /** Quiet time after the last change before the restart: an editor's save (or a branch switch) is one burst. */
 export const WATCH_DEBOUNCE_MS = 150;
-/** How long a child gets to stop gracefully before it is killed. */
-export const STOP_DEADLINE_MS = 10_000;
+/**
+ * How long a child gets to stop gracefully before it is killed: it waits for the tick in flight, which may
+ * drain a backlog for the work route's whole budget (25 s unless the app sets another).
+ */
+export const STOP_DEADLINE_MS = 30_000;
+/** A restart whose stop takes longer than this says what it waits for. */
+const SLOW_STOP_MS = 1_000;
 /** Folders never watched: dependencies, builds, VCS data; dot-folders (.akadze's database, .git) too. */
 const IGNORED_DIRS = new Set(["node_modules", "dist", "build", "coverage"]);
 /** What counts as a source file. */
@@ -109,18 +114,19 @@ export async function runDevWatch(options: DevWatchOptions): Promise<number> {
   };
 
   /** Asks the child to stop (quietly for a restart); kills it after the deadline. Resolves once it has exited. */
-  const stopChild = (quiet: boolean) => {
+  const stopChild = (quiet: boolean, why = "") => {
     const current = child;
     if (!current || current.exitCode !== null || current.signalCode !== null) return Promise.resolve();
     const exited = new Promise<void>((resolveExit) => current.once("exit", () => resolveExit()));
     if (current.connected) current.send({ akadze: "stop", quiet } satisfies ToChild, () => {});
     else current.kill("SIGTERM");
+    const slow = quiet ? setTimeout(() => say(`${why} changed: waiting for the running jobs to finish before the restart`), SLOW_STOP_MS) : undefined;
     const deadline = setTimeout(() => {
       out.write(`${clockTime()} akadze dev: the app did not stop within ${STOP_DEADLINE_MS / 1000} s: killed it; ` +
         "its running jobs are retried when their leases expire\n");
       current.kill("SIGKILL");
     }, STOP_DEADLINE_MS);
-    return exited.finally(() => clearTimeout(deadline));
+    return exited.finally(() => { clearTimeout(deadline); clearTimeout(slow); });
   };
 
   const restart = async () => {
@@ -131,14 +137,14 @@ export async function runDevWatch(options: DevWatchOptions): Promise<number> {
     if (child && !childReady) return;
     const files = [...changed].map((file) => relative(cwd, file) || file);
     changed = new Set();
+    const what = files.length === 1 ? files[0] : `${files[0]} and ${files.length - 1} more`;
     restarting = true;
     try {
-      await stopChild(true);
+      await stopChild(true, what);
     } finally {
       restarting = false;
     }
     if (stopping) return finish(0);
-    const what = files.length === 1 ? files[0] : `${files[0]} and ${files.length - 1} more`;
     start(what);
   };
 
@@ -159,7 +165,7 @@ export async function runDevWatch(options: DevWatchOptions): Promise<number> {
       child?.kill("SIGKILL"); // the second Ctrl-C: at once
       return finish(130);
     }
-    if (!child) return finish(restarting ? 0 : 0);
+    if (!child) return finish(0);
     void stopChild(false);
   };
   process.on("SIGINT", onSignal);
