@@ -15,14 +15,22 @@ import { waitFor } from "./support/wait-for.js";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SRC = join(ROOT, "src");
 
-/** The task's module; `version` is what its log lines start with. "later" waits (a snooze) until v2. */
+/**
+ * The task's module; `version` is what its log lines start with. "later" waits (a snooze) until v2; "slow"
+ * runs until the test creates the file `release` (not a source file: no restart).
+ */
 const tasksSource = (version: string) => `import * as v from "valibot";
+import { existsSync } from "node:fs";
 import { Snooze } from ${JSON.stringify(join(SRC, "index.ts"))};
 export const args = v.object({ name: v.string() });
 export async function greet({ name }: { name: string }) {
   if (name === "later" && ${JSON.stringify(version)} === "v1") {
     console.log("v1 snoozes later");
     throw new Snooze("1s");
+  }
+  if (name === "slow") {
+    console.log(${JSON.stringify(version)} + " slow started");
+    for (let i = 0; i < 400 && !existsSync("release"); i++) await new Promise((resolve) => setTimeout(resolve, 50));
   }
   console.log(${JSON.stringify(version)} + " greet " + name);
 }
@@ -76,7 +84,7 @@ afterAll(async () => {
   rmSync(project, { recursive: true, force: true });
 });
 
-it("a change restarts the app once, says which file changed, and queued jobs survive and run the new code", async () => {
+it("a change restarts the app once, says which file changed, and queued and running jobs survive it", async () => {
   const port = await freePortPair();
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.DATABASE_URL; // the default: PGlite in .akadze/pglite
@@ -98,16 +106,24 @@ it("a change restarts the app once, says which file changed, and queued jobs sur
   await printed("v1 greet first");
   await post("later");
   await printed("v1 snoozes later"); // queued again, for a second later
+  await post("slow");
+  await printed("v1 slow started");
 
-  // An editor's save: two files in one burst, one restart.
+  // An editor's save: two files in one burst, one restart. The old app first finishes the job it runs.
   writeFileSync(join(project, "tasks.ts"), tasksSource("v2"));
   writeFileSync(join(project, "app.ts"), appSource("// edited\n"));
+  await printed("changed: waiting for the running jobs to finish before the restart");
+  expect(out).not.toContain("changed: restarted");
+  writeFileSync(join(project, "release"), "");
   await printed("changed: restarted");
+  expect(out.indexOf("v1 greet slow")).toBeGreaterThan(-1);
+  expect(out.indexOf("v1 greet slow")).toBeLessThan(out.indexOf("changed: restarted"));
   expect(out).toMatch(/\d\d:\d\d:\d\d (tasks\.ts|app\.ts) and 1 more changed: restarted\n/);
   await printed("v2 greet later"); // queued before the restart, run after it, by the new code
   await post("after");
   await printed("v2 greet after");
   expect(out).not.toContain("v1 greet after");
+  expect(out).not.toContain("v2 slow started"); // the running job ended in the old app, once
   expect(out.match(/changed: restarted/g)).toHaveLength(1);
   expect(out.match(/akadze dev\n/g)).toHaveLength(1); // the banner once; a restart is one line
 

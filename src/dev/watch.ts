@@ -102,7 +102,9 @@ export async function runDevWatch(options: DevWatchOptions): Promise<number> {
     spawned.on("message", (message) => {
       if ((message as ToParent)?.akadze !== "ready" || child !== spawned) return;
       childReady = everReady = true;
-      if (changed.size > 0 && !timer) void restart(); // changed while it started
+      // A stop asked for while it started may have come before it listened: ask again.
+      if (stopping) spawned.send({ akadze: "stop", quiet: false } satisfies ToChild, () => {});
+      else if (changed.size > 0 && !timer) void restart(); // changed while it started
     });
     spawned.once("exit", (code, signal) => {
       if (child === spawned) child = undefined;
