@@ -85,7 +85,8 @@ export async function runDevCommand(options: DevCommandOptions = {}): Promise<vo
       dev = server;
       watched?.ready();
       await warnMisfits();
-      const { quiet } = await (watched ? watched.stopRequested : untilSignal().then(() => ({ quiet: false })));
+      const signalled = untilSignal().then(() => ({ quiet: false }));
+      const { quiet } = await (watched ? Promise.race([watched.stopRequested, signalled]) : signalled);
       if (!quiet) process.stdout.write("\nstopping: letting running jobs finish\n");
     }
   } finally {

@@ -45,6 +45,10 @@ export interface WatchedChild {
 /** This process's part in watch mode, if it is a child of `akadze dev`'s watcher. */
 export function watchedChild(): WatchedChild | undefined {
   if (!process.env[CHILD_ENV] || !process.send) return undefined;
+  const restartedFor = process.env[RESTART_ENV] || undefined;
+  // Not for the processes the app starts.
+  delete process.env[CHILD_ENV];
+  delete process.env[RESTART_ENV];
   const stopRequested = new Promise<{ quiet: boolean }>((resolveStop) => {
     const onMessage = (message: unknown) => {
       if ((message as ToChild)?.akadze === "stop") resolveStop({ quiet: (message as ToChild).quiet });
@@ -54,7 +58,7 @@ export function watchedChild(): WatchedChild | undefined {
     process.once("disconnect", () => resolveStop({ quiet: false }));
   });
   return {
-    restartedFor: process.env[RESTART_ENV] || undefined,
+    restartedFor,
     ready: () => { process.send?.({ akadze: "ready" } satisfies ToParent); },
     stopRequested,
   };
@@ -94,9 +98,11 @@ export async function runDevWatch(options: DevWatchOptions): Promise<number> {
     const env: NodeJS.ProcessEnv = { ...process.env, [CHILD_ENV]: "1" };
     if (restartedFor) env[RESTART_ENV] = restartedFor;
     else delete env[RESTART_ENV];
-    // Its own process group: Ctrl-C reaches only this process, which tells the child to stop, once.
+    // Its own process group: Ctrl-C reaches only this process, which tells the child to stop, once. (Not on
+    // Windows, where a detached child gets a console window of its own; there Ctrl-C reaches both, and the
+    // child stops on it as on the message.)
     const spawned = spawn(process.execPath, [...process.execArgv, ...options.command, "--no-watch"], {
-      cwd, env, stdio: ["ignore", "inherit", "inherit", "ipc"], detached: true,
+      cwd, env, stdio: ["ignore", "inherit", "inherit", "ipc"], detached: process.platform !== "win32",
     });
     child = spawned;
     spawned.on("message", (message) => {
