@@ -2,7 +2,7 @@
 // the default database (PGlite in .akadze/pglite). Editing a task's file restarts the app once per burst of
 // writes, with one line naming the file; a job queued before the restart runs after it, with the new code.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -73,6 +73,7 @@ beforeAll(() => {
   symlinkSync(join(ROOT, "node_modules"), join(project, "node_modules"), "dir"); // hono, valibot, drizzle: the checkout's
   writeFileSync(join(project, "tasks.ts"), tasksSource("v1"));
   writeFileSync(join(project, "app.ts"), appSource());
+  for (const ignored of ["dist", ".cache"]) mkdirSync(join(project, ignored));
 });
 
 afterAll(async () => {
@@ -110,6 +111,9 @@ it("a change restarts the app once, says which file changed, and queued and runn
   await printed("v1 slow started");
 
   // An editor's save: two files in one burst, one restart. The old app first finishes the job it runs.
+  // Files under dist/ and dot-folders are not watched: they are not among the changed files the line counts.
+  writeFileSync(join(project, "dist/app.js"), "");
+  writeFileSync(join(project, ".cache/app.ts"), "");
   writeFileSync(join(project, "tasks.ts"), tasksSource("v2"));
   writeFileSync(join(project, "app.ts"), appSource("// edited\n"));
   await printed("changed: waiting for the running jobs to finish before the restart");
