@@ -19,6 +19,14 @@ export class UsageError extends CliError {
   }
 }
 
+/** An exit whose reason was already printed (by `akadze dev`'s child process): the code, and no line of its own. */
+export class SaidExit extends CliError {
+  constructor(exitCode: number) {
+    super(`exit code ${exitCode}`, { exitCode });
+    this.name = "SaidExit";
+  }
+}
+
 const NETWORK_CODES: Record<string, string> = {
   ECONNREFUSED: "connection refused",
   ENOTFOUND: "host not found",

@@ -2,7 +2,7 @@ import { Command, CommanderError } from "commander";
 import { createCliContext } from "./context.js";
 import { registerDev } from "./dev.js";
 import { registerInit } from "./init.js";
-import { describeError, exitCodeOf } from "./errors.js";
+import { describeError, exitCodeOf, SaidExit } from "./errors.js";
 import { registerJobs } from "./jobs.js";
 import { registerLimits } from "./limits.js";
 import { registerMaintenance } from "./maintenance.js";
@@ -48,6 +48,7 @@ export async function runCli(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2; // commander already said why
+    if (error instanceof SaidExit) return error.exitCode;
     process.stderr.write(`akadze: ${describeError(error, where())}\n`);
     if (process.env.AKADZE_DEBUG) process.stderr.write(`${(error as Error)?.stack ?? error}\n`);
     return exitCodeOf(error);

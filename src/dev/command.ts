@@ -8,6 +8,7 @@ import { runDemo } from "./demo.js";
 import { findMisfits, misfitWarnings } from "../ops/misfits.js";
 import { invocationLogLines, LOG_LEVELS, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { DASHBOARD_PATH, DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "./dev-server.js";
+import { watchedChild } from "./watch.js";
 
 /** Ticks (seconds) between repeats of the unknown-task and unlimited-key warnings. */
 const MISFIT_EVERY_TICKS = 30;
@@ -44,12 +45,14 @@ const Options = v.object({
 export async function runDevCommand(options: DevCommandOptions = {}): Promise<void> {
   const o = parseOrThrow(Options, options, "dev options");
   if (o.demo && o.http === false) throw new InvalidInput("--demo needs the HTTP app: drop --no-http");
+  // Run by watch mode's watcher (src/dev/watch.ts): it asks this process to stop, and a restart is one line.
+  const watched = o.demo ? undefined : watchedChild();
   const file = findAppModule(o.app);
   const module = await loadDevModule(file);
   if (o.demo && !module.demo) throw new InvalidInput(`${file} exports no demo`);
   // The demo never touches a real database unless told to.
   const database = o.database ?? (o.demo ? "memory://" : process.env.DATABASE_URL ?? DEV_DATA_DIR);
-  if (!/^postgres(ql)?:/.test(database)) process.stdout.write("Starting PGlite (embedded Postgres, a few seconds)...\n");
+  if (!/^postgres(ql)?:/.test(database) && !watched?.restartedFor) process.stdout.write("Starting PGlite (embedded Postgres, a few seconds)...\n");
   const port = o.port ?? (o.demo ? 0 : DEV_PORT);
   let ticks = 0;
   let dev: DevServer | undefined;
@@ -77,11 +80,14 @@ export async function runDevCommand(options: DevCommandOptions = {}): Promise<vo
   try {
     if (o.demo) await runDemo(server, module.demo!, process.stdout);
     else {
-      process.stdout.write(banner(server, server.appUrl ? await findDashboard(server.appUrl) : undefined));
+      if (watched?.restartedFor) process.stdout.write(`${clockTime()} ${watched.restartedFor} changed: restarted\n`);
+      else process.stdout.write(banner(server, server.appUrl ? await findDashboard(server.appUrl) : undefined, Boolean(watched)));
       dev = server;
+      watched?.ready();
       await warnMisfits();
-      await untilSignal();
-      process.stdout.write("\nstopping: letting running jobs finish\n");
+      const signalled = untilSignal().then(() => ({ quiet: false }));
+      const { quiet } = await (watched ? Promise.race([watched.stopRequested, signalled]) : signalled);
+      if (!quiet) process.stdout.write("\nstopping: letting running jobs finish\n");
     }
   } finally {
     await server.close();
@@ -105,7 +111,7 @@ export async function findDashboard(appUrl: string): Promise<string | undefined>
 }
 
 /** What `akadze dev` prints at start. @example process.stdout.write(banner(server, await findDashboard(server.appUrl!))); */
-export function banner(server: DevServer, dashboardUrl?: string): string {
+export function banner(server: DevServer, dashboardUrl?: string, watching = false): string {
   const { env } = server;
   const lines = [
     "akadze dev",
@@ -118,7 +124,9 @@ export function banner(server: DevServer, dashboardUrl?: string): string {
   if (dashboardUrl) lines.push(`  dashboard ${dashboardUrl} (sign in with ${env.CRON_SECRET})`);
   lines.push("", "The CLI on this database, from another terminal (any command in place of `jobs list`):", `  ${cliLine(server)}`);
   lines.push("", "For `wrangler dev`, put this in .dev.vars:", `  DATABASE_URL=${env.DATABASE_URL}`,
-    `  NEON_FETCH_ENDPOINT=${env.NEON_FETCH_ENDPOINT}`, `  CRON_SECRET=${env.CRON_SECRET}`, "", "Ctrl-C stops.", "");
+    `  NEON_FETCH_ENDPOINT=${env.NEON_FETCH_ENDPOINT}`, `  CRON_SECRET=${env.CRON_SECRET}`, "");
+  if (watching) lines.push("Watching the project's source files: a change restarts the app; queued jobs stay in the database (--no-watch: off).");
+  lines.push("Ctrl-C stops.", "");
   return lines.join("\n");
 }
 
