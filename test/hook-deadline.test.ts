@@ -7,13 +7,7 @@ import * as v from "valibot";
 import { createApp, requestCancel, runOnce } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
-
-/** The promise, or a rejection after `ms` (what the test could wait at most). */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([promise, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} had not returned after ${ms} ms`)), ms); })])
-    .finally(() => clearTimeout(timer));
-}
+import { within } from "./support/wait-for.js";
 
 /**
  * The hook deadline of the tests below whose hook never settles. It bounds a whole statement's hook calls, the
