@@ -3,10 +3,7 @@
 // never breach maxRunning or maxStarts, and enqueue every schedule slot once. The handlers measure it: each
 // body writes a row with the database's clock_timestamp() (test/fixtures/skew-app.ts).
 import { spawn, type ChildProcess } from "node:child_process";
-import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -15,27 +12,15 @@ import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.j
 import { createTestDatabase } from "./support/postgres.js";
 import { busiestWindow } from "./support/busiest-window.js";
 import { waitFor, within } from "./support/wait-for.js";
+import { bundleFixtures, type BundledFixtures } from "./support/bundle.js";
 import { CREATE_SKEW_RUNS, MAX_RUNNING, MAX_STARTS, RUNNING_KEY, STARTS_KEY, WINDOW_MS, skewApp } from "./fixtures/skew-app.js";
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 /**
- * Where the loop and the clock preload are bundled, once per file: each of the eight processes then loads one
- * JavaScript file instead of compiling akadze's sources through tsx (about 0.2 s of CPU instead of 1 s, measured:
- * beside another suite on 2 cores, eight tsx start-ups took tens of seconds of the test's time). Inside the
- * checkout, so the bundle's own imports (pg, drizzle-orm, @neondatabase/serverless) resolve to its node_modules.
+ * The loop and the clock preload, bundled once for the file (test/support/bundle.ts): eight tsx start-ups took
+ * tens of seconds of the test's time beside another suite on 2 cores.
  */
-const BUNDLE_DIR = fileURLToPath(new URL(`../node_modules/.cache/akadze-clock-skew-${process.pid}/`, import.meta.url));
-const LOOP = join(BUNDLE_DIR, "skew-loop.mjs");
-const SKEWED_CLOCK = pathToFileURL(join(BUNDLE_DIR, "skewed-clock.mjs")).href;
-
-/** Bundles test/fixtures/skew-loop.ts and skewed-clock.ts (akadze's sources inlined, packages left to node_modules). */
-async function bundleLoop(): Promise<void> {
-  await build({
-    entryPoints: { "skew-loop": fixture("skew-loop.ts"), "skewed-clock": fixture("skewed-clock.ts") },
-    outdir: BUNDLE_DIR, outExtension: { ".js": ".mjs" }, bundle: true, platform: "node", format: "esm",
-    target: "node20", packages: "external", logLevel: "error",
-  });
-}
+let bundled: BundledFixtures;
 
 /** The eight loops: how far each one's clock is off the database's, and how it runs. */
 const LOOPS = [
@@ -59,7 +44,7 @@ interface Loop {
 }
 
 function startLoop(env: Record<string, string>): Loop {
-  const child = spawn(process.execPath, ["--import", SKEWED_CLOCK, LOOP], {
+  const child = spawn(process.execPath, ["--import", pathToFileURL(bundled.path("skewed-clock")).href, bundled.path("skew-loop")], {
     env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe", "ipc"],
   });
   let stderr = "";
@@ -221,8 +206,8 @@ function skewSuite(driver: keyof typeof SIZES): void {
   });
 }
 
-beforeAll(bundleLoop);
-afterAll(() => rmSync(BUNDLE_DIR, { recursive: true, force: true }));
+beforeAll(async () => { bundled = await bundleFixtures({ "skew-loop": fixture("skew-loop.ts"), "skewed-clock": fixture("skewed-clock.ts") }); });
+afterAll(() => bundled?.remove());
 
 skewSuite("node-postgres");
 skewSuite("neon-http");
