@@ -1,9 +1,12 @@
 // `akadze jobs cancel|requeue|replay` over a selection, and `jobs replay ID --args`, through the real binary against real Postgres.
-import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect, it, vi } from "vitest";
 import { runOnce } from "../src/index.js";
 import { app, doomed, echo } from "./fixtures/worker-app.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
-import { runAkadze, type CliRun } from "./support/cli.js";
+import { CLI_TEST_TIMEOUT_MS, runAkadze, type CliRun } from "./support/cli.js";
+
+// Each test spawns the CLI (tsx start-up each time): its timeout allows for that on a loaded machine.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 let t: TestDatabase;
 const akadze = (args: string[]): Promise<CliRun> => runAkadze(args, { DATABASE_URL: t.url });

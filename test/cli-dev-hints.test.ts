@@ -5,12 +5,15 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { lockPgliteDirectory, PGLITE_LOCK_FILE, SHARE_DEV_DATABASE } from "../src/dev/pglite-lock.js";
 import { MIGRATE_HINT } from "../src/db/query.js";
 import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
-import { runAkadze } from "./support/cli.js";
+import { CLI_TEST_TIMEOUT_MS, runAkadze } from "./support/cli.js";
+
+// Each test spawns the CLI (tsx start-up each time): its timeout allows for that on a loaded machine.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 let t: TestDatabase;
 let endpoint: NeonEndpoint;

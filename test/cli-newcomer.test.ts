@@ -1,11 +1,14 @@
 // The CLI says what used to pass silently: a paused queue that has no jobs, queued jobs of tasks the app
 // does not define, and each failed job of a running worker with its error.
-import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect, it, vi } from "vitest";
 import { createApp } from "../src/index.js";
 import { doomed } from "./fixtures/worker-app.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
-import { runAkadze, startAkadze } from "./support/cli.js";
+import { CLI_START_TIMEOUT_MS, CLI_TEST_TIMEOUT_MS, runAkadze, startAkadze } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
+
+// Each test spawns the CLI (tsx start-up each time): its timeout allows for that on a loaded machine.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 const APP = "test/fixtures/worker-app.ts";
 
@@ -38,7 +41,7 @@ it("akadze worker warns about unknown tasks at start and logs each failed job wi
   const id = await doomed.using(t.db).enqueue({});
   const { child, stdout, stderr: output, exited } = startAkadze(["worker", APP, "--queue", "reports", "--log-level", "info"], { env: { DATABASE_URL: t.url } });
   try {
-    await waitFor(async () => output().includes(`job ${id} `) && stdout().includes(" worker on "), "the failed job's log lines", { timeoutMs: 60_000 });
+    await waitFor(async () => output().includes(`job ${id} `) && stdout().includes(" worker on "), "the failed job's log lines", { timeoutMs: CLI_START_TIMEOUT_MS });
   } finally {
     child.kill("SIGTERM");
     await exited;
@@ -49,18 +52,18 @@ it("akadze worker warns about unknown tasks at start and logs each failed job wi
   expect(stderr).toMatch(new RegExp(`^${at} akadze: 1 queued job of task "fixture\\.ecko" \\(queue default\\) wait for an app that defines it`, "m"));
   expect(stderr).toMatch(new RegExp(`^${at} akadze: job ${id} \\(fixture\\.doomed, queue reports, attempt 1\\) failed: Fail: the vendor rejected the export\n`, "m"));
   expect(stdout()).toMatch(new RegExp(`^${at} worker on node-postgres: claimed 1[ ,(]`, "m"));
-}, 90_000);
+});
 
 it("akadze worker --log-level silent says nothing about unknown tasks or failed jobs", async () => {
   await createApp().task("fixture.ecko", async () => {}).using(t.db).enqueue({});
   const id = await doomed.using(t.db).enqueue({});
   const { child, stderr: output, exited } = startAkadze(["worker", APP, "--queue", "reports", "--log-level", "silent"], { env: { DATABASE_URL: t.url } });
   try {
-    await waitFor(async () => (await t.rows(`select state from akadze.all_jobs where id = ${id}`))[0]?.state === "failed", "the doomed job to fail", { timeoutMs: 60_000 });
+    await waitFor(async () => (await t.rows(`select state from akadze.all_jobs where id = ${id}`))[0]?.state === "failed", "the doomed job to fail", { timeoutMs: CLI_START_TIMEOUT_MS });
   } finally {
     child.kill("SIGTERM");
     await exited;
   }
   expect(output()).not.toContain("fixture.ecko");
   expect(output()).not.toContain(`job ${id} `);
-}, 90_000);
+});

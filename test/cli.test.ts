@@ -1,6 +1,6 @@
 // The real `akadze` binary (node bin/akadze.js) against real Postgres: output and exit code of every
 // command, and one clear stderr line with a non-zero exit for every kind of bad input.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,9 +9,12 @@ import pg from "pg";
 import { createApp, runOnce, setLimit } from "../src/index.js";
 import { app, doomed, echo, flaky } from "./fixtures/worker-app.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
-import { runAkadze, type CliRun } from "./support/cli.js";
+import { CLI_TEST_TIMEOUT_MS, runAkadze, type CliRun } from "./support/cli.js";
 import { ADMIN_URL, urlFor } from "./support/postgres.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
+
+// Each test spawns the CLI (tsx start-up each time): its timeout allows for that on a loaded machine.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 let t: TestDatabase;
 const EMPTY_DB = `akadze_ops_cli_empty_${process.pid}`;
@@ -86,7 +89,7 @@ describe("akadze", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 180_000); // PGlite starts an embedded Postgres in each process
+  }, CLI_TEST_TIMEOUT_MS + 60_000); // PGlite starts an embedded Postgres in each of the two processes
 
   it("jobs list shows the newest jobs first, filtered by status, queue and task, and --json for scripts", async () => {
     const [table, filtered] = await Promise.all([

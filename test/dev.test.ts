@@ -14,7 +14,7 @@ import { banner, findDashboard } from "../src/dev/command.js";
 import * as example from "../functions/dev.js";
 import { createTestDatabase } from "./support/postgres.js";
 import { waitFor } from "./support/wait-for.js";
-import { runAkadze } from "./support/cli.js";
+import { CLI_TEST_TIMEOUT_MS, runAkadze } from "./support/cli.js";
 import { bundleWithWrangler } from "./support/workerd.js";
 import { listWorkers } from "../src/ops/workers.js";
 import { Hono } from "hono";
@@ -59,7 +59,7 @@ describe("akadze dev on PGlite", () => {
     const run = await runAkadze(args.split(" "), { DATABASE_URL: url, NEON_FETCH_ENDPOINT: endpoint });
     expect(run).toMatchObject({ code: 0, stderr: "" });
     expect(run.stdout).toMatch(/orders\.charge|no jobs/);
-  }, 60_000);
+  }, CLI_TEST_TIMEOUT_MS);
 
   it("serves the Neon endpoint that the bundled Worker reaches with the values printed for .dev.vars", async () => {
     const outdir = await mkdtemp(join(tmpdir(), "akadze-edge-devworker-"));

@@ -8,7 +8,7 @@ import { runWorker } from "../src/runtime/run-worker.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { busiestWindow } from "./support/busiest-window.js";
-import { startAkadze } from "./support/cli.js";
+import { CLI_START_TIMEOUT_MS, CLI_TEST_TIMEOUT_MS, startAkadze } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { app as fixtureApp, FIXTURE_TABLES, once } from "./fixtures/worker-app.js";
@@ -127,7 +127,7 @@ describe("a worker killed with SIGKILL", () => {
         const [{ started, held }] = await t.rows(`select (select count(*)::int from fixture_events where event = 'started') as started,
           (select count(*)::int from akadze.all_jobs where state = 'running') as held`);
         return started === 2 && held >= 4;
-      }, "two bodies to start and more jobs to be held (prefetched)");
+      }, "two bodies to start and more jobs to be held (prefetched)", { timeoutMs: CLI_START_TIMEOUT_MS }); // the process loads tsx first
     } finally {
       child.kill("SIGKILL");
       await exited;
@@ -154,5 +154,5 @@ describe("a worker killed with SIGKILL", () => {
     }
     expect(started.size).toBe(6);
     expect(jobs.map((j) => Number(j.id))).toEqual(ids);
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 });

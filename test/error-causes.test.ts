@@ -13,7 +13,7 @@ import { errorHeadline, storedMessage } from "../src/core/error-causes.js";
 import type { Db } from "../src/db/query.js";
 import { forEachDriver } from "./support/drivers.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
-import { runAkadze } from "./support/cli.js";
+import { CLI_TEST_TIMEOUT_MS, runAkadze } from "./support/cli.js";
 import { ManualClock } from "./support/clock.js";
 
 const MISSING = 'relation "no_such_table" does not exist (SQLSTATE 42P01)';
@@ -112,7 +112,7 @@ describe("the CLI shows the cause of a stored error", () => {
     const [entry] = JSON.parse(json.stdout).errors;
     expect(entry.causes[0]).toMatchObject({ code: "42P01", message: 'relation "no_such_table" does not exist' });
     expect(entry.message).toContain(MISSING);
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 });
 
 describe("stored messages", () => {

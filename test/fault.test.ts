@@ -8,6 +8,7 @@ import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { runOnce, type Db, type RunSummary } from "../src/index.js";
 import { startNeonEndpoint, type NeonEndpoint } from "../src/dev/neon-endpoint.js";
+import { bundleFixtures, type BundledFixtures } from "./support/bundle.js";
 import { ManualClock } from "./support/clock.js";
 import { neonHttpDb } from "./support/neon.js";
 import { createTestDatabase } from "./support/postgres.js";
@@ -115,13 +116,15 @@ describe("a worker process killed with SIGKILL mid-batch", () => {
   const JOBS = 600;
   const KILLS = 6;
   let f: Fixture;
-  beforeAll(async () => { f = await openFixture("bench_fault_kill"); });
-  afterAll(async () => { await f?.drop(); });
+  // The worker, bundled once (test/support/bundle.ts): six tsx start-ups were most of the test's time on a loaded machine.
+  let worker: BundledFixtures;
+  beforeAll(async () => { f = await openFixture("bench_fault_kill"); worker = await bundleFixtures({ "fault-worker": WORKER }); });
+  afterAll(async () => { worker?.remove(); await f?.drop(); });
 
   /** Starts the fixture worker and kills it once `after` bodies have started (or it runs out of work). */
   function runAndKill(after: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+      const child = spawn(process.execPath, [worker.path("fault-worker")], {
         env: { ...process.env, FAULT_DATABASE_URL: f.url }, stdio: ["ignore", "pipe", "pipe"],
       });
       let started = 0;
@@ -155,5 +158,5 @@ describe("a worker process killed with SIGKILL mid-batch", () => {
     expectNothingLost(ledger);
     expect(orphaned).toBeGreaterThan(0); // the kills did land mid-batch
     expect(ledger.lostOutcomes + ledger.lostClaims).toBeGreaterThan(0);
-  }, 120_000); // each worker start compiles the fixture with tsx: seconds on a busy machine
+  }, 120_000);
 });

@@ -48,11 +48,13 @@ describe("neon-http faults", () => {
   it("a response that never comes costs an invocation its budget, not the response's delay", async () => {
     const { app, task } = countingApp();
     await task.using(http).enqueueMany(Array.from({ length: 20 }, () => ({})));
-    plan = nth(1, isSettle, { delayMs: 15_000 }); // the first settle commits, then its answer waits 15 s
+    plan = nth(1, isSettle, { delayMs: 30_000 }); // the first settle commits, then its answer waits 30 s
     const began = performance.now();
     const summary = await runOnce(app, { db: http, budget: "2s", slots: 4, batchSize: 20 });
     const took = performance.now() - began;
-    expect(took).toBeLessThan(6_000); // the budget, and one MIN_REQUEST_TIMEOUT_MS for the last settle
+    // The budget (2 s) and one MIN_REQUEST_TIMEOUT_MS for the last settle, not the answer's 30 s: the bound
+    // lies between the two, far enough from the first that a loaded machine (6 s was once too tight) does not cross it.
+    expect(took).toBeLessThan(20_000);
     // What ran is recorded; what the budget's end left never started and is back in queued, attempt unspent.
     const jobs = (await pool.query("select state, attempt from akadze.all_jobs order by id")).rows;
     const succeeded = jobs.filter((j) => j.state === "succeeded");

@@ -4,16 +4,19 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { bundleFixtures, type BundledFixtures } from "./support/bundle.js";
 import { createTestDatabase } from "./support/postgres.js";
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/http-fault-invocations.ts", import.meta.url));
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
-beforeAll(async () => { database = await createTestDatabase("http_rejections"); });
-afterAll(async () => { await database?.drop(); });
+// The fixture, bundled (test/support/bundle.ts): its tsx start-up was tens of seconds of the 50 s on a loaded machine.
+let fixture: BundledFixtures;
+beforeAll(async () => { database = await createTestDatabase("http_rejections"); fixture = await bundleFixtures({ "http-fault-invocations": FIXTURE }); });
+afterAll(async () => { fixture?.remove(); await database?.drop(); });
 
 it("invocations whose claims and settles lose their answers over neon-http leave no rejection unhandled", async () => {
-  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE], {
+  const child = spawn(process.execPath, [fixture.path("http-fault-invocations")], {
     env: { ...process.env, FAULTS_DATABASE_URL: database.url, FAULTS_DATABASE_NAME: database.name, NODE_OPTIONS: "" },
     stdio: ["ignore", "pipe", "pipe"],
   });

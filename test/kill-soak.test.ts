@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runOnce } from "../src/index.js";
+import { bundleFixtures, type BundledFixtures } from "./support/bundle.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { KILL_TABLE, killApp } from "./fixtures/kill-app.js";
 
@@ -17,13 +18,15 @@ const SLOTS = 4;
 const BOUND = SLOTS + Math.min(4 * SLOTS * 100, 256 * SLOTS);
 
 let t: TestDatabase;
-beforeAll(async () => { t = await openTestDatabase("kill_soak"); await t.pool.query(KILL_TABLE); });
-afterAll(async () => { await t?.close(); });
+// The worker, bundled once (test/support/bundle.ts): ten tsx start-ups cost tens of seconds on a loaded machine.
+let worker: BundledFixtures;
+beforeAll(async () => { t = await openTestDatabase("kill_soak"); await t.pool.query(KILL_TABLE); worker = await bundleFixtures({ "kill-worker": WORKER }); });
+afterAll(async () => { worker?.remove(); await t?.close(); });
 
 /** Starts the worker and kills it once `after` more bodies have started; answers how many did. */
 function runAndKill(after: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER], { env: { ...process.env, KILL_DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [worker.path("kill-worker")], { env: { ...process.env, KILL_DATABASE_URL: t.url }, stdio: ["ignore", "pipe", "pipe"] });
     let started = 0;
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {

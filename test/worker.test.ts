@@ -10,7 +10,7 @@ import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { neonHttpDb } from "./support/neon.js";
 import type { Db } from "../src/db/query.js";
 import { deferred, type Deferred } from "./support/deferred.js";
-import { startAkadze } from "./support/cli.js";
+import { CLI_START_TIMEOUT_MS, CLI_TEST_TIMEOUT_MS, startAkadze } from "./support/cli.js";
 import { waitFor } from "./support/wait-for.js";
 
 let t: TestDatabase;
@@ -169,7 +169,7 @@ describe("akadze worker (the process)", () => {
       await waitFor(async () => {
         if (child.exitCode !== null) throw new Error(`worker exited early: ${stderr()}`);
         return (await t.rows("select count(*)::int as n from fixture_events where event = 'started'"))[0].n >= 2;
-      }, "both slots to start a job", { timeoutMs: 30_000 }); // inside the test's 60 s: the process loads tsx first
+      }, "both slots to start a job", { timeoutMs: CLI_START_TIMEOUT_MS }); // the process loads tsx first
       child.kill("SIGTERM");
       await waitFor(() => stderr().includes("SIGTERM: taking no new jobs"), "the worker to acknowledge SIGTERM");
       await t.pool.query("insert into fixture_gates values ('g')");
@@ -190,5 +190,5 @@ describe("akadze worker (the process)", () => {
     }
     expect(jobs.map((j) => Number(j.id))).toEqual(ids);
     expect(await t.rows("select kind, jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ kind: "worker", jobs_done: 2, stopped: true }]);
-  });
+  }, CLI_TEST_TIMEOUT_MS);
 });

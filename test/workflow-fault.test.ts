@@ -9,8 +9,13 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import { getJob, runOnce, type Db } from "../src/index.js";
 import { createTestDatabase } from "./support/postgres.js";
 import { CREATE_STEP_RUNS, killApp } from "./fixtures/workflow-steps.js";
+import { bundleFixtures, type BundledFixtures } from "./support/bundle.js";
 
 const WORKER = fileURLToPath(new URL("./fixtures/workflow-kill-worker.ts", import.meta.url));
+// The child, bundled once for the file (test/support/bundle.ts) instead of a tsx start-up per driver.
+let worker: BundledFixtures;
+beforeAll(async () => { worker = await bundleFixtures({ "workflow-kill-worker": WORKER }); });
+afterAll(() => worker?.remove());
 
 for (const driver of ["node-postgres", "neon-http", "neon-serverless"] as const) {
   describe(`${driver}: SIGKILL during a step`, () => {
@@ -28,7 +33,7 @@ for (const driver of ["node-postgres", "neon-http", "neon-serverless"] as const)
     /** Runs the child until it is inside `step`, then kills it. */
     function killInside(step: string): Promise<void> {
       return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
+        const child = spawn(process.execPath, [worker.path("workflow-kill-worker")], {
           env: { ...process.env, WF_DATABASE_URL: database.url, WF_DRIVER: driver }, stdio: ["ignore", "pipe", "pipe"],
         });
         let stderr = "";

@@ -1,6 +1,6 @@
 // A workflow's steps, results, errors and what it waits for, as `akadze jobs show` (text and --json) and
 // the dashboard's job page show them.
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { Hono } from "hono";
@@ -8,8 +8,11 @@ import { createApp, runOnce, type Db } from "../src/index.js";
 import { akadzeRoutes } from "../src/edge/hono.js";
 import { akadzeDashboard } from "../src/edge/dashboard/index.js";
 import { ManualClock } from "./support/clock.js";
-import { runAkadze } from "./support/cli.js";
+import { CLI_TEST_TIMEOUT_MS, runAkadze } from "./support/cli.js";
 import { createTestDatabase } from "./support/postgres.js";
+
+// Each test spawns the CLI (tsx start-up each time): its timeout allows for that on a loaded machine.
+vi.setConfig({ testTimeout: CLI_TEST_TIMEOUT_MS });
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 let pool: pg.Pool;

@@ -5,11 +5,22 @@ import { fileURLToPath } from "node:url";
 /** bin/akadze.js: spawn it with process.execPath for a long-running command (`akadze worker`). */
 export const AKADZE_BIN = fileURLToPath(new URL("../../bin/akadze.js", import.meta.url));
 
+/**
+ * Each spawn of the CLI pays Node's and tsx's start-up, over a second of CPU: beside another suite on 2 cores
+ * (load 30 and more) that is tens of seconds of real time. These are deadlines for that, not timing claims.
+ */
+/** How long one `runAkadze` may take before it is killed. */
+export const CLI_RUN_TIMEOUT_MS = 120_000;
+/** How long a spawned long-running `akadze` (a worker) gets to start and take its first jobs. */
+export const CLI_START_TIMEOUT_MS = 120_000;
+/** The timeout of a test that spawns the CLI: above the deadlines it waits on. */
+export const CLI_TEST_TIMEOUT_MS = 240_000;
+
 /** What a finished command left: its exit code and everything it printed. */
 export interface CliRun { code: number; stdout: string; stderr: string }
 
 /**
- * Runs `akadze ...args` to its end (60 s at most). `env` goes over process.env; a key set to undefined is
+ * Runs `akadze ...args` to its end (CLI_RUN_TIMEOUT_MS at most). `env` goes over process.env; a key set to undefined is
  * removed, and AKADZE_DEBUG is removed unless `env` sets it, so errors stay one line.
  * @example const run = await runAkadze(["jobs", "list"], { DATABASE_URL: t.url });
  */
@@ -17,7 +28,7 @@ export function runAkadze(args: string[], env: Record<string, string | undefined
   const merged: Record<string, string | undefined> = { ...process.env, AKADZE_DEBUG: undefined, ...env };
   for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key];
   return new Promise((resolve) => {
-    execFile(process.execPath, [AKADZE_BIN, ...args], { env: merged, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [AKADZE_BIN, ...args], { env: merged, timeout: CLI_RUN_TIMEOUT_MS }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

@@ -20,3 +20,14 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, what 
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/**
+ * The promise, or a rejection naming `what` after `ms`: a deadline on a wait for an event (a child process's
+ * message, an invocation's return), to be set below the test's own timeout.
+ * @example const totals = await within(loop.done, 20_000, "the loop's totals");
+ */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([promise, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} had not come after ${ms} ms`)), ms); })])
+    .finally(() => clearTimeout(timer));
+}
