@@ -94,7 +94,9 @@ describe("fan-out in workerd, the Worker bound to itself", () => {
       // gets through depends on the machine's load: a progress check, not a speed claim; the cap only ends a loop).
       expect(remaining.filter((r) => r.limit_key === null)).toEqual([]);
       const count = remaining.reduce((n, r) => n + Number(r.n), 0);
-      expect(count).toBeLessThan(before);
+      // (A tick on a loaded machine may get none through; the tick cap below bounds the loop, so every limited
+      // job must still end within it.)
+      expect(count).toBeLessThanOrEqual(before);
       before = count;
       expect(tick).toBeLessThan(50);
     }

@@ -143,7 +143,7 @@ describe("a newcomer adds akadze to an existing project", () => {
       work: 200,
       jobs: ["route", "cron", "vercel"].map((name) => ["succeeded", { greeting: `hello, ${name}`, attempt: 1 }]),
     });
-  }, 240_000);
+  }, 480_000);
 
   /** One statement on the test database, on a connection of its own. */
   async function sqlOnce<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {

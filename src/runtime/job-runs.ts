@@ -9,8 +9,12 @@ import type { Pace } from "./pace.js";
 import type { RunSummary } from "./run-options.js";
 import { RunTimes } from "./run-times.js";
 import { RETRY_MAX_MS, RETRY_MIN_MS } from "./run-options.js";
+import { sleep } from "./signal.js";
 import type { Settler } from "./settler.js";
 import type { Unreported } from "./summary.js";
+
+/** Tries an engine gives its unanswered outcomes at its end (at most about 1.5 s of backoff between them). */
+const END_RESENDS = 5;
 
 /** What a job's run needs of the engine that holds it. */
 export interface JobRunsOptions {
@@ -61,12 +65,22 @@ export class JobRuns {
     this.resendTimer = setTimeout(() => { this.resendTimer = undefined; this.resend(); }, backoff);
   }
 
-  /** At the engine's end: unanswered outcomes get one more try; those still unanswered are counted lost (or unconfirmed). */
+  /**
+   * At the engine's end: unanswered outcomes are sent again, up to END_RESENDS times with the same backoff (one try
+   * was not enough: at a tenth of answers dropped, an invocation in a few hundred lost a whole settle, and its jobs,
+   * run, were charged by lease recovery); those still unanswered are counted lost (or unconfirmed).
+   */
   async resendAtEnd(): Promise<void> {
+    for (let tries = 0; tries < END_RESENDS && this.o.jobs.unsettled > 0; tries++) {
+      clearTimeout(this.resendTimer);
+      this.resendTimer = undefined;
+      if (tries > 0) await sleep(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** tries));
+      this.resend();
+      await this.o.settler.flush();
+    }
     clearTimeout(this.resendTimer);
+    this.resendTimer = undefined;
     if (this.o.jobs.unsettled === 0) return;
-    this.resend();
-    await this.o.settler.flush();
     const { lost, unsure } = this.o.jobs.unconfirmed();
     this.o.summary.lost += lost;
     this.o.summary.unconfirmed += unsure;
