@@ -38,7 +38,7 @@ export { DEFAULT_RETENTION, RETENTION_BATCH, WORKERS_RETENTION, type Retention, 
 export { listWorkers, type WorkerRow } from "./ops/workers.js";
 export { LIVE_WITHIN } from "./sql/worker-status.js";
 export type { WorkerKind } from "./sql/register-worker.js";
-export { listJobs, getJob, type JobSummary, type JobDetail, type JobFilter } from "./ops/jobs.js";
+export { listJobs, getJob, type JobSummary, type JobDetail, type JobFilter, type JobLogLine } from "./ops/jobs.js";
 export { cancelJobs, requeueJobs, type BulkControlOptions } from "./ops/bulk.js";
 export { replayJob, replayJobs, type ReplayOptions, type ReplayJobsOptions } from "./ops/replay.js";
 export { BULK_LIMIT, type JobSelection, type BulkOptions } from "./ops/job-selection.js";
