@@ -3,13 +3,17 @@
 import * as v from "valibot";
 import { Hono } from "hono";
 import { sql } from "drizzle-orm";
-import { expect, it } from "vitest";
-import { createApp, getJob, InvalidInput, pruneJobs, runOnce, Snooze } from "../src/index.js";
+import pg from "pg";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp, getJob, InvalidInput, pruneJobs, runOnce, Snooze, type Db } from "../src/index.js";
 import { akadzeRoutes, jobEventsToken } from "../src/edge/hono.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { deferred } from "./support/deferred.js";
 import { readEvents } from "./support/event-stream.js";
+import { createTestDatabase } from "./support/postgres.js";
+import { sentStatement } from "./support/statements.js";
 
 const SECRET = "progress-test-secret";
 
@@ -195,5 +199,51 @@ forEachDriver((h) => {
     }
     await events.until((e) => e.event === "end");
     expect(events.seen.at(-1)?.data).toEqual({ state: "succeeded", result: { chunks: 3 }, error: null });
+  });
+});
+
+describe("what reporting costs in statements (node-postgres, every statement counted)", () => {
+  /** A pool that counts what it sends: all statements, and the reports' writes among them. */
+  class CountingPool extends pg.Pool {
+    statements = 0;
+    progressWrites = 0;
+    override query(...args: any[]): any {
+      const { text } = sentStatement(args);
+      this.statements++;
+      if (text.includes("insert into akadze.job_progress")) this.progressWrites++;
+      return (super.query as any)(...args);
+    }
+  }
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let pool: CountingPool;
+  beforeAll(async () => {
+    database = await createTestDatabase("progress_cost");
+    pool = new CountingPool({ connectionString: database.url, max: 4 });
+  });
+  afterAll(async () => { await pool?.end(); await database?.drop(); });
+
+  it("10,000 progress calls in one body cost at most two writes, and a run that reports nothing sends the same statements as before", async () => {
+    const db = drizzle(pool) as unknown as Db;
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const quiet = app.task("quiet", async () => ({ n: 10_000 }));
+    const busy = app.task("busy", async (_args, job) => {
+      for (let i = 1; i <= 10_000; i++) job.progress({ done: i, of: 10_000 });
+      return { n: 10_000 };
+    });
+    const count = async (task: typeof quiet) => {
+      const id = await task.using(db).enqueue({});
+      pool.statements = 0;
+      pool.progressWrites = 0;
+      expect((await runOnce(app, { db, now: clock.now, queues: ["default"] })).succeeded).toBe(1);
+      return { id, statements: pool.statements, writes: pool.progressWrites };
+    };
+    const silent = await count(quiet);
+    const reporting = await count(busy);
+    expect(silent.writes).toBe(0);
+    expect(reporting.writes).toBeGreaterThanOrEqual(1);
+    expect(reporting.writes).toBeLessThanOrEqual(2);
+    expect(reporting.statements).toBe(silent.statements + reporting.writes);
+    expect((await getJob(db, reporting.id))?.progress).toEqual({ done: 10_000, of: 10_000 });
   });
 });
