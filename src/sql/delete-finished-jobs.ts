@@ -13,8 +13,7 @@ function stateLiteral(state: FinishedState): string {
  * index), the others from the history (the partitions before `cutoff`, by their block-range index).
  * SKIP LOCKED lets concurrent invocations share the work instead of waiting. Retention drops the history's
  * partitions whole instead; this is for `pruneJobs` and the failed jobs' own horizon. The steps of deleted
- * workflow jobs go with them (`<name>_steps`): steps have no foreign key to their job, so nothing else removes them;
- * so do the progress and log lines (`<name>_progress`, `<name>_logs`).
+ * workflow jobs go with them (`<name>_steps`): steps have no foreign key to their job, so nothing else removes them.
  */
 export function deleteFinishedJobsCte(name: string, states: readonly FinishedState[], cutoff: SQL, limit: number): SQL {
   const literals = states.map(stateLiteral);
@@ -38,8 +37,5 @@ export function deleteFinishedJobsCte(name: string, states: readonly FinishedSta
   }
   parts.push(sql`${sql.identifier(name)} as (${sql.join(selects, sql` union all `)})`);
   parts.push(sql`${sql.identifier(`${name}_steps`)} as (delete from akadze.steps where job_id in (select id from ${sql.identifier(name)}))`);
-  // Likewise a job's progress and log lines (akadze.job_progress, akadze.job_logs): a job that reported nothing has none.
-  parts.push(sql`${sql.identifier(`${name}_progress`)} as (delete from akadze.job_progress where job_id in (select id from ${sql.identifier(name)}))`);
-  parts.push(sql`${sql.identifier(`${name}_logs`)} as (delete from akadze.job_logs where job_id in (select id from ${sql.identifier(name)}))`);
   return sql.join(parts, sql`, `);
 }
