@@ -43,6 +43,7 @@ export { cancelJobs, requeueJobs, type BulkControlOptions } from "./ops/bulk.js"
 export { replayJob, replayJobs, type ReplayOptions, type ReplayJobsOptions } from "./ops/replay.js";
 export { BULK_LIMIT, type JobSelection, type BulkOptions } from "./ops/job-selection.js";
 export { waitForJob, WaitTimeout, DEFAULT_WAIT_POLL, MIN_WAIT_POLL_MS, type WaitForJobOptions } from "./ops/wait-for-job.js";
+export { readJobProgress, type JobProgressLook } from "./ops/job-progress.js";
 export { listQueues, type QueueRow } from "./ops/queues.js";
 export { listLimits, type LimitRow } from "./ops/limits.js";
 export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";

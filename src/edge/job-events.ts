@@ -3,8 +3,8 @@
 import type { Context, Env, Hono } from "hono";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { FINISHED_STATES } from "../core/states.js";
-import { queryJson, type Db } from "../db/query.js";
-import { readJobProgressStatement } from "../sql/read-job-progress.js";
+import type { Db } from "../db/query.js";
+import { readJobProgress, type JobProgressLook } from "../ops/job-progress.js";
 import { bearerToken, secretMatches } from "./auth.js";
 import { parseRequest, RouteProblem } from "./problems.js";
 import { JobIdParam } from "./requests.js";
@@ -75,16 +75,6 @@ export async function jobEventsTokenValid(secret: string, jobId: number, token: 
   return crypto.subtle.verify("HMAC", await hmacKey(secret), signature, tokenMessage(jobId, seconds));
 }
 
-/** One look at the job, as readJobProgressStatement answers it. */
-interface JobLook {
-  state: string;
-  attempt: number;
-  result: unknown;
-  error: { message: string } | null;
-  progress: unknown;
-  progressAt: string | null;
-}
-
 /**
  * Adds `GET /jobs/:id/events`: a `text/event-stream` of the job's `state` (`{ state, attempt }`, when it changes),
  * `progress` (`{ progress, at }`, when it changes) and, once it has finished, one `end` event
@@ -115,7 +105,7 @@ export function registerJobEventsRoute<E extends Env>(routes: Hono<E>, getDb: (c
         : "give ?token= from jobEventsToken, or an Authorization: Bearer <secret> header");
     }
     const db = await getDb(c);
-    const read = async () => queryJson<JobLook | null>(db, readJobProgressStatement(id));
+    const read = () => readJobProgress(db, id);
     const first = await read();
     if (first === null) throw new RouteProblem(404, "not_found", `job ${id} does not exist`);
     // The client leaving shows as the stream cancelled (or, on some runtimes, the request aborted).
@@ -141,7 +131,7 @@ export function registerJobEventsRoute<E extends Env>(routes: Hono<E>, getDb: (c
 }
 
 /** Sends the job's changes until it ends, the time is up or the client leaves. */
-async function watch(first: JobLook, read: () => Promise<JobLook | null>,
+async function watch(first: JobProgressLook, read: () => Promise<JobProgressLook | null>,
   o: { pollMs: number; maxPollMs: number; maxDurationMs: number; aborted: AbortSignal }, send: (text: string) => void): Promise<void> {
   const started = performance.now();
   let lastSent = started;
@@ -153,7 +143,7 @@ async function watch(first: JobLook, read: () => Promise<JobLook | null>,
   let state: string | null = null;
   let progress: string | null = null;
   let delay = o.pollMs;
-  let look: JobLook | null = first;
+  let look: JobProgressLook | null = first;
   for (;;) {
     if (look === null) {
       event("end", { state: null, result: null, error: "the job is gone: it was pruned" });
