@@ -115,6 +115,8 @@ export class RunProgress {
         this.timer = null;
         if (this.writing === null && this.hasPending()) this.write();
       }, wait);
+      // (In Node, a pending write does not keep the process alive: `close` writes it before the outcome anyway.)
+      (this.timer as { unref?: () => void }).unref?.();
     }
   }
 
