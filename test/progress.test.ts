@@ -56,7 +56,7 @@ forEachDriver((h) => {
     expect(await h().rows("select * from akadze.job_progress")).toEqual([]);
   });
 
-  it("a progress value that is not JSON or over 16 KiB is an InvalidInput to the body, and nothing is stored", async () => {
+  it("a progress value that is not JSON or over 16 KiB is an InvalidInput to the body, which goes on and reports a smaller one", async () => {
     const { app, run } = setup();
     const seen: string[] = [];
     const task = app.task("big", async (_args, job) => {

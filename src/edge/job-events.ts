@@ -33,7 +33,7 @@ function hmacKey(secret: string): Promise<CryptoKey> {
   return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
 }
 
-function tokenMessage(jobId: number, expiresAtSeconds: number): Uint8Array {
+function tokenMessage(jobId: number, expiresAtSeconds: number) {
   return encoder.encode(`akadze job events ${jobId} ${expiresAtSeconds}`);
 }
 
@@ -43,7 +43,7 @@ function base64url(bytes: Uint8Array): string {
   return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-function fromBase64url(text: string): Uint8Array | null {
+function fromBase64url(text: string) {
   if (!/^[A-Za-z0-9_-]+$/.test(text)) return null;
   const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
   return Uint8Array.from(binary, (c) => c.charCodeAt(0));
