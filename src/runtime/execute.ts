@@ -114,7 +114,7 @@ export function executeJob(run: JobRun): Promise<Outcome | null> {
  * The outcome once the run's reports (`job.progress`, `job.log`) are written, so the last ones are stored before
  * the job ends; at once (no promise more) for a run that reported nothing.
  */
-function afterReports<T>(run: JobRun, outcome: T): T | Promise<Awaited<T>> {
+function afterReports<T>(run: JobRun, outcome: T | Promise<T>): T | Promise<T> {
   const reports = run.current.reports;
   if (reports === undefined) return outcome;
   return reports.close().then(() => outcome);
