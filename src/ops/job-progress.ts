@@ -21,6 +21,6 @@ export interface JobProgressLook {
  * @example const look = await readJobProgress(db, id); if (look?.state === "succeeded") show(look.result);
  */
 export async function readJobProgress(db: Db, jobId: number): Promise<JobProgressLook | null> {
-  const look = await queryJson<JobProgressLook | null>(db, readJobProgressStatement(jobId));
-  return look === null ? null : { ...look, attempt: Number(look.attempt), progressAt: iso(look.progressAt) };
+  const look = await queryJson<JobProgressLook | undefined>(db, readJobProgressStatement(jobId));
+  return look == null ? null : { ...look, attempt: Number(look.attempt), progressAt: iso(look.progressAt) };
 }
