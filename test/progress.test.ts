@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp, getJob, InvalidInput, pruneJobs, runOnce, Snooze, type Db } from "../src/index.js";
+import { createApp, current, getJob, InvalidInput, pruneJobs, runOnce, Snooze, type Db } from "../src/index.js";
 import { akadzeRoutes, jobEventsToken } from "../src/edge/hono.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
@@ -46,6 +46,23 @@ forEachDriver((h) => {
     expect(job?.progressAt).toBe(clock.now().toISOString());
     expect(job?.logs.map((l) => [l.attempt, l.message])).toEqual([[1, 'attempt 1 starts {"rows":40}'], [2, 'attempt 2 starts {"rows":40}'], [2, "done"]]);
     expect(job?.logs[2].at).toBe(clock.now().toISOString());
+  });
+
+  it("a body that completes with completeBatch has its reports written before the completion, and later ones ignored", async () => {
+    const { app, run } = setup();
+    const task = app.task("complete.early", async (_args, job) => {
+      job.progress("almost");
+      job.log("before the completion");
+      await current().completeBatch(() => []);
+      job.progress("after"); // the job has ended: not stored
+      job.log("after the completion");
+      return "done";
+    });
+    const id = await task.using(h().db).enqueue({});
+    expect((await run()).succeeded).toBe(1);
+    const job = await getJob(h().db, id);
+    expect(job).toMatchObject({ state: "succeeded", result: "done", progress: "almost" });
+    expect(job?.logs.map((l) => l.message)).toEqual(["before the completion"]);
   });
 
   it("a job that reports nothing has no progress row and shows none", async () => {
