@@ -147,6 +147,14 @@ function engineSections(r: Results): Section[] {
     head: ["driver", "batch size", "jobs", "runOnce statements", "enqueue statements", "statements/job", "HTTP requests/job"],
     rows: r.statementsPerJob.map((s) => [s.driver, String(s.batchSize), fmt(s.jobs), fmt(s.processing), fmt(s.enqueue), fmt(s.perJob, 4), fmt(s.httpRequestsPerJob, 4)]),
   });
+  if (r.progress?.length) {
+    out.push({
+      title: "job.progress(): statements of one job's run whose body calls it 10,000 times, against the same run reporting nothing",
+      head: ["driver", "loop", "calls", "run statements (quiet)", "run statements (reporting)", "progress statements", "body ms"],
+      rows: r.progress.map((p) => [p.driver, p.loop, fmt(p.calls), fmt(p.baseline), fmt(p.reporting), fmt(p.progressStatements), fmt(p.bodyMs)]),
+      notes: ["tight: no await between calls; awaiting: a setImmediate between calls. Writes are coalesced: one in flight per run, at most one every 250 ms, the last before the outcome"],
+    });
+  }
   if (r.workflows?.length) {
     out.push({
       title: "Workflows: N workflows x 5 no-op steps, runOnce loops (batch 50, slots 10) until a claim comes back empty",

@@ -1,5 +1,6 @@
 // The shape of bench/results.json, and the ratios and targets derived from the measurements.
 import type { WorkflowBench } from "./workflows.js";
+import type { ProgressLoopRow } from "./progress.js";
 import type { FairClaimCost, FairnessRow } from "./fairness.js";
 import type { StatementsPerJob, Throughput } from "./akadze.js";
 import type { AkadzeDriver } from "./akadze-db.js";
@@ -56,6 +57,8 @@ export interface Results {
   fairClaimCost: FairClaimCost[];
   /** Workflows of 5 no-op steps (bench/workflows.ts). */
   workflows: WorkflowBench[];
+  /** Statements a body's 10,000 progress() calls cost (bench/progress.ts). */
+  progress: ProgressLoopRow[];
   targets: { name: string; goal: string; measured: string; met: boolean }[];
 }
 

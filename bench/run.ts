@@ -29,8 +29,9 @@ import { fairClaimCost, fairnessWaits } from "./fairness.js";
 import { best, type SweepEntry } from "./sweep.js";
 import { workflowBench } from "./workflows.js";
 import { loadBaseline, type AkadzeLib } from "./baseline.js";
+import { progressLoopStatements } from "./progress.js";
 
-const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "fairness", "workflows"] as const;
+const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "fairness", "workflows", "progress"] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -182,7 +183,7 @@ async function main(): Promise<void> {
   const r: Results = {
     startedAt: new Date().toISOString(), durationS: 0, machine: await machine(),
     settings: { command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), config, systems: {} },
-    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], fanOut: [], fairness: [], fairClaimCost: [], workflows: [], targets: [],
+    sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], fanOut: [], fairness: [], fairClaimCost: [], workflows: [], progress: [], targets: [],
   };
   // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
   let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
@@ -234,6 +235,14 @@ async function main(): Promise<void> {
         log(`statements per job: ${driver}, batch ${batchSize}`);
         const jobs = config.quick ? 1000 : Math.max(2000, batchSize * 10);
         r.statementsPerJob.push({ driver, ...(await statementsPerJob(driver, batchSize, jobs)) });
+      }
+    }
+  }
+  if (sections.has("progress")) {
+    for (const driver of (["node-postgres", "neon-http"] as AkadzeDriver[])) {
+      for (const loop of ["tight", "awaiting"] as const) {
+        log(`progress: 10,000 progress() calls in one body, ${loop} loop, ${driver}`);
+        r.progress.push(await progressLoopStatements(driver, loop));
       }
     }
   }

@@ -53,6 +53,7 @@ export const charge = app.task("orders.charge", {
   queue: "orders",
   timeout: "5s",
 }, async ({ orderId, payment }, job) => {
+  job.log(`charging order ${orderId}: ${payment} payment`); // kept with the job: akadze jobs show, the dashboard
   if (payment === "declined") throw new Fail("card declined"); // retrying cannot help
   if (payment === "flaky" && job.attempt === 1) throw new Retry("2s"); // the provider said: come back in 2 s
   const readyAt = new Date(Date.now() + 2_000).toISOString();

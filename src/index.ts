@@ -38,11 +38,12 @@ export { DEFAULT_RETENTION, RETENTION_BATCH, WORKERS_RETENTION, type Retention, 
 export { listWorkers, type WorkerRow } from "./ops/workers.js";
 export { LIVE_WITHIN } from "./sql/worker-status.js";
 export type { WorkerKind } from "./sql/register-worker.js";
-export { listJobs, getJob, type JobSummary, type JobDetail, type JobFilter } from "./ops/jobs.js";
+export { listJobs, getJob, type JobSummary, type JobDetail, type JobFilter, type JobLogLine } from "./ops/jobs.js";
 export { cancelJobs, requeueJobs, type BulkControlOptions } from "./ops/bulk.js";
 export { replayJob, replayJobs, type ReplayOptions, type ReplayJobsOptions } from "./ops/replay.js";
 export { BULK_LIMIT, type JobSelection, type BulkOptions } from "./ops/job-selection.js";
 export { waitForJob, WaitTimeout, DEFAULT_WAIT_POLL, MIN_WAIT_POLL_MS, type WaitForJobOptions } from "./ops/wait-for-job.js";
+export { readJobProgress, type JobProgressLook } from "./ops/job-progress.js";
 export { listQueues, type QueueRow } from "./ops/queues.js";
 export { listLimits, type LimitRow } from "./ops/limits.js";
 export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";

@@ -281,3 +281,35 @@ export const replays = akadze.table("replays", {
   /** The finished job it replays. */
   replayOf: bigint("replay_of", { mode: "number" }).notNull(),
 });
+
+/**
+ * What a running job reports of itself (`job.progress`, `job.log`): its latest progress and its log lines' tally,
+ * one row per job that reported anything. A table of its own, like `replays`: a column of `jobs` would ride along
+ * every claim and every settle that moves a job into the history, for a fact most jobs never have. Retention
+ * deletes a row with its job.
+ */
+export const jobProgress = akadze.table("job_progress", {
+  jobId: bigint("job_id", { mode: "number" }).primaryKey(),
+  /** The last value the job reported with `job.progress(value)` (JSON), null before any. */
+  progress: jsonb("progress"),
+  progressAt: tz("progress_at"),
+  /** Lines kept in `job_logs` and their bytes, which the per-job caps are checked against. */
+  logLines: integer("log_lines").notNull().default(0),
+  logBytes: integer("log_bytes").notNull().default(0),
+  /** Lines dropped because the job's log was full. */
+  logsDropped: integer("logs_dropped").notNull().default(0),
+  updatedAt: tz("updated_at").notNull().defaultNow(),
+}, (t) => [
+  // Retention looks for the rows of jobs gone from every table among the rows not written since its horizon.
+  index("job_progress_updated_idx").on(t.updatedAt),
+]);
+
+/** A job's log lines (`job.log(...)`), in the order it wrote them, each with the attempt that wrote it. */
+export const jobLogs = akadze.table("job_logs", {
+  jobId: bigint("job_id", { mode: "number" }).notNull(),
+  /** 1, 2, ... in the job's order across its attempts. */
+  seq: integer("seq").notNull(),
+  attempt: integer("attempt").notNull(),
+  loggedAt: tz("logged_at").notNull(),
+  message: text("message").notNull(),
+}, (t) => [primaryKey({ columns: [t.jobId, t.seq] })]);

@@ -278,3 +278,21 @@ describe("akadze", () => {
     expect(JSON.parse(queues.stdout)).toContainEqual(expect.objectContaining({ queue: "vendor", succeeded: 1, rateLimited: 1 }));
   });
 });
+
+describe("a job's progress and log in jobs show", () => {
+  it("jobs show prints the job's last progress and its log lines with their attempts, and --json has them too", async () => {
+    const reporting = createApp();
+    const task = reporting.task("fixture.reporting", { queue: "reporting" }, async (_args, job) => {
+      job.log("fetched", 3, "pages");
+      job.progress({ pages: 3, of: 3 });
+      job.log("done");
+    });
+    const id = await task.using(t.db).enqueue({});
+    await runOnce(reporting, { db: t.db, queues: ["reporting"] });
+    const [shown, json] = await Promise.all([akadze(["jobs", "show", String(id)]), akadze(["jobs", "show", String(id), "--json"])]);
+    expect(shown).toMatchObject({ code: 0, stderr: "" });
+    expect(shown.stdout).toMatch(/^progress\s+\{"of":3,"pages":3\} \(at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC\)$/m);
+    expect(shown.stdout).toMatch(/log \(2 lines\):\nATTEMPT\s+AT\s+MESSAGE\n1\s+.+UTC\s+fetched 3 pages\n1\s+.+UTC\s+done\n/);
+    expect(JSON.parse(json.stdout)).toMatchObject({ progress: { pages: 3, of: 3 }, logs: [{ attempt: 1, message: "fetched 3 pages" }, { attempt: 1, message: "done" }], logsDropped: 0 });
+  });
+});

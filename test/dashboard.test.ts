@@ -116,6 +116,26 @@ forEachDriver((h) => {
     expect((await t.request("/akadze/ui/jobs/999999")).status).toBe(404);
   });
 
+  it("a job page shows the job's last progress and its log lines with their attempts, and the lines dropped", async () => {
+    const t = setup(h);
+    const chatty = t.app.task("import.rows", async (_args, job) => {
+      for (let i = 1; i <= 205; i++) job.log(`row ${i} <ok>`);
+      job.progress({ rows: 205 });
+    });
+    const id = await chatty.using(h().db).enqueue({});
+    await t.run();
+    await t.signIn();
+    const page = await (await t.request(`/akadze/ui/jobs/${id}`)).text();
+    expect(page).toMatch(/id="progress"><h2>Progress .*?<\/h2><pre>\{\s*(&quot;|")rows(&quot;|"): 205\s*\}<\/pre>/s);
+    expect(page).toContain("Log (200, 5 dropped: the log was full)");
+    expect(page).toMatch(/<tr><td>1<\/td><td>[^<]+<\/td><td><pre class="message">row 1 &lt;ok&gt;<\/pre><\/td><\/tr>/);
+    const quiet = await t.ok.using(h().db).enqueue({});
+    await t.run();
+    const plain = await (await t.request(`/akadze/ui/jobs/${quiet}`)).text();
+    expect(plain).not.toContain('id="progress"');
+    expect(plain).not.toContain('id="logs"');
+  });
+
   it("a finished job replays from its page, and a filtered list's buttons act on what it shows, labelled with their dry run", async () => {
     const t = setup(h);
     const failed = await t.broken.using(h().db).enqueue({});

@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await pool.query("truncate orders, akadze.jobs, akadze.job_history, akadze.failed_jobs restart identity");
+  await pool.query("truncate orders, akadze.jobs, akadze.job_history, akadze.failed_jobs, akadze.job_progress, akadze.job_logs restart identity");
 });
 
 const rows = async (text: string, values: unknown[] = []) => (await pool.query(text, values)).rows;
@@ -111,6 +111,18 @@ describe("the Cloudflare Worker in workerd", () => {
     ]);
     expect(await rows("select status from orders order by reference")).toEqual([{ status: "paid" }, { status: "paid" }, { status: "placed" }]);
     expect(await rows("select count(*)::int as n from akadze.all_jobs where task = 'orders.ship' and state = 'queued'")).toEqual([{ n: 2 }]);
+  });
+
+  it("a charge's log line is kept with its job, and the job's event stream ends with its state and error (job.log and the events route in workerd)", async () => {
+    const id = crypto.randomUUID();
+    await drizzle(pool).insert(orders).values({ id, reference: "E-1", item: "bowl", quantity: 1 });
+    const jobId = await charge.using(db).enqueue({ orderId: id, payment: "declined" });
+    const worker = await mf.getWorker() as unknown as { scheduled(options: { cron: string }): Promise<{ outcome: string }> };
+    expect((await worker.scheduled({ cron: CRON })).outcome).toBe("ok");
+    expect(await rows("select attempt, message from akadze.job_logs where job_id = $1", [jobId])).toEqual([{ attempt: 1, message: `charging order ${id}: declined payment` }]);
+    const res = await mf.dispatchFetch(`http://worker/akadze/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${SECRET}` } });
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(await res.text()).toContain('event: end\ndata: {"state":"failed","result":null,"error":"card declined"}');
   });
 
   it("akadze's routes refuse a request without the secret and serve one with it", async () => {

@@ -34,6 +34,19 @@ export interface JobContext {
    * @example app.task("report.build", async ({ id }, job) => { await job.db.update(reports).set({ ready: true }).where(eq(reports.id, id)); });
    */
   db: Db;
+  /**
+   * Reports how far the job has got: a JSON value of at most 16 KiB, which `getJob`, the CLI, the dashboard and
+   * the event stream of `akadze/hono` show. Coalesced: a tight loop of calls costs a few statements, and the last
+   * value is written before the job's outcome. Throws `InvalidInput` for a value that is not JSON or too large.
+   * @example app.task("import", async ({ rows }, job) => { for (let i = 0; i < rows.length; i++) { await load(rows[i]); job.progress({ done: i + 1, of: rows.length }); } });
+   */
+  progress(value: unknown): void;
+  /**
+   * Adds a line to the job's log, kept with the job and this attempt (200 lines and 64 KiB per job at most, the
+   * rest counted as dropped); parts are joined by spaces, non-strings as JSON. Written coalesced like `progress`.
+   * @example job.log("fetched", rows.length, "rows");
+   */
+  log(...parts: unknown[]): void;
 }
 
 export type ArgsSchema = v.GenericSchema<any, any>;

@@ -151,11 +151,18 @@ function renderJob(job: JobDetail): string {
   if (job.fairKey) fields.push(["fair key", job.fairKey]);
   if (job.replayOf !== null) fields.push(["replay of", `job ${job.replayOf}`]);
   if (job.leaseOwner) fields.push(["lease", `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`]);
+  if (job.progressAt !== null) fields.push(["progress", `${errorHeadline(JSON.stringify(job.progress), 100)} (at ${formatTime(job.progressAt)})`]);
   const out = [renderFields(fields)];
   if (job.errors.length === 0) out.push("", "errors: none");
   else {
     out.push("", `errors (${job.errors.length}):`, renderTable(job.errors, [
       ["ATTEMPT", (e) => e.attempt], ["AT", (e) => formatTime(e.at)], ["KIND", (e) => e.kind], ["MESSAGE", (e) => errorHeadline(e.message, 100)],
+    ]));
+  }
+  if (job.logs.length > 0 || job.logsDropped > 0) {
+    const dropped = job.logsDropped > 0 ? `, ${job.logsDropped} dropped: the log was full` : "";
+    out.push("", `log (${job.logs.length} line${job.logs.length === 1 ? "" : "s"}${dropped}):`, renderTable(job.logs, [
+      ["ATTEMPT", (l) => l.attempt], ["AT", (l) => formatTime(l.at)], ["MESSAGE", (l) => errorHeadline(l.message, 160)],
     ]));
   }
   if (job.steps) {

@@ -288,6 +288,12 @@ export const RoutesOptionsSchema = v.pipe(
     run: v.optional(v.object((({ db: _db, queues: _q, slots: _s, batchSize: _b, budget: _u, ...rest }) => rest)(RunEntries))),
     metrics: v.optional(Fn("metrics")),
     maxBodyBytes: v.optional(CountSchema("maxBodyBytes", MAX_TIMER_MS)),
+    events: v.optional(v.strictObject({
+      pollEvery: v.optional(DurationRangeSchema("events.pollEvery", 50, MAX_TIMER_MS)),
+      maxPollEvery: v.optional(DurationRangeSchema("events.maxPollEvery", 50, MAX_TIMER_MS)),
+      maxDuration: v.optional(DurationRangeSchema("events.maxDuration", 1, MAX_TIMER_MS)),
+      now: v.optional(Fn("events.now")),
+    })),
   }),
   v.check((o) => (o.db === undefined) !== (o.getDb === undefined), "give exactly one of db and getDb"),
   v.check((o) => o.secret !== undefined || o.getSecret !== undefined, "give secret or getSecret"),

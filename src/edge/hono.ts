@@ -26,6 +26,7 @@ import { controlJob } from "./job-control.js";
 import { registerBulkRoutes } from "./bulk-routes.js";
 import type { Dashboard } from "./dashboard/index.js";
 import type { FanOutOptions } from "../runtime/fan-out.js";
+import { registerJobEventsRoute, type JobEventsOptions } from "./job-events.js";
 
 /** Where `akadzeRoutes` gets its database, secret and limits. */
 export interface AkadzeRoutesOptions<E extends Env = Env> {
@@ -58,6 +59,8 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
    * siblings' requests are accepted; left out, a request carrying a `fanOut` ticket is refused with 400.
    */
   fanOut?: (c: Context<E>) => FanOutOptions | undefined;
+  /** How `GET /jobs/:id/events` (a job's progress and end as server-sent events) polls and how long a stream lasts. */
+  events?: JobEventsOptions;
 }
 
 /** The largest request body the routes read unless told otherwise: 1 MiB, far above any admin or work request. */
@@ -71,6 +74,8 @@ export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
  * - `POST /jobs/:id/cancel`, `POST /jobs/:id/requeue`, `POST /jobs/:id/replay`, and by a selection
  *   `POST /jobs/cancel|requeue|replay` (see `registerBulkRoutes`).
  * - the admin API of `registerAdminRoutes`: jobs, queues (pause/resume), limits, workers, schedules.
+ * - `GET /jobs/:id/events`: the job's progress and end as server-sent events, for a page's EventSource; it also
+ *   lets in a `?token=` minted by `jobEventsToken` for that job (see `registerJobEventsRoute`).
  * - with `dashboard`, its pages under `/ui` (signed in with the same secret, see `akadzeDashboard`).
  * Errors are JSON `{ error: { code, message, issues? } }`: 400 malformed (or refused by Postgres as bad
  * data), 401 no or wrong secret, 404 unknown job, 409 job in the wrong state, 413 body over
@@ -94,6 +99,8 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   const routes = new Hono<E>();
   // Before the bearer check: the dashboard's pages authenticate a browser by its session cookie instead.
   options.dashboard?.(routes, { app, getDb, getSecret });
+  // Before the bearer check too: a page's EventSource sends no header, so it may come with a per-job token instead.
+  registerJobEventsRoute(routes, getDb, getSecret, options.events);
   routes.onError((error, c) => {
     const { status, body } = problemOf(error);
     // The client gets a code and a sentence; the detail (SQL, parameters, stack) goes to the server log only.
@@ -189,6 +196,7 @@ function waitUntilOf(c: Context): ((promise: Promise<unknown>) => void) | undefi
   }
 }
 
+export { jobEventsToken, registerJobEventsRoute, DEFAULT_EVENTS_MAX_DURATION, DEFAULT_EVENTS_MAX_POLL, DEFAULT_EVENTS_POLL, type JobEventsOptions } from "./job-events.js";
 export { nudge, NUDGE_BUDGET, type NudgeOptions } from "./nudge.js";
 export { ownUrl, selfBinding, siblingBody, type Fetcher } from "./fan-out.js";
 export { DEFAULT_MAX_INVOCATIONS, fanOutScope, type FanOutOptions, type FanOutReport, type FanOutTicket, type SiblingRequest } from "../runtime/fan-out.js";

@@ -48,8 +48,24 @@ export interface JobDetail<R = unknown> extends JobSummary {
   cancelRequested: boolean;
   /** The finished job this one replays (`replayJob`, `replayJobs`); null: it was enqueued. */
   replayOf: number | null;
+  /** The last value the job reported with `job.progress(value)`; null before any. */
+  progress: unknown;
+  /** When that value was written. */
+  progressAt: string | null;
+  /** The job's log lines (`job.log(...)`) in order, across its attempts. */
+  logs: JobLogLine[];
+  /** Lines dropped because the job's log was full (200 lines or 64 KiB). */
+  logsDropped: number;
   /** A workflow's steps in order: results, errors, and what a parked run waits for (absent for a job without steps). */
   steps?: WorkflowStep[];
+}
+
+/** One line of a job's log. */
+export interface JobLogLine {
+  /** The attempt that wrote it. */
+  attempt: number;
+  at: string;
+  message: string;
 }
 
 export interface JobFilter {
@@ -91,7 +107,7 @@ export async function getJob(db: Db, jobId: number): Promise<JobDetail | null>;
 export async function getJob<R>(db: Db, jobId: number, task: Task<ArgsSchema, R>): Promise<JobDetail<R> | null>;
 export async function getJob(db: Db, jobId: number, task?: Task): Promise<JobDetail | null> {
   const id = parseOrThrow(JobId, jobId, "job id");
-  const row = await queryJson<JobDetail | null>(db, getJobStatement(id));
+  const row = await queryJson<JobRow | null>(db, getJobStatement(id));
   if (!row) return null;
   if (task && row.task !== task.name) throw new InvalidInput(`job ${id} is a ${JSON.stringify(row.task)} job, not ${JSON.stringify(task.name)}: read it with its own task, or without one`);
   const steps = await readSteps(db, id);
@@ -99,9 +115,17 @@ export async function getJob(db: Db, jobId: number, task?: Task): Promise<JobDet
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
     expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), fairKey: row.fairKey ?? null, leaseOwner: row.leaseOwner,
     leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested, replayOf: row.replayOf == null ? null : Number(row.replayOf),
+    progress: row.reported?.progress ?? null, progressAt: iso(row.reported?.progressAt ?? null),
+    logs: (row.logs ?? []).map((l) => ({ attempt: l.attempt, at: iso(l.at)!, message: l.message })), logsDropped: row.reported?.logsDropped ?? 0,
     ...(steps.length > 0 ? { steps } : {}),
   };
 }
+
+/** What getJobStatement answers: the detail's fields as stored, with the reports still nested. */
+type JobRow = Omit<JobDetail, "progress" | "progressAt" | "logs" | "logsDropped"> & {
+  reported: { progress: unknown; progressAt: string | null; logsDropped: number } | null;
+  logs: JobLogLine[] | null;
+};
 
 // jsonb sorts object keys and prints timestamps its own way: rebuild in a reading order, with ISO times.
 function summaryOf(row: JobSummary): JobSummary {

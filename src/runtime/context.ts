@@ -8,6 +8,7 @@ import { isJsonValue } from "../core/json.js";
 import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.js";
 import { keepResultStatement } from "../sql/keep-result.js";
 import { timestamp } from "../sql/time.js";
+import { RunProgress } from "./progress.js";
 
 /** The job a body is running, with ways to complete it together with the body's own writes. @example const job: CurrentJob = current(); */
 export class CurrentJob {
@@ -15,6 +16,8 @@ export class CurrentJob {
   completed = false;
   /** The `finished_at` the completion wrote; the body's return value is kept against it. */
   private completedAt: Date | undefined;
+  /** The run's progress and log lines, made by the first `progress` or `log` call (a run that reports nothing pays nothing). */
+  reports: RunProgress | undefined;
 
   constructor(
     readonly id: number,
@@ -42,6 +45,32 @@ export class CurrentJob {
   }
 
   /**
+   * Reports how far the job has got: any JSON value of at most 16 KiB (`MAX_PROGRESS_BYTES`), shown by `getJob`, the
+   * CLI, the dashboard and the event stream of `akadze/hono`. Calls are coalesced: one write in flight per run, the
+   * latest value pending, and the last one written before the outcome. A value that is not JSON or too large throws
+   * `InvalidInput`; a failed write never fails the job.
+   * @example for (const [i, row] of rows.entries()) { await load(row); job.progress({ done: i + 1, of: rows.length }); }
+   */
+  progress(value: unknown): void {
+    (this.reports ??= this.newReports()).progress(value);
+  }
+
+  /**
+   * Adds a line to the job's log, kept with the job and its attempt (at most 200 lines and 64 KiB per job; the rest
+   * are counted as dropped). The parts are joined by spaces: strings as they are, errors by their message, the
+   * rest as JSON. Written coalesced, like `progress`.
+   * @example job.log("fetched", rows.length, "rows from", source);
+   */
+  log(...parts: unknown[]): void {
+    (this.reports ??= this.newReports()).log(parts);
+  }
+
+  private newReports(): RunProgress {
+    const { db, owner, attempt, now, sqlNow } = this.run;
+    return new RunProgress({ db, jobId: this.id, owner, attempt, now, sqlNow });
+  }
+
+  /**
    * Runs `block` in a transaction that also marks this job `succeeded`: both commit or neither does.
    * Throws LeaseLost (rolling the block back) if this run no longer owns the job. Not on neon-http:
    * use `completeBatch` there (on neon-http it throws `Fail`, ending the job at once: no retry could succeed).
@@ -59,6 +88,7 @@ export class CurrentJob {
         "use current().completeBatch((db) => [...queries]) instead");
     }
     this.assertOpen();
+    await this.reports?.close();
     const at = this.run.now();
     const value = await db.transaction(async (tx) => {
       await this.markSucceeded(tx as unknown as Db, at);
@@ -75,6 +105,8 @@ export class CurrentJob {
    */
   async completeBatch(build: (db: Db) => BatchItem[]): Promise<void> {
     this.assertOpen();
+    // Reports go out before the completion: once the job has ended, a run's write changes nothing.
+    await this.reports?.close();
     const { owner, hooks } = this.run;
     const at = this.run.now();
     const needsTx = hooks.transition.length > 0 && !traitsOf(this.run.db).http;

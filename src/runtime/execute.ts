@@ -83,13 +83,15 @@ export function executeJob(run: JobRun): Promise<Outcome | null> {
   }
   const overran = overrunCheck(run);
   const body = withCurrentJob(run.current, () => runBody(run, parsed.output, overran));
-  const ended = (result: unknown): Outcome | null | Promise<null> => {
+  const ended = (result: unknown): Outcome | null | Promise<Outcome | null> => afterReports(run, endedWith(result));
+  const threw = (error: unknown): Outcome | null | Promise<Outcome | null> => afterReports(run, run.current.completed ? null
+    : outcomeOfError(run, overran() ? timeoutError(run) : error));
+  const endedWith = (result: unknown): Outcome | null | Promise<null> => {
     if (run.current.completed) return run.current.keepResult(result).then(() => null, () => null);
     // A body that held the event loop past its timeout kept the timer from firing: the clocks decide.
     if (overran()) return outcomeOfError(run, timeoutError(run));
     return { id: job.id, kind: "succeeded", result: result === undefined ? null : result, attempt: job.attempt, task: job.task, queue: job.queue };
   };
-  const threw = (error: unknown): Outcome | null => run.current.completed ? null : outcomeOfError(run, overran() ? timeoutError(run) : error);
   // A long-lived worker's job without a declared timeout has none: its body alone decides.
   if (!Number.isFinite(run.timeoutMs)) return body.then(ended, threw);
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -106,6 +108,16 @@ export function executeJob(run: JobRun): Promise<Outcome | null> {
   });
   return Promise.race([body, timedOut]).then((result) => { clearTimeout(timer); return ended(result); },
     (error) => { clearTimeout(timer); return threw(error); });
+}
+
+/**
+ * The outcome once the run's reports (`job.progress`, `job.log`) are written, so the last ones are stored before
+ * the job ends; at once (no promise more) for a run that reported nothing.
+ */
+function afterReports<T>(run: JobRun, outcome: T | Promise<T>): T | Promise<T> {
+  const reports = run.current.reports;
+  if (reports === undefined) return outcome;
+  return reports.close().then(() => outcome);
 }
 
 /**
@@ -144,9 +156,13 @@ class RunContext implements JobContext {
   readonly queue: string;
   readonly attempt: number;
   readonly maxAttempts: number;
+  readonly db: Db;
   readonly #controller: JobAbort;
-  constructor(job: ClaimedJob, controller: JobAbort, readonly invocation: string, readonly db: Db) {
+  readonly #current: CurrentJob;
+  constructor(job: ClaimedJob, controller: JobAbort, readonly invocation: string, current: CurrentJob) {
     this.#controller = controller;
+    this.#current = current;
+    this.db = current.db;
     this.id = job.id;
     this.task = job.task;
     this.queue = job.queue;
@@ -157,16 +173,24 @@ class RunContext implements JobContext {
   get signal(): AbortSignal {
     return this.#controller.signal;
   }
+
+  progress(value: unknown): void {
+    this.#current.progress(value);
+  }
+
+  log(...parts: unknown[]): void {
+    this.#current.log(...parts);
+  }
 }
 
 class HookContext extends RunContext implements HookJob {
-  constructor(job: ClaimedJob, controller: JobAbort, invocation: string, db: Db, readonly args: unknown) {
-    super(job, controller, invocation, db);
+  constructor(job: ClaimedJob, controller: JobAbort, invocation: string, current: CurrentJob, readonly args: unknown) {
+    super(job, controller, invocation, current);
   }
 }
 
 function jobContext(run: JobRun): JobContext {
-  return new RunContext(run.job, run.controller, run.owner ?? "", run.current.db);
+  return new RunContext(run.job, run.controller, run.owner ?? "", run.current);
 }
 
 /** The body and, when the app has any, its beforeRun and afterRun hooks; rejects with whatever the body threw. */
@@ -180,7 +204,7 @@ function runBody(run: JobRun, args: unknown, overran: () => boolean): Promise<un
 }
 
 async function runBodyWithHooks(run: JobRun, args: unknown, overran: () => boolean): Promise<unknown> {
-  const hookJob: HookJob = new HookContext(run.job, run.controller, run.owner ?? "", run.current.db, run.job.args);
+  const hookJob: HookJob = new HookContext(run.job, run.controller, run.owner ?? "", run.current, run.job.args);
   for (const hook of run.hooks.before) await hook(hookJob);
   const result = returned(run, await run.task.handler(args, jobContext(run)), overran);
   if (run.current.completed) return result;

@@ -25,10 +25,13 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.child_waits" },
   { kind: "table", name: "akadze.fair_cursor" },
   { kind: "table", name: "akadze.replays" },
+  { kind: "table", name: "akadze.job_progress" },
+  { kind: "table", name: "akadze.job_logs" },
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
   { kind: "function", name: "akadze.prune_orphan_replays(integer)" },
+  { kind: "function", name: "akadze.prune_orphan_progress(timestamp with time zone, integer)" },
   { kind: "function", name: "akadze.maintain_history(timestamp with time zone, double precision, bigint, bigint, integer)" },
   { kind: "function", name: "akadze.raise_error(text, text)" },
 ];

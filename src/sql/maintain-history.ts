@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { HistoryPartitioning } from "../core/retention.js";
+import { msInterval } from "./time.js";
 
 /** What one maintenance of the history did (`akadze.maintain_history`, made by migration 0007_job_history). */
 export interface HistoryMaintenance {
@@ -15,6 +16,8 @@ export interface HistoryMaintenance {
   stepsPruned?: number;
   /** Rows of akadze.replays deleted because their job is gone from every table. */
   replaysPruned?: number;
+  /** Jobs whose progress and log lines were deleted because the job is gone from every table. */
+  progressPruned?: number;
   /** Whether job_history is partitioned at all (a plain table from an app's own drizzle-kit migrations is not). */
   partitioned: boolean;
 }
@@ -30,7 +33,8 @@ export function maintainHistoryStatement(now: SQL, keepMs: number, plan: History
   // Likewise the child waits of children that ended outside a settle (cancelled while queued, recovered and
   // failed by a claim): the settle removes the others itself. The origins of replayed jobs gone from every table
   // go by a function too (akadze.prune_orphan_replays, migration 0014): a read of the history in this statement
-  // itself would hold the partitions the maintenance drops.
+  // itself would hold the partitions the maintenance drops. So do the progress and log lines of jobs gone
+  // (akadze.prune_orphan_progress, migration 0015), looked for among the rows not written since the horizon.
   return sql`with waits_pruned as (
       delete from akadze.child_waits w where w.child_id in (
         select o.child_id from akadze.child_waits o where not exists (select 1 from akadze.jobs j where j.id = o.child_id) limit ${batch})
@@ -39,6 +43,7 @@ export function maintainHistoryStatement(now: SQL, keepMs: number, plan: History
     select akadze.maintain_history(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint,
     ${Math.ceil(plan.aheadMs / 1000)}::bigint, ${batch}::int) || jsonb_build_object('stepsPruned', akadze.prune_orphan_steps(${batch}::int),
     'replaysPruned', akadze.prune_orphan_replays(${batch}::int),
+    'progressPruned', akadze.prune_orphan_progress(${now} - ${msInterval(sql`${keepMs}`)}, ${batch}::int),
     'waitsPruned', (select count(*) from waits_pruned)) as r`;
 }
 

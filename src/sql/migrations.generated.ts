@@ -152,5 +152,15 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE TABLE \"akadze\".\"replays\" (\n\t\"job_id\" bigint PRIMARY KEY NOT NULL,\n\t\"replay_of\" bigint NOT NULL\n);",
       "-- (Hand-written: drizzle-kit declares no functions.) The origins of replayed jobs gone from every table, for\n-- the history's maintenance: a function, so its reads of the history are planned after the partitions it drops.\nCREATE OR REPLACE FUNCTION \"akadze\".\"prune_orphan_replays\"(p_batch integer) RETURNS integer\nLANGUAGE plpgsql AS $$\nDECLARE\n  v_n integer;\nBEGIN\n  DELETE FROM akadze.replays r WHERE r.job_id IN (\n    SELECT o.job_id FROM akadze.replays o\n    WHERE NOT EXISTS (SELECT 1 FROM akadze.all_jobs a WHERE a.id = o.job_id)\n    LIMIT p_batch);\n  GET DIAGNOSTICS v_n = ROW_COUNT;\n  RETURN v_n;\nEND $$;"
     ]
+  },
+  {
+    "id": 15,
+    "name": "0015_progress_logs",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"job_logs\" (\n\t\"job_id\" bigint NOT NULL,\n\t\"seq\" integer NOT NULL,\n\t\"attempt\" integer NOT NULL,\n\t\"logged_at\" timestamp with time zone NOT NULL,\n\t\"message\" text NOT NULL,\n\tCONSTRAINT \"job_logs_job_id_seq_pk\" PRIMARY KEY(\"job_id\",\"seq\")\n);",
+      "CREATE TABLE \"akadze\".\"job_progress\" (\n\t\"job_id\" bigint PRIMARY KEY NOT NULL,\n\t\"progress\" jsonb,\n\t\"progress_at\" timestamp with time zone,\n\t\"log_lines\" integer DEFAULT 0 NOT NULL,\n\t\"log_bytes\" integer DEFAULT 0 NOT NULL,\n\t\"logs_dropped\" integer DEFAULT 0 NOT NULL,\n\t\"updated_at\" timestamp with time zone DEFAULT now() NOT NULL\n);",
+      "CREATE INDEX \"job_progress_updated_idx\" ON \"akadze\".\"job_progress\" USING btree (\"updated_at\");",
+      "-- (Hand-written: drizzle-kit declares no functions.) The progress and log lines of jobs gone from every table,\n-- for the history's maintenance: only rows not written since p_before are looked at (by their index), and a\n-- function, so its reads of the history are planned after the partitions the maintenance drops.\nCREATE OR REPLACE FUNCTION \"akadze\".\"prune_orphan_progress\"(p_before timestamptz, p_batch integer) RETURNS integer\nLANGUAGE plpgsql AS $$\nDECLARE\n  v_ids bigint[];\nBEGIN\n  SELECT coalesce(array_agg(o.job_id), '{}') INTO v_ids FROM (\n    SELECT p.job_id FROM akadze.job_progress p\n    WHERE p.updated_at < p_before AND NOT EXISTS (SELECT 1 FROM akadze.all_jobs a WHERE a.id = p.job_id)\n    LIMIT p_batch) o;\n  DELETE FROM akadze.job_logs WHERE job_id = ANY (v_ids);\n  DELETE FROM akadze.job_progress WHERE job_id = ANY (v_ids);\n  RETURN cardinality(v_ids);\nEND $$;"
+    ]
   }
 ];

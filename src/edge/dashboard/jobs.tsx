@@ -53,7 +53,7 @@ export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobS
 
 const json = (value: unknown) => JSON.stringify(value, null, 2) ?? "null";
 
-/** One job: its fields, args, result, errors and the actions its state allows. @example c.html(<JobPage ctx={ctx} job={job} />) */
+/** One job: its fields, args, result, progress, log, errors and the actions its state allows. @example c.html(<JobPage ctx={ctx} job={job} />) */
 export function JobPage(props: { ctx: PageContext; job: JobDetail; notice?: string }) {
   const { ctx, job } = props;
   const action = (name: string) => `${ctx.base}/jobs/${job.id}/${name}`;
@@ -93,6 +93,23 @@ export function JobPage(props: { ctx: PageContext; job: JobDetail; notice?: stri
         <div class="card"><h2>Args</h2><pre id="args">{json(job.args)}</pre></div>
         <div class="card"><h2>Result</h2>{job.result === null ? <p class="empty">No result.</p> : <pre id="result">{json(job.result)}</pre>}</div>
       </div>
+      {job.progressAt !== null && (
+        <div class="card" style="margin-top:18px" id="progress">
+          <h2>Progress <span class="muted">(<Time at={job.progressAt} ctx={ctx} />)</span></h2>
+          <pre>{json(job.progress)}</pre>
+        </div>
+      )}
+      {(job.logs.length > 0 || job.logsDropped > 0) && (
+        <div class="card" style="margin-top:18px" id="logs">
+          <h2>Log ({job.logs.length}{job.logsDropped > 0 ? `, ${job.logsDropped} dropped: the log was full` : ""})</h2>
+          <table>
+            <thead><tr><th>Attempt</th><th>At</th><th>Line</th></tr></thead>
+            <tbody>{job.logs.map((l) => (
+              <tr><td>{l.attempt}</td><td>{formatTime(l.at)}</td><td><pre class="message">{l.message}</pre></td></tr>
+            ))}</tbody>
+          </table>
+        </div>
+      )}
       {job.steps && (
         <div class="card" style="margin-top:18px" id="steps">
           <h2>Steps ({job.steps.length})</h2>
