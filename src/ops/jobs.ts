@@ -10,6 +10,7 @@ import { readSteps } from "../workflow/read-steps.js";
 import type { WorkflowStep } from "../workflow/types.js";
 import type { ArgsSchema, Task } from "../app/task.js";
 import { InvalidInput } from "../core/errors.js";
+import type { TraceCarrier } from "../core/tracing.js";
 
 /** `jobs list` shows this many jobs unless told otherwise. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -48,6 +49,8 @@ export interface JobDetail<R = unknown> extends JobSummary {
   cancelRequested: boolean;
   /** The finished job this one replays (`replayJob`, `replayJobs`); null: it was enqueued. */
   replayOf: number | null;
+  /** Where it was enqueued, when the app traces (docs/observe.md#tracing): its runs' spans link to it; null: untraced. */
+  traceContext: TraceCarrier | null;
   /** A workflow's steps in order: results, errors, and what a parked run waits for (absent for a job without steps). */
   steps?: WorkflowStep[];
 }
@@ -99,6 +102,7 @@ export async function getJob(db: Db, jobId: number, task?: Task): Promise<JobDet
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
     expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), fairKey: row.fairKey ?? null, leaseOwner: row.leaseOwner,
     leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested, replayOf: row.replayOf == null ? null : Number(row.replayOf),
+    traceContext: row.traceContext ?? null,
     ...(steps.length > 0 ? { steps } : {}),
   };
 }

@@ -14,7 +14,7 @@ import type { Unreported } from "./summary.js";
 
 /** What a job's run needs of the engine that holds it. */
 export interface JobRunsOptions {
-  engine: Pick<EngineOptions, "app" | "db" | "owner" | "now" | "sqlNow" | "monotonic" | "keepSucceeded" | "leaseMs">;
+  engine: Pick<EngineOptions, "app" | "db" | "owner" | "now" | "sqlNow" | "monotonic" | "keepSucceeded" | "leaseMs" | "trace">;
   jobs: HeldJobs;
   settler: Settler;
   summary: RunSummary;
@@ -97,8 +97,10 @@ export class JobRuns {
     const began = performance.now();
     const ran = this.o.budget.mark();
     let lingering: Promise<unknown> | null = null;
+    const trace = e.trace ? e.trace.run(job) : null;
     const ended = (outcome: Outcome | null) => {
       try {
+        if (trace !== null) trace.end(outcome === null ? { outcome: "completed" } : { outcome: outcome.kind, error: outcome.error ?? null });
         jobs.apply(job.id, { kind: "bodyEnded", outcome });
         if (outcome === null) {
           this.o.summary.succeeded++;
@@ -111,7 +113,7 @@ export class JobRuns {
       }
     };
     void runJob({ app: e.app, db: e.db, owner: e.owner, job, controller, timeoutMs, now: e.now, sqlNow: e.sqlNow,
-      monotonic: e.monotonic,
+      monotonic: e.monotonic, trace,
       keepSucceeded: e.keepSucceeded !== false,
       lingering: (body) => { lingering = body; } })
       // A body running on past its timeout keeps its slot, its limit slot and its lease until it ends, within

@@ -152,5 +152,15 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE TABLE \"akadze\".\"replays\" (\n\t\"job_id\" bigint PRIMARY KEY NOT NULL,\n\t\"replay_of\" bigint NOT NULL\n);",
       "-- (Hand-written: drizzle-kit declares no functions.) The origins of replayed jobs gone from every table, for\n-- the history's maintenance: a function, so its reads of the history are planned after the partitions it drops.\nCREATE OR REPLACE FUNCTION \"akadze\".\"prune_orphan_replays\"(p_batch integer) RETURNS integer\nLANGUAGE plpgsql AS $$\nDECLARE\n  v_n integer;\nBEGIN\n  DELETE FROM akadze.replays r WHERE r.job_id IN (\n    SELECT o.job_id FROM akadze.replays o\n    WHERE NOT EXISTS (SELECT 1 FROM akadze.all_jobs a WHERE a.id = o.job_id)\n    LIMIT p_batch);\n  GET DIAGNOSTICS v_n = ROW_COUNT;\n  RETURN v_n;\nEND $$;"
     ]
+  },
+  {
+    "id": 15,
+    "name": "0015_trace_context",
+    "statements": [
+      "ALTER TABLE \"akadze\".\"failed_jobs\" ADD COLUMN \"trace_context\" jsonb;",
+      "ALTER TABLE \"akadze\".\"job_history\" ADD COLUMN \"trace_context\" jsonb;",
+      "ALTER TABLE \"akadze\".\"jobs\" ADD COLUMN \"trace_context\" jsonb;",
+      "-- (Hand-written: drizzle-kit declares no views.) The view gains the trace context, as its last column.\nCREATE OR REPLACE VIEW \"akadze\".\"all_jobs\" AS\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", \"lease_owner\", \"lease_expires_at\", \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"jobs\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"job_history\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"failed_jobs\";"
+    ]
   }
 ];
