@@ -1,0 +1,134 @@
+// Tracing (issue 39, item 1): the trace context around an enqueue is stored with the job, and the run's span
+// links to it; a workflow's steps are children of their run; claims and settles are spans of the invocation;
+// a failed attempt is an error span. On every driver, with an in-memory exporter (test/support/otel.ts).
+import { afterAll, beforeEach, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import * as v from "valibot";
+import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
+import { createApp, getJob, runAtomically, runOnce } from "../src/index.js";
+import { openTelemetry } from "../src/otel/index.js";
+import { forEachDriver } from "./support/drivers.js";
+import { ManualClock } from "./support/clock.js";
+import { inMemoryTracing, recordOf, type SpanRecord } from "./support/otel.js";
+
+const { provider, exporter } = inMemoryTracing();
+const tracer = provider.getTracer("the app");
+afterAll(async () => { await provider.shutdown(); });
+
+/** Runs `fn` inside a span of the app's own (a request's, say), ended after it; answers the span's ids. */
+async function inSpan(name: string, fn: () => Promise<unknown>): Promise<{ traceId: string; spanId: string }> {
+  return tracer.startActiveSpan(name, async (span: Span) => {
+    try { await fn(); } finally { span.end(); }
+    return span.spanContext();
+  });
+}
+
+const spans = (): SpanRecord[] => exporter.getFinishedSpans().map(recordOf);
+const named = (name: string) => spans().filter((s) => s.name === name);
+
+forEachDriver((h) => {
+  beforeEach(() => { exporter.reset(); });
+  const invoke = (app: ReturnType<typeof createApp>, clock: ManualClock) => runOnce(app, { db: h().db, now: clock.now, budget: "1h" });
+
+  it("a run's span links to the span that enqueued its job in a transaction, as a child of its invocation", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now, tracing: openTelemetry({ tracerProvider: provider }) });
+    const send = app.task("mail.send", { args: v.object({ to: v.string() }), queue: "mail" }, async ({ to }) => ({ sent: to }));
+    let id = 0;
+    const checkout = await inSpan("checkout", async () => {
+      const [, inserted] = await runAtomically(h().db, (tx) => [tx.execute(sql`select 1`), send.using(tx).enqueueQuery({ to: "ada" })]);
+      id = Number((inserted as { r: number[] }).r[0]);
+    });
+    expect((await getJob(h().db, id))?.traceContext).toEqual({ traceparent: `00-${checkout.traceId}-${checkout.spanId}-01` });
+
+    await invoke(app, clock);
+    const [run] = named("process mail.send");
+    const [invocation] = named("akadze invocation");
+    expect(run.kind).toBe(SpanKind.CONSUMER);
+    expect(run.links).toEqual([{ traceId: checkout.traceId, spanId: checkout.spanId, attributes: {} }]);
+    // Its parent is the invocation that ran it (the enqueue is another trace's past).
+    expect(run.parentSpanId).toBe(invocation.spanId);
+    expect(run.traceId).toBe(invocation.traceId);
+    expect(run.attributes).toMatchObject({
+      "messaging.system": "akadze", "messaging.operation.type": "process", "messaging.destination.name": "mail",
+      "messaging.message.id": String(id), "akadze.task": "mail.send", "akadze.job.id": id, "akadze.job.attempt": 1, "akadze.job.outcome": "succeeded",
+    });
+    expect(run.status.code).toBe(SpanStatusCode.UNSET);
+    // The claim that took it and the settle that recorded it are spans of the same invocation.
+    const claims = spans().filter((s) => s.attributes["messaging.operation.name"] === "claim");
+    const settles = spans().filter((s) => s.attributes["messaging.operation.name"] === "settle");
+    expect(claims.every((s) => s.parentSpanId === invocation.spanId && s.kind === SpanKind.CONSUMER)).toBe(true);
+    expect(claims.map((s) => s.attributes["messaging.batch.message_count"])).toContain(1);
+    expect(settles.every((s) => s.parentSpanId === invocation.spanId)).toBe(true);
+    expect(settles.map((s) => s.attributes["messaging.batch.message_count"])).toContain(1);
+    expect(invocation.attributes).toMatchObject({ "akadze.invocation.succeeded": 1 });
+    // The job keeps its context in the history.
+    expect((await h().rows(`select trace_context from akadze.job_history where id = ${id}`))[0].trace_context.traceparent).toContain(checkout.traceId);
+  });
+
+  it("a workflow's steps are children of its run, and a child job's run links to the step that started it", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now, tracing: openTelemetry({ tracerProvider: provider }) });
+    const label = app.task("label.print", async () => "label-1");
+    const order = app.workflow("order.ship", { args: v.object({ orderId: v.number() }) }, async ({ orderId }, step) => {
+      const charged = await step.run("charge", () => `ch-${orderId}`);
+      const printed = await step.invoke("label", label, {});
+      // The app's own span inside a step is the step's child.
+      await step.run("notify", () => tracer.startActiveSpan("send email", (span: Span) => { span.end(); return "sent"; }));
+      return { charged, printed };
+    });
+    const checkout = await inSpan("checkout", () => order.using(h().db).enqueue({ orderId: 7 }));
+    for (let i = 0; i < 4 && named("step notify").length === 0; i++) { await invoke(app, clock); clock.advance(10_000); }
+
+    const runs = named("process order.ship");
+    expect(runs.length).toBeGreaterThanOrEqual(2); // parked on its child, then run again
+    for (const run of runs) expect(run.links.map((l) => l.spanId)).toEqual([checkout.spanId]);
+    const [charge] = named("step charge");
+    const [start] = named("step label");
+    const [notify] = named("step notify");
+    expect(charge.parentSpanId).toBe(runs[0].spanId);
+    expect(start.parentSpanId).toBe(runs[0].spanId);
+    expect(notify.parentSpanId).toBe(runs.at(-1)!.spanId);
+    expect(charge.attributes).toMatchObject({ "akadze.step.name": "charge", "akadze.step.kind": "run", "akadze.step.attempt": 1 });
+    // A replayed step (charge, on the second run) ran nothing and has no span of its own.
+    expect(named("step charge")).toHaveLength(1);
+    expect(named("send email")[0].parentSpanId).toBe(notify.spanId);
+    const [child] = named("process label.print");
+    expect(child.links.map((l) => l.spanId)).toEqual([start.spanId]);
+  });
+
+  it("a failed attempt ends its run's span as an error", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now, tracing: openTelemetry({ tracerProvider: provider }) });
+    const flaky = app.task("vendor.call", { maxAttempts: 2 }, async () => { throw new TypeError("the vendor said no"); });
+    await flaky.using(h().db).enqueue({});
+    await invoke(app, clock);
+    const [run] = named("process vendor.call");
+    expect(run.status).toEqual({ code: SpanStatusCode.ERROR, message: "the vendor said no" });
+    expect(run.attributes).toMatchObject({ "akadze.job.outcome": "error", "error.type": "TypeError", "akadze.job.attempt": 1 });
+    expect(run.events).toEqual(["exception"]);
+  });
+
+  it("an app created without tracing stores no context and starts no span, even inside an active span", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const task = app.task("quiet", async () => "ok");
+    let id = 0;
+    await inSpan("request", async () => { id = await task.using(h().db).enqueue({}); });
+    exporter.reset();
+    expect((await getJob(h().db, id))?.traceContext).toBeNull();
+    expect((await invoke(app, clock)).succeeded).toBe(1);
+    expect(spans()).toEqual([]);
+  });
+
+  it("a job enqueued outside any span runs in a span with no link", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now, tracing: openTelemetry({ tracerProvider: provider }) });
+    const task = app.task("cron.like", async () => "ok");
+    const id = await task.using(h().db).enqueue({});
+    expect((await getJob(h().db, id))?.traceContext).toBeNull();
+    await invoke(app, clock);
+    expect(named("process cron.like")[0].links).toEqual([]);
+    expect(trace.getActiveSpan()).toBeUndefined();
+  });
+});
