@@ -1,5 +1,6 @@
 // The shape of bench/results.json, and the ratios and targets derived from the measurements.
 import type { WorkflowBench } from "./workflows.js";
+import type { TracingThroughput } from "./tracing.js";
 import type { FairClaimCost, FairnessRow } from "./fairness.js";
 import type { StatementsPerJob, Throughput } from "./akadze.js";
 import type { AkadzeDriver } from "./akadze-db.js";
@@ -54,6 +55,8 @@ export interface Results {
   fairClaimCost: FairClaimCost[];
   /** Workflows of 5 no-op steps (bench/workflows.ts). */
   workflows: WorkflowBench[];
+  /** Burn-down with tracing off and on (bench/tracing.ts); absent from runs made before it. */
+  tracing?: TracingThroughput[];
   targets: { name: string; goal: string; measured: string; met: boolean }[];
 }
 
