@@ -132,10 +132,13 @@ class EngineSpans implements EngineTrace {
   }
 
   end(counts: Record<string, number> | null, error?: unknown): void {
-    if (!this.span) return;
-    for (const [name, n] of Object.entries(counts ?? {})) this.span.setAttribute(`akadze.invocation.${name}`, n);
-    if (error !== undefined) markFailed(this.span, error);
-    this.span.end();
+    const span = this.span;
+    if (!span) return;
+    quietly(() => {
+      for (const [name, n] of Object.entries(counts ?? {})) span.setAttribute(`akadze.invocation.${name}`, n);
+      if (error !== undefined) markFailed(span, error);
+    });
+    quietly(() => span.end());
   }
 
   /** A statement's span name: its operation, and the queue when the engine claims from one. */
@@ -147,9 +150,11 @@ class EngineSpans implements EngineTrace {
   private statement(span: Span): StatementTrace {
     return {
       end: (jobs, error) => {
-        span.setAttribute("messaging.batch.message_count", jobs);
-        if (error !== undefined) markFailed(span, error);
-        span.end();
+        quietly(() => {
+          span.setAttribute("messaging.batch.message_count", jobs);
+          if (error !== undefined) markFailed(span, error);
+        });
+        quietly(() => span.end());
       },
     };
   }
@@ -178,25 +183,34 @@ class RunSpan extends ScopeSpan implements RunTrace {
   }
 
   end({ outcome, error }: RunEnd): void {
-    this.span.setAttribute("akadze.job.outcome", outcome);
-    // A failed attempt (retried or not) is an error; a snooze, a cancel or a release is not.
-    if (outcome === "error" || outcome === "fail") {
-      const kind = error?.kind ?? "Error";
-      this.span.setAttribute("error.type", kind);
-      this.span.recordException({ name: kind, message: error?.message ?? outcome, ...(error?.stack ? { stack: error.stack } : {}) });
-      this.span.setStatus({ code: SpanStatusCode.ERROR, message: error?.message ?? outcome });
-    }
-    this.span.end();
+    quietly(() => {
+      this.span.setAttribute("akadze.job.outcome", outcome);
+      // A failed attempt (retried or not) is an error; a snooze, a cancel or a release is not.
+      if (outcome === "error" || outcome === "fail") {
+        const kind = error?.kind ?? "Error";
+        this.span.setAttribute("error.type", kind);
+        this.span.recordException({ name: kind, message: error?.message ?? outcome, ...(error?.stack ? { stack: error.stack } : {}) });
+        this.span.setStatus({ code: SpanStatusCode.ERROR, message: error?.message ?? outcome });
+      }
+    });
+    quietly(() => this.span.end());
   }
 }
 
 class StepSpan extends ScopeSpan implements StepTrace {
   end(error?: unknown): void {
-    // A park (a sleep, a snooze inside the step) is how a workflow waits, not a failure.
-    if (error instanceof StepParked || error instanceof Snooze) this.span.setAttribute("akadze.step.parked", true);
-    else if (error !== undefined) markFailed(this.span, error);
-    this.span.end();
+    quietly(() => {
+      // A park (a sleep, a snooze inside the step) is how a workflow waits, not a failure.
+      if (error instanceof StepParked || error instanceof Snooze) this.span.setAttribute("akadze.step.parked", true);
+      else if (error !== undefined) markFailed(this.span, error);
+    });
+    quietly(() => this.span.end());
   }
+}
+
+/** What akadze adds to a span never fails what it traces (a thrown value whose message throws, say). */
+function quietly(record: () => void): void {
+  try { record(); } catch { /* the span ends without it */ }
 }
 
 function markFailed(span: Span, error: unknown): void {

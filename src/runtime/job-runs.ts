@@ -11,6 +11,7 @@ import { RunTimes } from "./run-times.js";
 import { RETRY_MAX_MS, RETRY_MIN_MS } from "./run-options.js";
 import type { Settler } from "./settler.js";
 import type { Unreported } from "./summary.js";
+import type { RunTrace } from "../core/tracing.js";
 
 /** What a job's run needs of the engine that holds it. */
 export interface JobRunsOptions {
@@ -23,6 +24,13 @@ export interface JobRunsOptions {
   budget: BudgetClock;
   /** Told once a run has ended and its outcome is on its way (or, succeeded, counted). */
   ended: () => void;
+}
+
+/** Ends a run's span with its outcome (`null`: the body completed the job itself); a tracer's failure stays its own. */
+function endRun(trace: RunTrace, outcome: Outcome | null): void {
+  try {
+    trace.end(outcome === null ? { outcome: "completed" } : { outcome: outcome.kind, error: outcome.error ?? null });
+  } catch { /* the job's outcome is recorded all the same */ }
 }
 
 /**
@@ -100,7 +108,6 @@ export class JobRuns {
     const trace = e.trace ? e.trace.run(job) : null;
     const ended = (outcome: Outcome | null) => {
       try {
-        if (trace !== null) trace.end(outcome === null ? { outcome: "completed" } : { outcome: outcome.kind, error: outcome.error ?? null });
         jobs.apply(job.id, { kind: "bodyEnded", outcome });
         if (outcome === null) {
           this.o.summary.succeeded++;
@@ -110,6 +117,7 @@ export class JobRuns {
         this.o.pace.ranFor(performance.now() - began);
         this.runTimes.record(job.task, this.o.budget.elapsedMs(ran));
         this.o.ended();
+        if (trace !== null) endRun(trace, outcome);
       }
     };
     void runJob({ app: e.app, db: e.db, owner: e.owner, job, controller, timeoutMs, now: e.now, sqlNow: e.sqlNow,
