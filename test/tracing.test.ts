@@ -5,8 +5,8 @@ import { afterAll, beforeEach, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
 import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
-import { createApp, getJob, runAtomically, runOnce } from "../src/index.js";
-import { openTelemetry } from "../src/otel/index.js";
+import { createApp, getJob, jobIdsOf, runAtomically, runOnce, type FanOutOptions, type SiblingRequest } from "../src/index.js";
+import { carrierOf, openTelemetry, spanContextOf } from "../src/otel/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { inMemoryTracing, recordOf, type SpanRecord } from "./support/otel.js";
@@ -26,6 +26,19 @@ async function inSpan(name: string, fn: () => Promise<unknown>): Promise<{ trace
 const spans = (): SpanRecord[] => exporter.getFinishedSpans().map(recordOf);
 const named = (name: string) => spans().filter((s) => s.name === name);
 
+it("a stored trace context reads back as the span context it was written from; a malformed one as none", () => {
+  const carrier = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "vendor=abc,other=1" };
+  const span = spanContextOf(carrier)!;
+  expect(span).toMatchObject({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: 1, isRemote: true });
+  expect(carrierOf(span)).toEqual(carrier);
+  for (const traceparent of ["", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331", "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    "00-00000000000000000000000000000000-b7ad6b7169203331-01", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra"]) {
+    expect(spanContextOf({ traceparent }), traceparent).toBeNull();
+  }
+  expect(spanContextOf(null)).toBeNull();
+  expect(spanContextOf({ traceparent: 42 } as never)).toBeNull();
+});
+
 forEachDriver((h) => {
   beforeEach(() => { exporter.reset(); });
   const invoke = (app: ReturnType<typeof createApp>, clock: ManualClock) => runOnce(app, { db: h().db, now: clock.now, budget: "1h" });
@@ -37,7 +50,7 @@ forEachDriver((h) => {
     let id = 0;
     const checkout = await inSpan("checkout", async () => {
       const [, inserted] = await runAtomically(h().db, (tx) => [tx.execute(sql`select 1`), send.using(tx).enqueueQuery({ to: "ada" })]);
-      id = Number((inserted as { r: number[] }).r[0]);
+      [id] = jobIdsOf(inserted);
     });
     expect((await getJob(h().db, id))?.traceContext).toEqual({ traceparent: `00-${checkout.traceId}-${checkout.spanId}-01` });
 
@@ -132,3 +145,29 @@ forEachDriver((h) => {
     expect(trace.getActiveSpan()).toBeUndefined();
   });
 });
+
+forEachDriver((h) => {
+  beforeEach(() => { exporter.reset(); });
+
+  it("a sibling started by fan-out is an invocation span linked to the invocation that started it", async () => {
+    const app = createApp({ tracing: openTelemetry({ tracerProvider: provider }) });
+    const slow = app.task("fan.slow", async () => { await new Promise((resolve) => setTimeout(resolve, 20)); }); // the job's own work
+    await slow.using(h().db).enqueueMany(Array.from({ length: 40 }, () => ({})));
+    const started: SiblingRequest[] = [];
+    const fanOut: FanOutOptions = {
+      maxInvocations: 3,
+      invoke: (r) => {
+        started.push(r);
+        return runOnce(app, { db: h().db, id: r.id, slots: r.slots, batchSize: r.batchSize, budget: r.budgetMs,
+          fanOut: { ...fanOut, ticket: { chain: r.chain, generation: r.generation, ...(r.trace ? { trace: r.trace } : {}) } } });
+      },
+    };
+    const tick = await runOnce(app, { db: h().db, slots: 2, batchSize: 4, budget: "2m", fanOut });
+    expect(started.length).toBeGreaterThan(0);
+    const invocations = named("akadze invocation");
+    const starter = invocations.find((s) => s.attributes["akadze.invocation.id"] === tick.id)!;
+    expect(started[0].trace?.traceparent).toBe(`00-${starter.traceId}-${starter.spanId}-01`);
+    const sibling = invocations.find((s) => s.attributes["akadze.invocation.id"] === started[0].id)!;
+    expect(sibling.links).toEqual([{ traceId: starter.traceId, spanId: starter.spanId, attributes: { "akadze.link": "started_by" } }]);
+  });
+}, ["node-postgres"]);
