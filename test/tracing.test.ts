@@ -5,7 +5,7 @@ import { afterAll, beforeEach, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
 import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
-import { createApp, getJob, jobIdsOf, runAtomically, runOnce, type FanOutOptions, type SiblingRequest } from "../src/index.js";
+import { createApp, getJob, jobIdsOf, requeue, runAtomically, runOnce, type FanOutOptions, type SiblingRequest } from "../src/index.js";
 import { carrierOf, openTelemetry, spanContextOf } from "../src/otel/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
@@ -120,6 +120,35 @@ forEachDriver((h) => {
     expect(run.status).toEqual({ code: SpanStatusCode.ERROR, message: "the vendor said no" });
     expect(run.attributes).toMatchObject({ "akadze.job.outcome": "error", "error.type": "TypeError", "akadze.job.attempt": 1 });
     expect(run.events).toEqual(["exception"]);
+  });
+
+  it("a failed job keeps its context in the dead letters and back: its run after a requeue links to the first enqueue", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now, tracing: openTelemetry({ tracerProvider: provider }) });
+    let fail = true;
+    const task = app.task("once.more", { maxAttempts: 1 }, async () => { if (fail) throw new Error("not yet"); return "ok"; });
+    let id = 0;
+    const request = await inSpan("request", async () => { id = await task.using(h().db).enqueue({}); });
+    await invoke(app, clock);
+    expect((await h().rows(`select trace_context from akadze.failed_jobs where id = ${id}`))[0].trace_context.traceparent).toContain(request.spanId);
+    fail = false;
+    await requeue(h().db, id);
+    await invoke(app, clock);
+    const runs = named("process once.more");
+    expect(runs.map((r) => r.attributes["akadze.job.outcome"])).toEqual(["error", "succeeded"]) // its last attempt failed: the job ended failed;
+    expect(runs.map((r) => r.links[0]?.spanId)).toEqual([request.spanId, request.spanId]);
+  });
+
+  it("a debounced job keeps its first payload's context", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now, tracing: openTelemetry({ tracerProvider: provider }) });
+    const reindex = app.debounced("search.reindex", { args: v.object({ doc: v.number() }), window: "5s" }, async () => {});
+    let id = 0;
+    const first = await inSpan("first", async () => { id = await reindex.using(h().db, { key: "docs" }).enqueue({ doc: 1 }); });
+    await inSpan("second", async () => { expect(await reindex.using(h().db, { key: "docs" }).enqueue({ doc: 2 })).toBe(id); });
+    clock.advance(6_000);
+    await invoke(app, clock);
+    expect(named("process search.reindex")[0].links.map((l) => l.spanId)).toEqual([first.spanId]);
   });
 
   it("an app created without tracing stores no context and starts no span, even inside an active span", async () => {
