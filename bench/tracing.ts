@@ -9,7 +9,7 @@ import { openTelemetry } from "../src/otel/index.js";
 import { drain, enqueueNoops, type BurnDownShape } from "./akadze.js";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { rate, timed } from "./stats.js";
-import { StoredContextManager } from "../test/support/otel.js";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { context } from "@opentelemetry/api";
 
 export const TRACING_MODES = ["off", "on, no SDK", "on, recording"] as const;
@@ -42,7 +42,7 @@ function appFor(mode: TracingMode, provider: BasicTracerProvider): { app: App; n
 /** `rounds` alternating burn-downs of `jobs` jobs per mode over `driver`. */
 export async function tracingThroughput(driver: AkadzeDriver, jobs: number, rounds: number, shape: BurnDownShape): Promise<TracingThroughput[]> {
   // What a Node SDK registers: without it no span would be active around the enqueue, and no run would have a link.
-  context.setGlobalContextManager(new StoredContextManager());
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const exporter = new CountingExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 65_536, maxExportBatchSize: 4_096 })] });
   const enqueuer = provider.getTracer("bench");

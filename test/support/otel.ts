@@ -1,43 +1,13 @@
-// An OpenTelemetry SDK for tests, in memory: a tracer provider whose finished spans a test reads, and a context
-// manager on AsyncLocalStorage (what an app's SDK registers on Node; on Workers, with nodejs_compat) so the
-// span active around an enqueue is seen through its awaits. Shared by test/tracing.test.ts and the workerd fixture.
-import { AsyncLocalStorage } from "node:async_hooks";
-import { context, ROOT_CONTEXT, type Context, type ContextManager } from "@opentelemetry/api";
+// An OpenTelemetry SDK for tests, in memory: a tracer provider whose finished spans a test reads, and the context
+// manager on AsyncLocalStorage (what a Node SDK registers; on Workers it needs nodejs_compat) so the span active
+// around an enqueue is seen through its awaits. Shared by test/tracing.test.ts, the workerd fixture and the bench.
+import { context } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
-
-/** The active context kept in AsyncLocalStorage. */
-export class StoredContextManager implements ContextManager {
-  private readonly storage = new AsyncLocalStorage<Context>();
-
-  active(): Context {
-    return this.storage.getStore() ?? ROOT_CONTEXT;
-  }
-
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
-    return this.storage.run(ctx, () => fn.apply(thisArg, args));
-  }
-
-  bind<T>(ctx: Context, target: T): T {
-    if (typeof target !== "function") return target;
-    const manager = this;
-    return function (this: unknown, ...args: unknown[]) {
-      return manager.with(ctx, () => (target as (...a: unknown[]) => unknown).apply(this, args));
-    } as T;
-  }
-
-  enable(): this {
-    return this;
-  }
-
-  disable(): this {
-    this.storage.disable();
-    return this;
-  }
-}
 
 /** A provider exporting to memory, with the context manager registered (once per process). */
 export function inMemoryTracing(): { provider: BasicTracerProvider; exporter: InMemorySpanExporter } {
-  context.setGlobalContextManager(new StoredContextManager());
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   return { provider, exporter };
