@@ -7,7 +7,10 @@ import * as v from "valibot";
 import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import { createApp, getJob, jobIdsOf, requeue, runAtomically, runOnce, type FanOutOptions, type SiblingRequest } from "../src/index.js";
 import { carrierOf, openTelemetry, spanContextOf } from "../src/otel/index.js";
+import { Hono } from "hono";
+import { akadzeRoutes, ownUrl } from "../src/edge/hono.js";
 import { forEachDriver } from "./support/drivers.js";
+import { waitFor } from "./support/wait-for.js";
 import { ManualClock } from "./support/clock.js";
 import { inMemoryTracing, recordOf, type SpanRecord } from "./support/otel.js";
 
@@ -198,5 +201,30 @@ forEachDriver((h) => {
     expect(started[0].trace?.traceparent).toBe(`00-${starter.traceId}-${starter.spanId}-01`);
     const sibling = invocations.find((s) => s.attributes["akadze.invocation.id"] === started[0].id)!;
     expect(sibling.links).toEqual([{ traceId: starter.traceId, spanId: starter.spanId, attributes: { "akadze.link": "started_by" } }]);
+  });
+
+  it("a sibling started through the work route (ownUrl) gets the starter's context in its ticket and links to it", async () => {
+    const app = createApp({ tracing: openTelemetry({ tracerProvider: provider }) });
+    const slow = app.task("fan.route", async () => { await new Promise((resolve) => setTimeout(resolve, 20)); }); // the job's own work
+    await slow.using(h().db).enqueueMany(Array.from({ length: 40 }, () => ({})));
+    const started: SiblingRequest[] = [];
+    const web: Hono = new Hono().route("/akadze", akadzeRoutes(app, {
+      db: h().db, secret: "s", log: "silent",
+      fanOut: () => ({
+        maxInvocations: 3,
+        invoke: (r) => { started.push(r); return ownUrl("http://app/akadze/work", { secret: "s", fetch: async (input, init) => web.fetch(new Request(input, init)) })(r); },
+      }),
+    }));
+    const res = await web.fetch(new Request("http://app/akadze/work", {
+      method: "POST", headers: { authorization: "Bearer s", "content-type": "application/json" }, body: JSON.stringify({ slots: 2, batchSize: 4, budget: 20_000 }),
+    }));
+    const tick = await res.json() as { id: string };
+    expect(res.status, JSON.stringify(tick)).toBe(200);
+    expect(started.length).toBeGreaterThan(0);
+    const invocation = (id: string) => named("akadze invocation").find((s) => s.attributes["akadze.invocation.id"] === id);
+    await waitFor(() => started.every((r) => invocation(r.id) !== undefined), "every detached sibling's invocation to end");
+    const starter = invocation(tick.id)!;
+    expect(invocation(started[0].id)!.links).toEqual([{ traceId: starter.traceId, spanId: starter.spanId, attributes: { "akadze.link": "started_by" } }]);
+    expect(await h().rows("select count(*)::int as n from akadze.jobs")).toEqual([{ n: 0 }]);
   });
 }, ["node-postgres"]);
