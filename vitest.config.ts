@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^akadze$/, replacement: src("index.ts") },
       { find: /^akadze\/hono$/, replacement: src("edge/hono.ts") },
       { find: /^akadze\/dashboard$/, replacement: src("edge/dashboard/index.tsx") },
+      { find: /^akadze\/otel$/, replacement: src("otel/index.ts") },
       { find: /^akadze\/schema$/, replacement: src("schema.ts") },
       { find: /^akadze\/testing$/, replacement: src("testing/index.ts") },
       ...(currentMiniflare ? [{ find: /^miniflare$/, replacement: "miniflare-latest" }] : []),

@@ -163,6 +163,14 @@ function engineSections(r: Results): Section[] {
       notes: ["statements: counted by the driver (node-postgres) or as HTTP requests at the local Neon endpoint (neon-http); enqueue, claims, step loads, step results and settles included"],
     });
   }
+  if (r.tracing?.length) {
+    out.push({
+      title: "Tracing: burn-down of no-op jobs (one runOnce loop, batch 500, slots 50), enqueued under a span; the modes alternate, median round",
+      head: ["driver", "tracing", "jobs", "rounds", "jobs/s", "spans recorded"],
+      rows: r.tracing.map((t) => [t.driver, t.mode, fmt(t.jobs), String(t.rounds), fmt(t.processPerSec), t.spans === null ? "-" : fmt(t.spans)]),
+      notes: ["on, no SDK: createApp({ tracing: openTelemetry() }) with no SDK registered (non-recording spans); on, recording: an SDK with a batch span processor whose exporter drops the spans"],
+    });
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The shape of bench/results.json, and the ratios and targets derived from the measurements.
 import type { WorkflowBench } from "./workflows.js";
 import type { ProgressLoopRow } from "./progress.js";
+import type { TracingThroughput } from "./tracing.js";
 import type { FairClaimCost, FairnessRow } from "./fairness.js";
 import type { StatementsPerJob, Throughput } from "./akadze.js";
 import type { AkadzeDriver } from "./akadze-db.js";
@@ -59,6 +60,8 @@ export interface Results {
   workflows: WorkflowBench[];
   /** Statements a body's 10,000 progress() calls cost (bench/progress.ts). */
   progress: ProgressLoopRow[];
+  /** Burn-down with tracing off and on (bench/tracing.ts); absent from runs made before it. */
+  tracing?: TracingThroughput[];
   targets: { name: string; goal: string; measured: string; met: boolean }[];
 }
 

@@ -30,8 +30,9 @@ import { best, type SweepEntry } from "./sweep.js";
 import { workflowBench } from "./workflows.js";
 import { loadBaseline, type AkadzeLib } from "./baseline.js";
 import { progressLoopStatements } from "./progress.js";
+import { tracingThroughput } from "./tracing.js";
 
-const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "fairness", "workflows", "progress"] as const;
+const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "fairness", "workflows", "progress", "tracing"] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -282,6 +283,15 @@ async function main(): Promise<void> {
         log(`workflows: ${driver}, ${workflows} x 5 steps, ${shape}`);
         r.workflows.push(await workflowBench(driver, shape, workflows, 5, { batchSize: 50, slots: 10 }));
       }
+    }
+  }
+
+  if (sections.has("tracing")) {
+    const jobs = config.quick ? 2_000 : 10_000;
+    const rounds = config.quick ? 1 : 5;
+    for (const driver of (["node-postgres", "neon-http"] as AkadzeDriver[])) {
+      log(`tracing: ${driver}, ${rounds} rounds of ${jobs} jobs per mode`);
+      (r.tracing ??= []).push(...await tracingThroughput(driver, jobs, rounds, { loops: 1, batchSize: 500, slots: 50 }));
     }
   }
 

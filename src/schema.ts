@@ -8,6 +8,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { ErrorEntry } from "./core/errors.js";
+import type { TraceCarrier } from "./core/tracing.js";
 import {
   bigint, boolean, check, index, integer, jsonb, pgSchema, primaryKey, smallint, text, timestamp, uniqueIndex,
 } from "drizzle-orm/pg-core";
@@ -54,6 +55,11 @@ export const jobs = akadze.table("jobs", {
    * jobs, so one key's backlog never makes another key wait behind it (docs/flow-control.md#fairness).
    */
   fairKey: text("fair_key"),
+  /**
+   * The W3C trace context (`traceparent`, and `tracestate` if any) of the code that enqueued the job, when the
+   * app traces (docs/observe.md#tracing): each run's span links to it. Null: not traced, or no span was active.
+   */
+  traceContext: jsonb("trace_context").$type<TraceCarrier>(),
 }, (t) => [
   check("jobs_state_check", sql`${t.state} in ('queued', 'running')`),
   check("jobs_attempts_check", sql`${t.maxAttempts} >= 1 and ${t.attempt} >= 0`),
@@ -98,6 +104,7 @@ function finishedColumns() {
     startedAt: tz("started_at"),
     finishedAt: tz("finished_at").notNull(),
     fairKey: text("fair_key"),
+    traceContext: jsonb("trace_context").$type<TraceCarrier>(),
   };
 }
 

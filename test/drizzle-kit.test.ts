@@ -134,6 +134,10 @@ describe("a schema akadze cannot work with is refused at start", () => {
       let ran = 0;
       const t = app.task("t", async () => { ran++; });
       await t.using(db).enqueue({});
+      // A column without an index of its own is looked for by name (the one a statement would miss at its first settle).
+      await pool.query("alter table akadze.jobs rename column trace_context to trace_context_was");
+      await expect(runOnce(app, { db })).rejects.toThrow(/^akadze's schema in this database lacks akadze\.jobs\.trace_context: run `npx akadze migrate`, or, when drizzle-kit/);
+      await pool.query("alter table akadze.jobs rename column trace_context_was to trace_context");
       await pool.query("drop table akadze.limit_tokens");
       await expect(runOnce(app, { db })).rejects.toThrow(/^akadze's schema in this database lacks akadze\.limit_tokens: run `npx akadze migrate`/);
       expect(ran).toBe(0);

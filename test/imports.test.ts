@@ -45,6 +45,7 @@ const ALLOWED: Record<string, string[]> = {
   cli: ["app", "connect", "control", "core", "db", "dev", "edge", "migrate", "ops", "runtime", "workflow"],
   dev: ["app", "cli", "connect", "core", "db", "migrate", "ops", "runtime", "sql"],
   testing: ["app", "core", "db", "migrate", "runtime", "sql", "workflow"],
+  otel: ["core", "workflow"],
   index: ["app", "connect", "control", "core", "db", "migrate", "ops", "runtime", "schedules", "sql", "workflow"],
 };
 

@@ -23,10 +23,10 @@ with akadze_pruned_workers as (
             order by j.run_at limit $4 for update of j skip locked) x
       where j.id = x.id
       returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
     ),
-    "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select * from rate_limited) f ),
+    "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
     recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
       where state = 'running' and lease_expires_at < now() and lease_owner <> $5
@@ -48,9 +48,9 @@ with akadze_pruned_workers as (
       returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
   'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) as errors, j.result, j.created_at,
-        j.started_at, now() as finished_at, j.fair_key, json_build_object('kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease') as error
-    ), "recover_failed_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select * from recover_failed) f ), recovered as (
+        j.started_at, now() as finished_at, j.fair_key, j.trace_context, json_build_object('kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease') as error
+    ), "recover_failed_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from recover_failed) f ), recovered as (
       select id, task, queue, attempt, state, error from recover_requeued
       union all select id, task, queue, attempt, state, error from recover_failed
     ), recover_freed as (
@@ -172,10 +172,10 @@ with akadze_pruned_workers as (
     cancelled as (
       delete from akadze.jobs j using candidates c where j.id = c.id and c.stop
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
     ),
-    "cancelled_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select * from cancelled) f )
+    "cancelled_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from cancelled) f )
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)

@@ -25,14 +25,14 @@ with settle_locked as (select array(
       when o.kind = 'snooze' then 'queued'
       when o.kind = 'fail' or j.attempt >= j.max_attempts then 'failed'
       else 'queued' end as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key, j.trace_context,
         o.kind, o.result as o_result, o.error as o_error, o.delay_ms, o_now.now as at, (o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and (j.cancel_requested or coalesce(j.expires_at <= o_now.now, false)))) as refund
     ),
     requeued as (
       insert into akadze.jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
-        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key) overriding system value
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key, trace_context) overriding system value
       select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
-        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key, trace_context
       from (select id, task, queue, args, state, priority,
       case when refund then attempt - 1 else attempt end as attempt, max_attempts,
       case when kind in ('error', 'snooze') and state = 'queued' then at + (delay_ms)::float8 * interval '1 millisecond' else run_at end as run_at,
@@ -40,27 +40,27 @@ with settle_locked as (select array(
       case when o_error is not null and not refund then errors || jsonb_build_array(o_error) else errors end as errors,
       case when kind = 'succeeded' then o_result else result end as result, created_at,
       case when kind = 'release' then null else started_at end as started_at,
-      at as finished_at, fair_key
+      at as finished_at, fair_key, trace_context
     from settled) e where e.state = 'queued'
     ),
-    "settled_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select id, task, queue, args, state, priority,
+    "settled_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select id, task, queue, args, state, priority,
       case when refund then attempt - 1 else attempt end as attempt, max_attempts,
       case when kind in ('error', 'snooze') and state = 'queued' then at + (delay_ms)::float8 * interval '1 millisecond' else run_at end as run_at,
       expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested,
       case when o_error is not null and not refund then errors || jsonb_build_array(o_error) else errors end as errors,
       case when kind = 'succeeded' then o_result else result end as result, created_at,
       case when kind = 'release' then null else started_at end as started_at,
-      at as finished_at, fair_key
-    from settled where state <> 'queued') f where f.state <> 'failed'), "settled_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select id, task, queue, args, state, priority,
+      at as finished_at, fair_key, trace_context
+    from settled where state <> 'queued') f where f.state <> 'failed'), "settled_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select id, task, queue, args, state, priority,
       case when refund then attempt - 1 else attempt end as attempt, max_attempts,
       case when kind in ('error', 'snooze') and state = 'queued' then at + (delay_ms)::float8 * interval '1 millisecond' else run_at end as run_at,
       expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested,
       case when o_error is not null and not refund then errors || jsonb_build_array(o_error) else errors end as errors,
       case when kind = 'succeeded' then o_result else result end as result, created_at,
       case when kind = 'release' then null else started_at end as started_at,
-      at as finished_at, fair_key
+      at as finished_at, fair_key, trace_context
     from settled where state <> 'queued') f where f.state = 'failed'),
     done as (select id, task, queue, case when refund then attempt - 1 else attempt end as attempt, state, kind, o_error as error from settled),
     -- (A data-modifying CTE runs to completion whether or not the result reads it. The exists is checked
@@ -76,9 +76,9 @@ with settle_locked as (select array(
       delete from akadze.jobs j using start_req r where j.id = r.id and r.stop and not r.already
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt - 1 as attempt, j.max_attempts, j.run_at,
         j.expires_at, j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at,
-        now() as finished_at, j.fair_key
-    ), "start_stopped_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key from (select * from start_stopped) f ) , started as (
+        now() as finished_at, j.fair_key, j.trace_context
+    ), "start_stopped_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from start_stopped) f ) , started as (
       update akadze.jobs j set started_at = now()
       from start_req r where j.id = r.id and not r.already and not r.stop
       returning j.id

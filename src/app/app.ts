@@ -6,6 +6,7 @@ import { workflowBody, type WorkflowHandler, type WorkflowOptions } from "../wor
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
 import { debounceTiming, DebouncedTask, type DebouncedHandler, type DebouncedOptions } from "./debounce.js";
 import * as v from "valibot";
+import type { Tracing } from "../core/tracing.js";
 
 /** Options of `createApp`. @example const app = createApp({ clock: () => new Date() }); */
 export interface AppOptions {
@@ -17,6 +18,13 @@ export interface AppOptions {
    * and the statement commits without it, so no hook keeps jobs' row locks past this.
    */
   transitionHookTimeout?: Duration;
+  /**
+   * Traces the app's jobs: each enqueue stores the active trace context with its jobs, and every invocation's
+   * claims, settles, runs and workflow steps are spans (docs/observe.md#tracing). Default: none, and nothing
+   * of tracing is loaded or done.
+   * @example import { openTelemetry } from "akadze/otel"; const app = createApp({ tracing: openTelemetry() });
+   */
+  tracing?: Tracing;
 }
 
 /**
@@ -33,6 +41,8 @@ export class App {
   readonly clock: () => Date;
   /** The clock statements use: the app's own when one was given, else `null` (the database's `now()`). */
   readonly sqlClock: (() => Date) | null;
+  /** The app's tracing (`AppOptions.tracing`), or null: it does not trace. */
+  readonly tracing: Tracing | null;
   /** The tasks declared with `workflow` (their transitions carry steps). */
   private readonly workflows = new Set<string>();
 
@@ -44,6 +54,11 @@ export class App {
     this.hooks = new Hooks(hookTimeoutMs, (task) => this.workflows.has(task), () => this.clock());
     this.clock = options.clock ?? (() => new Date());
     this.sqlClock = options.clock ?? null;
+    const tracing = options.tracing ?? null;
+    if (tracing !== null && (typeof tracing !== "object" || typeof tracing.capture !== "function" || typeof tracing.engine !== "function")) {
+      throw new InvalidInput("createApp: tracing must be what openTelemetry() from akadze/otel returns (an object with capture and engine)");
+    }
+    this.tracing = tracing;
   }
 
   /** Whether any workflow is declared: then settles wake a workflow parked on child jobs when the last one ends. */
@@ -59,7 +74,7 @@ export class App {
     if (this.tasks.has(name)) throw new InvalidInput(`task ${name} is already registered`);
     const definition = defineTask(name, options as TaskOptions<S>, handler);
     this.tasks.set(name, definition);
-    return new Task<S, R>(definition, this.sqlClock);
+    return new Task<S, R>(definition, this.sqlClock, this.tracing);
   }
 
   /**
@@ -91,7 +106,7 @@ export class App {
     const payload = (args ?? v.object({})) as S;
     // The job's args are the list of payloads, checked again at run time as any task's args are.
     const task = this.task(name, { ...taskOptions, args: v.array(payload) } as TaskOptions<any>, handler as Handler<any>);
-    return new DebouncedTask<S>(task.definition, payload, timing, this.sqlClock);
+    return new DebouncedTask<S>(task.definition, payload, timing, this.sqlClock, this.tracing);
   }
 
   /** Registers a plain function as a task (for factories and legacy code). @example app.register("legacy.fn", plainFunction, { queue: "legacy" }); */
@@ -121,7 +136,7 @@ export class App {
     const schedule = defineSchedule(name, definition, { cron, every, timezone });
     this.tasks.set(name, definition);
     this.schedules.set(name, schedule);
-    return new Task<S, R>(definition, this.sqlClock);
+    return new Task<S, R>(definition, this.sqlClock, this.tracing);
   }
 
   /**
@@ -137,7 +152,7 @@ export class App {
   taskByName(name: string): Task {
     const definition = this.tasks.get(name);
     if (!definition) throw new InvalidInput(`unknown task ${JSON.stringify(name)}`);
-    return new Task(definition, this.sqlClock);
+    return new Task(definition, this.sqlClock, this.tracing);
   }
 }
 

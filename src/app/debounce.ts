@@ -5,6 +5,7 @@ import { assertStorableJson, describeIssues, inTimestampRange, MAX_NAME_LENGTH, 
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { enqueueDebouncedStatement } from "../sql/enqueue-debounced.js";
 import type { ArgsSchema, JobContext, TaskDefinition, TaskOptions } from "./task.js";
+import type { Tracing } from "../core/tracing.js";
 
 /**
  * A debounced task's options: a task's (its `args` describe one payload), plus how long enqueues coalesce.
@@ -53,6 +54,7 @@ export class DebouncedTask<S extends ArgsSchema = ArgsSchema> {
     private readonly payload: S,
     private readonly timing: { windowMs: number; maxWaitMs: number | null },
     private readonly clock: (() => Date) | null,
+    private readonly tracing: Tracing | null = null,
   ) {}
 
   /** The task's registered name. */
@@ -75,7 +77,8 @@ export class DebouncedTask<S extends ArgsSchema = ArgsSchema> {
       if (now !== null && !(now instanceof Date && inTimestampRange(now.getTime()))) {
         throw new InvalidInput(`debounced task ${this.name}: the app's clock must return a date between 1970-01-01 and 9999-12-31 (UTC), got ${now instanceof Date && Number.isFinite(now.getTime()) ? now.toISOString() : String(now)}`);
       }
-      return enqueueDebouncedStatement({ task: d.name, queue: d.queue, priority: d.priority, maxAttempts: d.maxAttempts, key, ...this.timing, now }, payload ?? {});
+      return enqueueDebouncedStatement({ task: d.name, queue: d.queue, priority: d.priority, maxAttempts: d.maxAttempts, key, ...this.timing, now,
+        traceContext: this.tracing?.capture() ?? null }, payload ?? {});
     };
     return {
       enqueue: async (payload) => Number(await queryJson<number>(db, statementFor(payload))),

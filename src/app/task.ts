@@ -6,6 +6,7 @@ import type { Duration } from "../core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
+import type { TraceCarrier, Tracing } from "../core/tracing.js";
 import {
   assertStorableJson, describeIssues, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,
 } from "../core/validate.js";
@@ -164,8 +165,11 @@ export interface Enqueuer<S extends ArgsSchema> {
  * @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 });
  */
 export class Task<S extends ArgsSchema = ArgsSchema, R = unknown> {
-  /** `clock`: the app's test clock, or null: a delay then counts from the database's `now()`, not this host's. */
-  constructor(readonly definition: TaskDefinition<R>, private readonly clock: (() => Date) | null) {}
+  /**
+   * `clock`: the app's test clock, or null: a delay then counts from the database's `now()`, not this host's.
+   * `tracing`: the app's, whose active trace context each enqueue stores with its jobs; null: the app does not trace.
+   */
+  constructor(readonly definition: TaskDefinition<R>, private readonly clock: (() => Date) | null, private readonly tracing: Tracing | null = null) {}
 
   /** The task's registered name. @example sendMail.name // "mail.send" */
   get name(): string { return this.definition.name; }
@@ -173,7 +177,8 @@ export class Task<S extends ArgsSchema = ArgsSchema, R = unknown> {
   /** Binds enqueueing to `db` (a database or a transaction) and options. @example await sendMail.using(tx, { delay: "30s" }).enqueue({ userId: 7 }); */
   using(db: Db, options?: EnqueueOptions): Enqueuer<S> {
     const statementFor = (list: unknown[], computed?: Record<string, SQL>) => {
-      const batch = buildJobBatch(this.definition, list, options, this.clock?.() ?? null, computedKeys(this.definition.name, list[0], computed));
+      const batch = buildJobBatch(this.definition, list, options, this.clock?.() ?? null, computedKeys(this.definition.name, list[0], computed),
+        this.tracing?.capture() ?? null);
       return insertJobsStatement(batch, list.map((a) => a ?? {}), computed && computedArgs(computed));
     };
     return {
@@ -190,9 +195,11 @@ export class Task<S extends ArgsSchema = ArgsSchema, R = unknown> {
 
 /**
  * Validates the options and every args; throws InvalidInput before anything is written. `now` is a test
- * clock, or null: the statement then adds the delay to the database's clock.
+ * clock, or null: the statement then adds the delay to the database's clock. `traceContext`: where the jobs
+ * are enqueued, stored with them (null: untraced).
  */
-export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date | null, computed: readonly string[] = []): JobBatch {
+export function buildJobBatch(task: TaskDefinition, list: unknown[], options: EnqueueOptions | undefined, now: Date | null, computed: readonly string[] = [],
+  traceContext: TraceCarrier | null = null): JobBatch {
   const parsed = parseEnqueueOptions(options);
   if (parsed.uniqueKey !== undefined && list.length > 1) {
     // Every job of one call shares its options: the second job would clash with the first, not with an earlier one.
@@ -222,6 +229,7 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
     limitKey: parsed.limitKey ?? null,
     limitWaitMs: parsed.limitKey === undefined ? null : parsed.limitWait ?? task.limitWaitMs ?? null,
     fairKey: parsed.fairKey ?? null,
+    traceContext,
   };
 }
 

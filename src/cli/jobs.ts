@@ -150,6 +150,7 @@ function renderJob(job: JobDetail): string {
   if (job.limitWaitMs !== null) fields.push(["limit wait", formatSpan(job.limitWaitMs)]);
   if (job.fairKey) fields.push(["fair key", job.fairKey]);
   if (job.replayOf !== null) fields.push(["replay of", `job ${job.replayOf}`]);
+  if (job.traceContext) fields.push(["enqueued in trace", job.traceContext.traceparent]);
   if (job.leaseOwner) fields.push(["lease", `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`]);
   if (job.progressAt !== null) fields.push(["progress", `${errorHeadline(JSON.stringify(job.progress), 100)} (at ${formatTime(job.progressAt)})`]);
   const out = [renderFields(fields)];

@@ -9,7 +9,8 @@ export interface Fetcher { fetch(input: string | Request, init?: RequestInit): P
 export function siblingBody(request: SiblingRequest, detach: boolean): Record<string, unknown> {
   return {
     ...(request.queues ? { queues: request.queues } : {}), slots: request.slots, batchSize: request.batchSize, budget: request.budgetMs,
-    fanOut: { id: request.id, chain: request.chain, generation: request.generation }, ...(detach ? { detach: true } : {}),
+    fanOut: { id: request.id, chain: request.chain, generation: request.generation, ...(request.trace ? { trace: request.trace } : {}) },
+    ...(detach ? { detach: true } : {}),
   };
 }
 

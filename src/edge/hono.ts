@@ -138,7 +138,7 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
       ...options.run, db: await getDb(c), queues: request.queues, slots: request.slots, batchSize: request.batchSize, budget,
       ...(request.drain === undefined ? {} : { drain: request.drain }),
       ...(ticket ? { id: ticket.id } : {}),
-      ...(fanOut ? { fanOut: { ...(waitUntil ? { waitUntil } : {}), ...fanOut, ...(ticket ? { ticket: { chain: ticket.chain, generation: ticket.generation } } : {}) } } : {}),
+      ...(fanOut ? { fanOut: { ...(waitUntil ? { waitUntil } : {}), ...fanOut, ...(ticket ? { ticket: { chain: ticket.chain, generation: ticket.generation, ...(ticket.trace ? { trace: ticket.trace } : {}) } } : {}) } } : {}),
     });
     if (ticket && request.detach) {
       // The starter does not wait for this invocation: it runs on after the 202 (waitUntil where the platform has one).

@@ -42,7 +42,12 @@ export const WorkRequest = v.strictObject({
     id: NameSchema,
     chain: NameSchema,
     generation: v.pipe(v.number("generation must be a number"), v.integer("generation must be a whole number"), v.minValue(0, "generation must not be negative")),
-  }, "fanOut must be { id, chain, generation }")),
+    /** The starter's trace context, when its app traces: this invocation's span links to it. */
+    trace: v.optional(v.strictObject({
+      traceparent: v.pipe(v.string("trace.traceparent must be a string"), v.maxLength(128, "trace.traceparent is too long")),
+      tracestate: v.optional(v.pipe(v.string("trace.tracestate must be a string"), v.maxLength(512, "trace.tracestate is at most 512 characters"))),
+    }, "fanOut.trace must be { traceparent, tracestate? }")),
+  }, "fanOut must be { id, chain, generation, trace? }")),
   /** With `fanOut`: answer 202 once accepted and run on after the response (the `ownUrl` adapter asks for it). */
   detach: v.optional(v.boolean("detach must be true or false")),
 });

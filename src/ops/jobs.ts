@@ -10,6 +10,7 @@ import { readSteps } from "../workflow/read-steps.js";
 import type { WorkflowStep } from "../workflow/types.js";
 import type { ArgsSchema, Task } from "../app/task.js";
 import { InvalidInput } from "../core/errors.js";
+import type { TraceCarrier } from "../core/tracing.js";
 
 /** `jobs list` shows this many jobs unless told otherwise. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -56,6 +57,8 @@ export interface JobDetail<R = unknown> extends JobSummary {
   logs: JobLogLine[];
   /** Lines dropped because the job's log was full (200 lines or 64 KiB). */
   logsDropped: number;
+  /** Where it was enqueued, when the app traces (docs/observe.md#tracing): its runs' spans link to it; null: untraced. */
+  traceContext: TraceCarrier | null;
   /** A workflow's steps in order: results, errors, and what a parked run waits for (absent for a job without steps). */
   steps?: WorkflowStep[];
 }
@@ -117,6 +120,7 @@ export async function getJob(db: Db, jobId: number, task?: Task): Promise<JobDet
     leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested, replayOf: row.replayOf == null ? null : Number(row.replayOf),
     progress: row.reported?.progress ?? null, progressAt: iso(row.reported?.progressAt ?? null),
     logs: (row.logs ?? []).map((l) => ({ attempt: l.attempt, at: iso(l.at)!, message: l.message })), logsDropped: row.reported?.logsDropped ?? 0,
+    traceContext: row.traceContext ?? null,
     ...(steps.length > 0 ? { steps } : {}),
   };
 }

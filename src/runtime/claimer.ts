@@ -11,6 +11,7 @@ import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
 import type { HistoryKeeper } from "./history.js";
+import type { EngineTrace } from "../core/tracing.js";
 
 /** The least room a claim leaves for its own round trip once round trips were measured. */
 const MIN_MARGIN_MS = 50;
@@ -38,6 +39,8 @@ export interface ClaimerOptions {
   backlog?: (first: boolean, batchSize: number) => number | undefined;
   /** CTEs for each claim that read its `claimed` CTE (ClaimParams.afterClaim): runOnce's registry row. */
   afterClaim?: () => SQL[];
+  /** Each claim statement is a span, and claimed jobs come with their trace context; null or absent: untraced. */
+  trace?: EngineTrace | null;
 }
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
@@ -128,7 +131,7 @@ export class Claimer {
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: withLimits, fair: hintsOf(this.o.app).fair, maxBytes: traitsOf(this.o.db).maxClaimBytes,
-      extra: [...extra, ...schedules.extra], afterClaim: this.o.afterClaim?.(), backlog: this.o.backlog?.(!this.claimedOnce, batchSize),
+      extra: [...extra, ...schedules.extra], afterClaim: this.o.afterClaim?.(), backlog: this.o.backlog?.(!this.claimedOnce, batchSize), traced: !!this.o.trace,
       report: {
         ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report(),
         ...(dueEvery(this.o.app, "vacuumedAt", VACUUM_EVERY_MS) ? { vacuum: vacuumDue() } : {}),
@@ -136,10 +139,18 @@ export class Claimer {
     });
     this.claimedOnce = true;
     this.o.count();
-    const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonWithin<ClaimAnswer>(db, statement, this.o.requestTimeoutMs(), "a claim")), (r) => [
-      ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
-      ...r.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
-    ], this.o.remainingMs);
+    const traced = this.o.trace?.claim(batchSize);
+    let result: ClaimResult;
+    try {
+      result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonWithin<ClaimAnswer>(db, statement, this.o.requestTimeoutMs(), "a claim"), !!traced), (r) => [
+        ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
+        ...r.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
+      ], this.o.remainingMs);
+    } catch (error) {
+      traced?.end(0, error);
+      throw error;
+    }
+    traced?.end(result.claimed.length);
     schedules.answered(result.schedules);
     hintsOf(this.o.app).limits = result.limits;
     const h = hintsOf(this.o.app);

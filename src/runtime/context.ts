@@ -9,6 +9,7 @@ import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.j
 import { keepResultStatement } from "../sql/keep-result.js";
 import { timestamp } from "../sql/time.js";
 import { RunProgress } from "./progress.js";
+import type { RunTrace } from "../core/tracing.js";
 
 /** The job a body is running, with ways to complete it together with the body's own writes. @example const job: CurrentJob = current(); */
 export class CurrentJob {
@@ -25,8 +26,11 @@ export class CurrentJob {
       /** False: the completion deletes the job with no history row, and no result is kept. */
       keepSucceeded?: boolean; timeoutMs?: number;
       /** `now` is the real clock: a step's timeout is measured on the monotonic clock alone. */
-      monotonic?: boolean },
+      monotonic?: boolean;
+      /** The run's span, when the app traces. */
+      trace?: RunTrace | null },
   ) {
+    this.trace = run.trace ?? null;
     // (Without a timeout the clock is not read: a no-op job's run is cheap enough for a Date to show.)
     const timeoutMs = run.timeoutMs ?? Infinity;
     this.deadline = Number.isFinite(timeoutMs) ? run.now().getTime() + timeoutMs : Infinity;
@@ -34,6 +38,9 @@ export class CurrentJob {
 
   /** When this run's timeout (or its invocation's budget) ends, by the invocation's clock; a workflow yields before it. */
   readonly deadline: number;
+
+  /** @internal The run's span, when the app traces (its workflow steps are its children); null: untraced. */
+  readonly trace: RunTrace | null;
 
   /** The database this run claimed the job from (`job.db` in the body). */
   get db(): Db { return this.run.db; }

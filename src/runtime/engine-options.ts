@@ -4,6 +4,7 @@ import type { Db } from "../db/query.js";
 import type { Claim } from "./claimer.js";
 import type { HistoryKeeper } from "./history.js";
 import type { ClaimPolicy } from "./claim-policy.js";
+import type { EngineTrace } from "../core/tracing.js";
 
 /**
  * The lease owner of one engine: the invocation's (or worker's) id and a token of this engine alone. An id is
@@ -65,4 +66,6 @@ export interface EngineOptions {
   backlog?: (first: boolean, batchSize: number) => number | undefined;
   /** Told of every claim's answer and the size it asked for (fan-out watches them). */
   onClaim?: (claim: Claim, asked: number) => void;
+  /** The spans of this engine's claims, settles and runs, when the app traces; null or absent: none. */
+  trace?: EngineTrace | null;
 }

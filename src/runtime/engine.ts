@@ -66,7 +66,7 @@ export class Engine {
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
       roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), history: o.history, backlog: o.backlog,
-      afterClaim: o.afterClaim,
+      afterClaim: o.afterClaim, trace: o.trace,
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now, keepSucceeded: o.keepSucceeded !== false, wakeParents: o.app.hasWorkflows(),
@@ -82,7 +82,7 @@ export class Engine {
       // Unanswered: kept and sent again after a backoff, and once more at the end (job-runs.ts).
       lost: (outcomes, _error, unsure) => { this.runs.unanswered(outcomes, unsure); },
       requestTimeoutMs: () => this.requestTimeoutMs(), remainingMs: () => this.remainingMs(),
-      started: (request, result, sent) => this.onStarted(request.ids, result, sent),
+      started: (request, result, sent) => this.onStarted(request.ids, result, sent), trace: o.trace,
     });
     this.runs = new JobRuns({
       engine: o, jobs: this.jobs, settler: this.settler, summary: this.summary, unreported: this.unreported, pace: this.pace,

@@ -14,6 +14,7 @@ import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
 import { CurrentJob, withCurrentJob } from "./context.js";
 import type { JobAbort } from "./signal.js";
+import type { RunTrace } from "../core/tracing.js";
 
 /** Everything one run of one job needs. */
 export interface JobRun {
@@ -45,6 +46,8 @@ export interface JobStart {
   timeoutFrom?: "task" | "budget";
   /** See JobRun.lingering. */
   lingering?: (body: Promise<unknown>) => void;
+  /** The run's span, when the app traces: the body runs inside it. */
+  trace?: RunTrace | null;
 }
 
 /**
@@ -57,7 +60,7 @@ export function runJob(start: JobStart): Promise<Outcome | null> {
   const current = new CurrentJob(job.id, {
     db: start.db, owner: start.owner, now: start.now, sqlNow: start.sqlNow, hooks: app.hooks, task: job.task, queue: job.queue, attempt: job.attempt,
     keepSucceeded: start.keepSucceeded !== false,
-    timeoutMs: start.timeoutMs, monotonic: start.monotonic,
+    timeoutMs: start.timeoutMs, monotonic: start.monotonic, trace: start.trace ?? null,
   });
   const run: JobRun = { job, owner: start.owner, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
     timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };
@@ -82,7 +85,9 @@ export function executeJob(run: JobRun): Promise<Outcome | null> {
     return Promise.resolve({ id: job.id, kind: "fail", attempt: job.attempt, error: errorEntry(run, new Fail(`args no longer match the task's schema: ${describeIssues(parsed.issues)}`)) });
   }
   const overran = overrunCheck(run);
-  const body = withCurrentJob(run.current, () => runBody(run, parsed.output, overran));
+  const trace = run.current.trace;
+  const body = withCurrentJob(run.current, trace === null ? () => runBody(run, parsed.output, overran)
+    : () => trace.within(() => runBody(run, parsed.output, overran)));
   const ended = (result: unknown): Outcome | null | Promise<Outcome | null> => afterReports(run, endedWith(result));
   const threw = (error: unknown): Outcome | null | Promise<Outcome | null> => afterReports(run, run.current.completed ? null
     : outcomeOfError(run, overran() ? timeoutError(run) : error));

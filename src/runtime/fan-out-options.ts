@@ -1,5 +1,6 @@
 // What fan-out is configured with and what it reports: the contract of `runOnce`'s `fanOut` option, apart from
 // its machinery (fan-out.ts).
+import type { TraceCarrier } from "../core/tracing.js";
 
 /**
  * Invocations live at once across the cluster unless told: each holds a connection or two and sends a claim
@@ -29,10 +30,17 @@ export interface SiblingRequest {
   batchSize: number;
   /** The invocation's budget in milliseconds (the same as its starter's). */
   budgetMs: number;
+  /** The starter's trace context, when its app traces: the new invocation's span links to it. */
+  trace?: TraceCarrier;
 }
 
 /** What an invocation started by fan-out was given: its chain (its id is `runOnce`'s `id`). */
-export interface FanOutTicket { chain: string; generation: number }
+export interface FanOutTicket {
+  chain: string;
+  generation: number;
+  /** The starter's trace context (SiblingRequest.trace). */
+  trace?: TraceCarrier;
+}
 
 /** `runOnce`'s `fanOut` option. @example runOnce(app, { db, fanOut: { invoke: ownUrl(url, { secret }), maxInvocations: 8 } }) */
 export interface FanOutOptions {

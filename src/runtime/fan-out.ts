@@ -15,6 +15,7 @@ import type { BudgetClock } from "./budget-clock.js";
 import { deadline } from "./deadline.js";
 import { knownRunMs } from "./pace.js";
 import type { RunSummary } from "./run-options.js";
+import type { TraceCarrier } from "../core/tracing.js";
 import { DEFAULT_MAX_INVOCATIONS, MAX_BACKLOG_COUNT, MAX_INVOCATIONS, type FanOutOptions, type FanOutReport, type SiblingRequest } from "./fan-out-options.js";
 
 export * from "./fan-out-options.js";
@@ -54,6 +55,8 @@ interface SessionOptions {
   budget: BudgetClock;
   /** The invocation's stop signal: once it aborted, nothing more is started. */
   signal?: AbortSignal;
+  /** The invocation's trace context, when the app traces: what it starts links to it. */
+  trace?: TraceCarrier | null;
 }
 
 /**
@@ -205,7 +208,7 @@ export class FanOutSession {
   private invoke(r: { id: string; kind: SiblingRequest["kind"]; generation: number }, startMs: number): void {
     const request: SiblingRequest = {
       ...r, chain: this.report.chain, startedBy: this.o.id, ...(this.o.queues ? { queues: this.o.queues } : {}),
-      slots: this.o.slots, batchSize: this.o.batchSize, budgetMs: this.o.budgetMs,
+      slots: this.o.slots, batchSize: this.o.batchSize, budgetMs: this.o.budgetMs, ...(this.o.trace ? { trace: this.o.trace } : {}),
     };
     const from = this.o.budget.mark();
     const stop = new AbortController();

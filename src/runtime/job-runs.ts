@@ -12,13 +12,14 @@ import { RETRY_MAX_MS, RETRY_MIN_MS } from "./run-options.js";
 import { sleep } from "./signal.js";
 import type { Settler } from "./settler.js";
 import type { Unreported } from "./summary.js";
+import type { RunTrace } from "../core/tracing.js";
 
 /** Tries an engine gives its unanswered outcomes at its end (at most about 1.5 s of backoff between them). */
 const END_RESENDS = 5;
 
 /** What a job's run needs of the engine that holds it. */
 export interface JobRunsOptions {
-  engine: Pick<EngineOptions, "app" | "db" | "owner" | "now" | "sqlNow" | "monotonic" | "keepSucceeded" | "leaseMs">;
+  engine: Pick<EngineOptions, "app" | "db" | "owner" | "now" | "sqlNow" | "monotonic" | "keepSucceeded" | "leaseMs" | "trace">;
   jobs: HeldJobs;
   settler: Settler;
   summary: RunSummary;
@@ -27,6 +28,13 @@ export interface JobRunsOptions {
   budget: BudgetClock;
   /** Told once a run has ended and its outcome is on its way (or, succeeded, counted). */
   ended: () => void;
+}
+
+/** Ends a run's span with its outcome (`null`: the body completed the job itself); a tracer's failure stays its own. */
+function endRun(trace: RunTrace, outcome: Outcome | null): void {
+  try {
+    trace.end(outcome === null ? { outcome: "completed" } : { outcome: outcome.kind, error: outcome.error ?? null });
+  } catch { /* the job's outcome is recorded all the same */ }
 }
 
 /**
@@ -111,6 +119,7 @@ export class JobRuns {
     const began = performance.now();
     const ran = this.o.budget.mark();
     let lingering: Promise<unknown> | null = null;
+    const trace = e.trace ? e.trace.run(job) : null;
     const ended = (outcome: Outcome | null) => {
       try {
         jobs.apply(job.id, { kind: "bodyEnded", outcome });
@@ -122,10 +131,11 @@ export class JobRuns {
         this.o.pace.ranFor(performance.now() - began);
         this.runTimes.record(job.task, this.o.budget.elapsedMs(ran));
         this.o.ended();
+        if (trace !== null) endRun(trace, outcome);
       }
     };
     void runJob({ app: e.app, db: e.db, owner: e.owner, job, controller, timeoutMs, now: e.now, sqlNow: e.sqlNow,
-      monotonic: e.monotonic,
+      monotonic: e.monotonic, trace,
       keepSucceeded: e.keepSucceeded !== false,
       lingering: (body) => { lingering = body; } })
       // A body running on past its timeout keeps its slot, its limit slot and its lease until it ends, within

@@ -17,6 +17,7 @@ import { HistoryKeeper } from "./history.js";
 import { FanOutSession } from "./fan-out.js";
 import { BudgetClock } from "./budget-clock.js";
 import { emptySummary } from "./summary.js";
+import type { EngineTrace } from "../core/tracing.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
 export * from "./run-options.js";
@@ -31,6 +32,28 @@ const REGISTRY_EVERY_MS = 1000;
  * @example const summary = await runOnce(app, { db, queues: ["mail"], slots: 8, batchSize: 50, budget: "25s" });
  */
 export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSummary> {
+  if (!app?.tracing) return invoke(app, options, null);
+  // Traced: the invocation is a span (linked to the one that started it by fan-out), ended with its summary.
+  const id = options?.id ?? `inv-${crypto.randomUUID()}`;
+  const trace = app.tracing.engine({
+    id, kind: "invocation", queues: Array.isArray(options?.queues) ? options.queues : null, startedBy: options?.fanOut?.ticket?.trace ?? null,
+  });
+  try {
+    const summary = await invoke(app, { ...options, id }, trace);
+    trace.end(countsOf(summary));
+    return summary;
+  } catch (error) {
+    trace.end(null, error);
+    throw error;
+  }
+}
+
+/** What an invocation's span records of its summary. */
+function countsOf(s: RunSummary): Record<string, number> {
+  return { claimed: s.claimed, succeeded: s.succeeded, failed: s.failed, retried: s.retried, snoozed: s.snoozed, cancelled: s.cancelled, released: s.released, roundTrips: s.roundTrips };
+}
+
+async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | null): Promise<RunSummary> {
   const o = resolveRunOptions(options);
   // A schema akadze cannot work with is refused before any job runs (one statement, once per client).
   await ensureSchema(options.db);
@@ -52,7 +75,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
   const budget = new BudgetClock(now, monotonic, o.budgetMs);
   const fan = options.fanOut ? new FanOutSession(options.fanOut, {
     app, db: options.db, id, queues, slots: o.slots, batchSize: o.batchSize, budgetMs: o.budgetMs, leaseMs: o.leaseMs, sqlNow,
-    budget, signal: options.signal,
+    budget, signal: options.signal, trace: trace?.carrier() ?? null,
   }) : null;
   // A fan-out invocation claims only while it holds a slot: the cap is counted in slots.
   if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report, driver: driverName(options.db) };
@@ -79,6 +102,7 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
     },
     // Jobs completed on their own with no settle after them (a completeBatch chain) are counted at the end.
     reportUncounted: (uncounted) => register ? invocationEndedStatement(id, owner, now(), uncounted) : null,
+    trace,
   });
   const driver = driverName(options.db);
   if (!fan) return { ...await engine.run(), driver };

@@ -135,6 +135,9 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
 
   const lane = async (queue: string | null): Promise<void> => {
     let delay = 0;
+    // Traced: a lane has no span of its own (it lives as long as the worker); its claims, settles and runs
+    // hang off the context the worker started in.
+    const trace = app.tracing ? app.tracing.engine({ id, kind: "worker", queues: queue === null ? null : [queue] }) : null;
     while (!stopping.aborted) {
       let engine: Engine | undefined;
       const take = () => {
@@ -157,7 +160,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
         history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,
         keepSucceeded: retention ? retention.keepSucceeded : true,
-        settleAfter: () => [], onError,
+        settleAfter: () => [], onError, trace,
         policy: workerLanePolicy({
           prefetch,
           idle: async () => {

@@ -10,6 +10,7 @@ import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
 import { nextTurn } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
+import type { EngineTrace } from "../core/tracing.js";
 
 /** Outcomes in order, cut into chunks of at most `max` bytes of JSON each (a larger outcome goes alone). */
 function chunkByBytes(outcomes: Outcome[], max: number): Outcome[][] {
@@ -57,6 +58,8 @@ export interface SettlerOptions {
   remainingMs?: () => number;
   /** The answer to a start request (`null` when it failed), with when it was sent: local clock and monotonic ms. */
   started: (request: StartRequest, result: StartResult | null, sent: { clock: number; mono: number }) => void;
+  /** Each settle statement is a span; null or absent: untraced. */
+  trace?: EngineTrace | null;
 }
 
 /**
@@ -157,12 +160,18 @@ export class Settler {
   private async send(outcomes: Outcome[], start: StartRequest | null): Promise<SettleResult> {
     const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : [], { keepSucceeded: this.o.keepSucceeded !== false, wakeParents: this.o.wakeParents === true });
     const began = performance.now();
+    const traced = this.o.trace?.settle(outcomes.length, start?.ids.length ?? 0);
     try {
-      return await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await queryJsonWithin<SettleAnswer>(db, statement, this.o.requestTimeoutMs(), "a settle"), outcomes), (r) => [
+      const result = await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await queryJsonWithin<SettleAnswer>(db, statement, this.o.requestTimeoutMs(), "a settle"), outcomes), (r) => [
         ...r.done.map((d) => transitionOf(d, d.error ?? undefined)),
         ...(r.start?.stopped ?? []).map((t) => transitionOf({ ...t, from: "running", to: "cancelled" })),
         ...(r.start?.denied ?? []).map((t) => transitionOf({ ...t, from: "running", to: "queued" })),
       ] as Transition[], this.o.remainingMs);
+      traced?.end(result.done.length);
+      return result;
+    } catch (error) {
+      traced?.end(0, error);
+      throw error;
     } finally {
       this.o.sent(performance.now() - began);
     }

@@ -2,7 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 
 /** The columns a finished job keeps, in the order `akadze.job_history` and `akadze.failed_jobs` declare them. */
 export const FINISHED_COLUMN_NAMES =
-  "id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key";
+  "id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context";
 const FINISHED_COLUMNS = sql.raw(FINISHED_COLUMN_NAMES);
 
 /** Where finished rows of a statement go: by their state, or (when the statement knows it) only one of the two tables. */

@@ -29,7 +29,7 @@ export function cancelRowsCtes(name: string, rows: string, at: SQL): SQL[] {
     sql`${sql.identifier(moved)} as (
       delete from akadze.jobs j using ${sql.identifier(rows)} t where j.id = t.id and t.state = 'queued'
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, true as cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${at} as finished_at, j.fair_key
+        j.unique_key, j.limit_key, j.limit_wait_ms, true as cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${at} as finished_at, j.fair_key, j.trace_context
     )`,
     ...archiveCtes(moved, sql`select * from ${sql.identifier(moved)}`, "history"),
     sql`${sql.identifier(`${name}_marked`)} as (

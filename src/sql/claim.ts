@@ -9,6 +9,7 @@ import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan } from "./fair.js";
 import { CTE, cte } from "./cte-names.js";
+import type { TraceCarrier } from "../core/tracing.js";
 
 export { RECOVER_LIMIT } from "./recover.js";
 
@@ -58,6 +59,8 @@ export interface ClaimParams {
   backlog?: number;
   /** Values the extra CTEs report, as `name: (select ... from some_cte)`; they appear under those names in the result. */
   report?: Record<string, SQL>;
+  /** The app traces: each claimed job comes with the trace context it was enqueued in (`ClaimedJob.trace`). */
+  traced?: boolean;
 }
 
 /** A job handed to this invocation. */
@@ -73,18 +76,26 @@ export interface ClaimedJob {
   started: boolean;
   /** A limit applies: its slot and token are taken when it starts. */
   limited: boolean;
+  /** Where it was enqueued, when the claim was `traced` (null: untraced); otherwise absent. */
+  trace?: TraceCarrier | null;
 }
 
-/** A claimed job as the statement sends it: `[id, task, queue, args, attempt, max_attempts, priority, started, limited]`. */
-export type ClaimedRow = [number | string, string, string, unknown, number, number, number, boolean, boolean];
+/**
+ * A claimed job as the statement sends it: `[id, task, queue, args, attempt, max_attempts, priority, started, limited]`, and the
+ * trace context last when the claim was `traced`.
+ */
+export type ClaimedRow = [number | string, string, string, unknown, number, number, number, boolean, boolean, (TraceCarrier | null)?];
 
 /** The claim statement's answer: `claimed` as rows (see `claimResultOf`). */
 export type ClaimAnswer = Omit<ClaimResult, "claimed"> & { claimed: ClaimedRow[] };
 
-/** The claim's answer with its rows as jobs. */
-export function claimResultOf(answer: ClaimAnswer): ClaimResult {
-  const claimed = answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited]): ClaimedJob =>
-    ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited }));
+/** The claim's answer with its rows as jobs (`traced`: the claim was, and each job has its trace context). */
+export function claimResultOf(answer: ClaimAnswer, traced = false): ClaimResult {
+  const claimed = traced
+    ? answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited, trace]): ClaimedJob =>
+      ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited, trace: trace ?? null }))
+    : answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited]): ClaimedJob =>
+      ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited }));
   return { ...answer, claimed };
 }
 
@@ -190,7 +201,7 @@ function sizedCtes(p: ClaimParams, order: SQL): SQL {
         j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', ${p.now}, 'kind', 'ArgsTooLarge',
           'message', 'its args are ' || s.bytes || ' bytes of JSON, over the ' || ${cap}::int || ' bytes one claim over HTTP Postgres may carry (Neon caps a response at 10 MB): keep large data in your own tables and pass its key',
           'stack', null)) as errors,
-        j.result, j.created_at, j.started_at, ${p.now} as finished_at, j.fair_key
+        j.result, j.created_at, j.started_at, ${p.now} as finished_at, j.fair_key, j.trace_context
     ),
     ${sql.join(archiveCtes("too_large", sql`select * from too_large`, "failed"), sql`, `)}`;
 }
@@ -253,7 +264,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
       from ${cte("due")} d where j.id = d.id
-      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}
+      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
     ),${p.fair ? sql`
     ${sql.join(fairCursorCtes(), sql`, `)},` : sql``}
     ${sql.join((p.afterClaim ?? []).map((cte) => sql`${cte},`), sql` `)}
@@ -261,12 +272,12 @@ export function claimJobsStatement(p: ClaimParams): SQL {
     cancelled as (
       delete from akadze.jobs j using candidates c where j.id = c.id and c.stop
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at, j.fair_key
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at, j.fair_key, j.trace_context
     ),
     ${sql.join(archiveCtes("cancelled", sql`select * from cancelled`, "history"), sql`, `)}
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
-      'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
+      'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited${p.traced ? sql`, trace_context` : sql``})
         order by ${order}) from ${cte("claimed")}), '[]'::json),
       'recovered', ${movedJobsJson(CTE.recovered, "running", sql`state`)},
       'cancelled', ${movedJobsJson("cancelled", "queued", sql`'cancelled'`)},

@@ -15,7 +15,7 @@ export function completeOwnedStatement(owner: string, attempt: number, at: SQL, 
       delete from akadze.jobs where id = ${jobId} and state = 'running' and lease_owner = ${owner} and attempt = ${attempt}
       returning id, task, queue, args, 'succeeded'::text as state, priority, attempt, max_attempts, run_at, expires_at, unique_key,
         limit_key, limit_wait_ms, cancel_requested, errors, ${JSON.stringify(result ?? null)}::jsonb as result, created_at, started_at,
-        ${at} as finished_at, fair_key
+        ${at} as finished_at, fair_key, trace_context
     ),
     ${sql.join(archiveCtes("completed", sql`select * from completed`, "history", keepSucceeded), sql`, `)},
     freed as (update akadze.limit_slots s set job_id = null from completed d where s.job_id = d.id returning s.key)

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { msInterval, timestamp } from "./time.js";
+import type { TraceCarrier } from "../core/tracing.js";
 
 /** A debounced enqueue: one payload for the queued job of `task` under `key`. */
 export interface DebouncedEnqueue {
@@ -14,6 +15,8 @@ export interface DebouncedEnqueue {
   maxWaitMs: number | null;
   /** A test clock's now, or null: the database's. */
   now: Date | null;
+  /** Where this payload was enqueued (null: untraced): the job keeps its first payload's. */
+  traceContext: TraceCarrier | null;
 }
 
 /**
@@ -26,11 +29,13 @@ export interface DebouncedEnqueue {
 export function enqueueDebouncedStatement(e: DebouncedEnqueue, payload: unknown): SQL {
   const now = timestamp(e.now);
   const cap = e.maxWaitMs === null ? sql`` : sql`, j.created_at + ${msInterval(sql`${e.maxWaitMs}`)}`;
+  // (A later payload leaves the trace context as it is: the run links to where its job began.)
+  const traced = e.traceContext === null ? null : JSON.stringify(e.traceContext);
   return sql`
     with upserted as (
-      insert into akadze.jobs as j (task, queue, args, priority, max_attempts, run_at, created_at, debounce_key)
+      insert into akadze.jobs as j (task, queue, args, priority, max_attempts, run_at, created_at, debounce_key${traced === null ? sql`` : sql`, trace_context`})
       values (${e.task}::text, ${e.queue}::text, jsonb_build_array(${JSON.stringify(payload)}::jsonb), ${e.priority}::smallint,
-        ${e.maxAttempts}::int, ${now} + ${msInterval(sql`${e.windowMs}`)}, ${now}, ${e.key}::text)
+        ${e.maxAttempts}::int, ${now} + ${msInterval(sql`${e.windowMs}`)}, ${now}, ${e.key}::text${traced === null ? sql`` : sql`, ${traced}::jsonb`})
       on conflict (task, debounce_key) where state = 'queued' and debounce_key is not null
       do update set args = j.args || excluded.args, run_at = least(excluded.run_at ${cap})
       returning id

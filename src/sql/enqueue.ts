@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { msInterval, timestamp } from "./time.js";
+import type { TraceCarrier } from "../core/tracing.js";
 
 /** The channel enqueues notify (in their own transaction), so listening workers wake at once. */
 export const JOBS_CHANNEL = "akadze_jobs";
@@ -20,6 +21,8 @@ export interface JobBatch {
   limitWaitMs: number | null;
   /** The fairness key claims share their batches across; null: none. */
   fairKey: string | null;
+  /** The enqueuing code's trace context (the app traces and a span is active), stored with every job; null: none. */
+  traceContext: TraceCarrier | null;
 }
 
 /**
@@ -39,12 +42,14 @@ export function insertJobsStatement(batch: JobBatch, args: unknown[], computed?:
  * child jobs). `computed`: a jsonb object the database evaluates, merged into every args (`enqueueQuery`'s sqlArgs).
  */
 export function insertedJobsCte(batch: JobBatch, args: unknown[], computed?: SQL): SQL {
+  // (Only a traced enqueue names the trace context: an untraced one sends the statement it always sent.)
+  const traced = batch.traceContext === null ? null : JSON.stringify(batch.traceContext);
   return sql`inserted as (
-      insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, fair_key, created_at)
+      insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, fair_key, created_at${traced === null ? sql`` : sql`, trace_context`})
       select ${batch.task}::text, ${batch.queue}::text, ${computed ? sql`a.args || ${computed}` : sql`a.args`}, ${batch.priority}::smallint, ${batch.maxAttempts}::int,
         -- expires_at is not timestamp(): no expiry must stay null, where timestamp(null) means now().
         ${batch.runAt !== null ? timestamp(batch.runAt) : batch.delayMs === 0 ? sql`now()` : sql`now() + ${msInterval(sql`${batch.delayMs}`)}`}, ${batch.expiresAt?.toISOString() ?? null}::timestamptz,
-        ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, ${batch.fairKey}::text, now()
+        ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, ${batch.fairKey}::text, now()${traced === null ? sql`` : sql`, ${traced}::jsonb`}
       from jsonb_array_elements(${JSON.stringify(args)}::jsonb) with ordinality as a(args, ord)
       order by a.ord
       returning id

@@ -1,7 +1,10 @@
 import { sql, type SQL } from "drizzle-orm";
 
-/** A database object akadze needs: a table, a view (which drizzle-kit does not make), an index (standing for the column it is on), or a function named with its argument types. */
-export interface SchemaObject { kind: "table" | "view" | "index" | "function"; name: string }
+/**
+ * A database object akadze needs: a table, a view (which drizzle-kit does not make), an index (standing for the
+ * column it is on), a column without an index (`schema.table.column`), or a function named with its argument types.
+ */
+export interface SchemaObject { kind: "table" | "view" | "index" | "column" | "function"; name: string }
 
 /**
  * Everything akadze's statements need, checked before an invocation or a worker claims its first job. A new
@@ -29,6 +32,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.job_logs" },
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
+  { kind: "column", name: "akadze.jobs.trace_context" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
   { kind: "function", name: "akadze.prune_orphan_replays(integer)" },
   { kind: "function", name: "akadze.prune_orphan_progress(timestamp with time zone, integer)" },
@@ -46,5 +50,8 @@ export function findMissingSchemaObjectsStatement(objects: readonly SchemaObject
   return sql`
     select coalesce(jsonb_agg(o.name order by o.position), '[]'::jsonb) as r
     from (values ${rows}) as o(kind, name, position)
-    where case when o.kind = 'function' then to_regprocedure(o.name) is null else to_regclass(o.name) is null end`;
+    where case when o.kind = 'function' then to_regprocedure(o.name) is null
+      when o.kind = 'column' then not exists (select 1 from pg_attribute a
+        where a.attrelid = to_regclass(regexp_replace(o.name, '[.][^.]+$', '')) and a.attname = substring(o.name from '[^.]+$') and not a.attisdropped)
+      else to_regclass(o.name) is null end`;
 }

@@ -6,7 +6,7 @@ export function getJobStatement(jobId: number): SQL {
   return sql`
     select jsonb_build_object(${JOB_SUMMARY_FIELDS}, 'args', args, 'result', result, 'errors', errors, 'expiresAt', expires_at,
       'startedAt', started_at, 'uniqueKey', unique_key, 'limitKey', limit_key, 'limitWaitMs', limit_wait_ms, 'fairKey', fair_key, 'leaseOwner', lease_owner,
-      'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested,
+      'leaseExpiresAt', lease_expires_at, 'cancelRequested', cancel_requested, 'traceContext', trace_context,
       'replayOf', (select replay_of from akadze.replays where job_id = ${jobId}),
       'reported', (select jsonb_build_object('progress', progress, 'progressAt', progress_at, 'logsDropped', logs_dropped)
         from akadze.job_progress where job_id = ${jobId}),

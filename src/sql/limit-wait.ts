@@ -49,7 +49,7 @@ export function rateLimitedCtes(p: { eligible: SQL; stop: SQL; now: SQL }): SQL 
             order by j.run_at limit ${RATE_LIMIT_END_LIMIT} for update of j skip locked) x
       where j.id = x.id
       returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${p.now} as finished_at, j.fair_key
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${p.now} as finished_at, j.fair_key, j.trace_context
     ),
     ${sql.join(archiveCtes("rate_limited", sql`select * from rate_limited`, "history"), sql`, `)}`;
 }

@@ -162,5 +162,15 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE INDEX \"job_progress_updated_idx\" ON \"akadze\".\"job_progress\" USING btree (\"updated_at\");",
       "-- (Hand-written: drizzle-kit declares no functions.) The progress and log lines of jobs gone from every table,\n-- for the history's maintenance: only rows not written since p_before are looked at (by their index), and a\n-- function, so its reads of the history are planned after the partitions the maintenance drops.\nCREATE OR REPLACE FUNCTION \"akadze\".\"prune_orphan_progress\"(p_before timestamptz, p_batch integer) RETURNS integer\nLANGUAGE plpgsql AS $$\nDECLARE\n  v_ids bigint[];\nBEGIN\n  SELECT coalesce(array_agg(o.job_id), '{}') INTO v_ids FROM (\n    SELECT p.job_id FROM akadze.job_progress p\n    WHERE p.updated_at < p_before AND NOT EXISTS (SELECT 1 FROM akadze.all_jobs a WHERE a.id = p.job_id)\n    LIMIT p_batch) o;\n  DELETE FROM akadze.job_logs WHERE job_id = ANY (v_ids);\n  DELETE FROM akadze.job_progress WHERE job_id = ANY (v_ids);\n  RETURN cardinality(v_ids);\nEND $$;"
     ]
+  },
+  {
+    "id": 16,
+    "name": "0016_trace_context",
+    "statements": [
+      "ALTER TABLE \"akadze\".\"failed_jobs\" ADD COLUMN \"trace_context\" jsonb;",
+      "ALTER TABLE \"akadze\".\"job_history\" ADD COLUMN \"trace_context\" jsonb;",
+      "ALTER TABLE \"akadze\".\"jobs\" ADD COLUMN \"trace_context\" jsonb;",
+      "-- (Hand-written: drizzle-kit declares no views.) The view gains the trace context, as its last column.\nCREATE OR REPLACE VIEW \"akadze\".\"all_jobs\" AS\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", \"lease_owner\", \"lease_expires_at\", \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"jobs\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"job_history\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"failed_jobs\";"
+    ]
   }
 ];

@@ -46,7 +46,7 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
       delete from akadze.jobs j using recover_expired x where j.id = x.id and x.started and x.last
       returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors || ${LEASE_EXPIRED(now)} as errors, j.result, j.created_at,
-        j.started_at, ${now} as finished_at, j.fair_key, ${LEASE_EXPIRED_NOTE} as error
+        j.started_at, ${now} as finished_at, j.fair_key, j.trace_context, ${LEASE_EXPIRED_NOTE} as error
     )`,
     ...archiveCtes("recover_failed", sql`select * from recover_failed`, "failed"),
     sql`${cte("recovered")} as (

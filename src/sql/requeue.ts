@@ -30,9 +30,9 @@ export function requeuedCte(returning: SQL): SQL {
   return sql`requeued as (
       -- least(): due at once even when the caller's clock lags the database's
       insert into akadze.jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
-        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key) overriding system value
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key, trace_context) overriding system value
       select id, task, queue, args, 'queued', priority, attempt, greatest(max_attempts, attempt + 1), least(now(), run_at), expires_at,
-        unique_key, limit_key, limit_wait_ms, false, errors, result, created_at, started_at, fair_key
+        unique_key, limit_key, limit_wait_ms, false, errors, result, created_at, started_at, fair_key, trace_context
       from moved
       returning ${returning}
     )`;

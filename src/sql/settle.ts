@@ -115,7 +115,7 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       case when o_error is not null and not refund then errors || jsonb_build_array(o_error) else errors end as errors,
       case when kind = 'succeeded' then o_result else result end as result, created_at,
       case when kind = 'release' then null else started_at end as started_at,
-      at as finished_at, fair_key
+      at as finished_at, fair_key, trace_context
     from settled`;
   return sql`
     with ${lockOwnedInIdOrder("settle_locked", owner, sql`${lockIds}::jsonb`)},
@@ -135,14 +135,14 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       delete from akadze.jobs j using o, o_now
       where j.id = o.id and ${locked} and j.state = 'running' and j.lease_owner = ${owner} and (o.attempt is null or j.attempt = o.attempt)
       returning j.id, j.task, j.queue, j.args, ${newState} as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key, j.trace_context,
         o.kind, o.result as o_result, o.error as o_error, o.delay_ms, o_now.now as at, ${REFUND} as refund
     ),
     requeued as (
       insert into akadze.jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
-        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key) overriding system value
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key, trace_context) overriding system value
       select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
-        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key, trace_context
       from (${ended}) e where e.state = 'queued'
     ),
     ${sql.join(archiveCtes("settled", sql`${ended} where state <> 'queued'`, "by-state", keepSucceeded), sql`, `)},

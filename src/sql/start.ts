@@ -50,7 +50,7 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
       delete from akadze.jobs j using start_req r where j.id = r.id and r.stop and not r.already
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt - 1 as attempt, j.max_attempts, j.run_at,
         j.expires_at, j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at,
-        ${now} as finished_at, j.fair_key
+        ${now} as finished_at, j.fair_key, j.trace_context
     ), ${sql.join(archiveCtes("start_stopped", sql`select * from start_stopped`, "history"), sql`, `)}`;
   if (!limited) {
     return [requested, stopped, sql`started as (

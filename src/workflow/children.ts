@@ -49,12 +49,16 @@ export async function runChildJobs<S extends ArgsSchema, R>(r: StepRunner, name:
   const { owner, now } = r.current.runtime;
   if (!stored) {
     const list = checkArgs(r, name, task, args, options);
+    // Traced: the step that starts the children is a span of the run, and the children's runs link to it.
+    const span = r.current.trace === null ? null : r.current.trace.step(name, "jobs", 1);
     try {
       await queryJson(r.db, startChildJobsStatement(owner, r.current.id, timestamp(now()), { name, seq, wakeAt: new Date(r.now() + pollMs) },
-        buildJobBatch(task.definition, list, options.enqueue, now()), list.map((a) => a ?? {})));
+        buildJobBatch(task.definition, list, options.enqueue, now(), [], span?.carrier() ?? null), list.map((a) => a ?? {})));
     } catch (error) {
+      span?.end(error);
       throw r.leaseLostOr(error);
     }
+    span?.end();
     throw r.park(pollMs);
   }
   const ids = (stored.result as (number | string)[]).map(Number);

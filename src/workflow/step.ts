@@ -154,11 +154,16 @@ export class StepRunner implements Step {
     try { policy = resolveStepPolicy(name, this.policy, options); } catch (error) { return this.refuse(error as Error); }
     const running = (async (): Promise<Awaited<T>> => {
       const deadline = new StepDeadline(name, policy.timeoutMs, this.signal(), this.current.runtime);
+      // Traced: the step is a child span of its run, active while its function runs.
+      const span = this.current.trace === null ? null : this.current.trace.step(name, "run", attempt);
       try {
-        const value = await deadline.race(exec(seq, { attempt, signal: deadline.signal }, deadline));
+        const ctx = { attempt, signal: deadline.signal };
+        const value = await deadline.race(span === null ? exec(seq, ctx, deadline) : span.within(() => exec(seq, ctx, deadline)));
+        span?.end();
         this.executed++;
         return value as Awaited<T>;
       } catch (error) {
+        span?.end(error);
         throw await this.failed(name, seq, attempt, policy, error);
       } finally {
         deadline.dispose();
