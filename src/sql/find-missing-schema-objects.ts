@@ -25,6 +25,8 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.child_waits" },
   { kind: "table", name: "akadze.fair_cursor" },
   { kind: "table", name: "akadze.replays" },
+  { kind: "table", name: "akadze.sent_events" },
+  { kind: "table", name: "akadze.debounce_windows" },
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },

@@ -152,5 +152,15 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE TABLE \"akadze\".\"replays\" (\n\t\"job_id\" bigint PRIMARY KEY NOT NULL,\n\t\"replay_of\" bigint NOT NULL\n);",
       "-- (Hand-written: drizzle-kit declares no functions.) The origins of replayed jobs gone from every table, for\n-- the history's maintenance: a function, so its reads of the history are planned after the partitions it drops.\nCREATE OR REPLACE FUNCTION \"akadze\".\"prune_orphan_replays\"(p_batch integer) RETURNS integer\nLANGUAGE plpgsql AS $$\nDECLARE\n  v_n integer;\nBEGIN\n  DELETE FROM akadze.replays r WHERE r.job_id IN (\n    SELECT o.job_id FROM akadze.replays o\n    WHERE NOT EXISTS (SELECT 1 FROM akadze.all_jobs a WHERE a.id = o.job_id)\n    LIMIT p_batch);\n  GET DIAGNOSTICS v_n = ROW_COUNT;\n  RETURN v_n;\nEND $$;"
     ]
+  },
+  {
+    "id": 15,
+    "name": "0017_subscriptions",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"debounce_windows\" (\n\t\"task\" text NOT NULL,\n\t\"key\" text NOT NULL,\n\t\"quiet_at\" timestamp with time zone NOT NULL,\n\t\"enqueues\" integer NOT NULL,\n\tCONSTRAINT \"debounce_windows_task_key_pk\" PRIMARY KEY(\"task\",\"key\")\n);",
+      "CREATE TABLE \"akadze\".\"sent_events\" (\n\t\"name\" text NOT NULL,\n\t\"id\" text NOT NULL,\n\t\"sent_at\" timestamp with time zone NOT NULL,\n\tCONSTRAINT \"sent_events_name_id_pk\" PRIMARY KEY(\"name\",\"id\")\n);",
+      "CREATE INDEX \"debounce_windows_quiet_at_idx\" ON \"akadze\".\"debounce_windows\" USING btree (\"quiet_at\");",
+      "CREATE INDEX \"sent_events_sent_at_idx\" ON \"akadze\".\"sent_events\" USING btree (\"sent_at\");"
+    ]
   }
 ];
