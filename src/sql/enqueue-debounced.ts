@@ -36,13 +36,13 @@ export interface DebouncedEnqueue {
  */
 export function enqueueDebouncedStatement(e: DebouncedEnqueue, payload: unknown): SQL {
   const now = timestamp(e.now);
-  const window = msInterval(sql`${e.windowMs}`);
+  const windowSql = msInterval(sql`${e.windowMs}`);
   const cap = e.maxWaitMs === null ? sql`` : sql`, j.created_at + ${msInterval(sql`${e.maxWaitMs}`)}`;
   const columns = sql`${e.task}::text, ${e.queue}::text, jsonb_build_array(${JSON.stringify(payload)}::jsonb), ${e.priority}::smallint,
         ${e.maxAttempts}::int`;
   const keys = sql`${e.limitKey}::text, ${e.limitWaitMs}::bigint`;
   const trailing = (from: SQL) => sql`insert into akadze.jobs as j (task, queue, args, priority, max_attempts, run_at, created_at, debounce_key, limit_key, limit_wait_ms)
-      select ${columns}, ${now} + ${window}, ${now}, ${e.key}::text, ${keys} ${from}
+      select ${columns}, ${now} + ${windowSql}, ${now}, ${e.key}::text, ${keys} ${from}
       on conflict (task, debounce_key) where state = 'queued' and debounce_key is not null
       do update set args = j.args || excluded.args, run_at = least(excluded.run_at ${cap})
       returning id`;
@@ -57,7 +57,7 @@ export function enqueueDebouncedStatement(e: DebouncedEnqueue, payload: unknown)
   return sql`
     with win as (
       insert into akadze.debounce_windows as w (task, key, quiet_at, enqueues)
-      values (${e.task}::text, ${e.key}::text, ${now} + ${window}, 1)
+      values (${e.task}::text, ${e.key}::text, ${now} + ${windowSql}, 1)
       on conflict (task, key) do update
         set enqueues = case when w.quiet_at <= ${now} then 1 else w.enqueues + 1 end, quiet_at = excluded.quiet_at
       returning enqueues
