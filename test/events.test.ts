@@ -138,6 +138,26 @@ forEachDriver((h, driver) => {
     expect(await h().rows(`select state, result from akadze.all_jobs where id = ${id}`)).toEqual([{ state: "succeeded", result: { orderId: 9 } }]);
   });
 
+  it("the history's maintenance forgets event ids older than the retention, and closed debounce windows", async () => {
+    const { clock, app, ran } = shop();
+    const notify = app.debounced("user.notify", { window: "5s", leading: true }, async () => {});
+    await app.sendEvent(h().db, "order.paid", { orderId: 1 }, { id: "paid-1" });
+    await notify.using(h().db, { key: "k" }).enqueue({});
+    await invoke(app, clock);
+    clock.advance(6 * 86_400_000);
+    await invoke(app, clock);
+    expect(await h().rows("select id from akadze.sent_events")).toEqual([{ id: "paid-1" }]);
+    expect((await app.sendEvent(h().db, "order.paid", { orderId: 1 }, { id: "paid-1" })).repeated).toBe(true);
+    clock.advance(2 * 86_400_000); // 8 days: past the default retention of 7 days, with the jobs it started
+    await invoke(app, clock);
+    expect(await h().rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 0 }]);
+    expect(await h().rows("select (select count(*) from akadze.sent_events)::int as events, (select count(*) from akadze.debounce_windows)::int as windows"))
+      .toEqual([{ events: 0, windows: 0 }]);
+    expect((await app.sendEvent(h().db, "order.paid", { orderId: 1 }, { id: "paid-1" })).repeated).toBe(false);
+    await invoke(app, clock);
+    expect(ran.receipt).toEqual([1, 1]);
+  });
+
   it("subscriptions are checked when they are made", () => {
     const { app, receipt } = shop();
     const other = createApp().task("elsewhere", async () => {});
