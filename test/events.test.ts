@@ -138,7 +138,7 @@ forEachDriver((h, driver) => {
     expect(await h().rows(`select state, result from akadze.all_jobs where id = ${id}`)).toEqual([{ state: "succeeded", result: { orderId: 9 } }]);
   });
 
-  it("the history's maintenance forgets event ids older than the retention, and closed debounce windows", async () => {
+  it("invocations forget event ids older than the finished jobs' retention, and closed debounce windows", async () => {
     const { clock, app, ran } = shop();
     const notify = app.debounced("user.notify", { window: "5s", leading: true }, async () => {});
     await app.sendEvent(h().db, "order.paid", { orderId: 1 }, { id: "paid-1" });

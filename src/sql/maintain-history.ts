@@ -1,6 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { HistoryPartitioning } from "../core/retention.js";
-import { msInterval } from "./time.js";
 
 /** What one maintenance of the history did (`akadze.maintain_history`, made by migration 0007_job_history). */
 export interface HistoryMaintenance {
@@ -16,10 +15,6 @@ export interface HistoryMaintenance {
   stepsPruned?: number;
   /** Rows of akadze.replays deleted because their job is gone from every table. */
   replaysPruned?: number;
-  /** Ids of sent events (`app.sendEvent`) older than the horizon, deleted: a repeat of one now counts as new. */
-  eventsPruned?: number;
-  /** Debounce windows that have closed (a row past its quiet time means what no row means). */
-  windowsPruned?: number;
   /** Whether job_history is partitioned at all (a plain table from an app's own drizzle-kit migrations is not). */
   partitioned: boolean;
 }
@@ -40,24 +35,11 @@ export function maintainHistoryStatement(now: SQL, keepMs: number, plan: History
       delete from akadze.child_waits w where w.child_id in (
         select o.child_id from akadze.child_waits o where not exists (select 1 from akadze.jobs j where j.id = o.child_id) limit ${batch})
       returning 1
-    ),
-    -- An event id is remembered as long as finished jobs are: a repeat within the horizon starts nothing.
-    events_pruned as (
-      delete from akadze.sent_events e where (e.name, e.id) in (
-        select o.name, o.id from akadze.sent_events o where o.sent_at < ${now} - ${msInterval(sql`${keepMs}`)} limit ${batch})
-      returning 1
-    ),
-    -- The outer test is checked again on a row an enqueue moved meanwhile, so an open window is never deleted.
-    windows_pruned as (
-      delete from akadze.debounce_windows w where w.quiet_at < ${now} and (w.task, w.key) in (
-        select o.task, o.key from akadze.debounce_windows o where o.quiet_at < ${now} limit ${batch})
-      returning 1
     )
     select akadze.maintain_history(${now}, ${keepMs}::float8, ${Math.round(plan.widthMs / 1000)}::bigint,
     ${Math.ceil(plan.aheadMs / 1000)}::bigint, ${batch}::int) || jsonb_build_object('stepsPruned', akadze.prune_orphan_steps(${batch}::int),
     'replaysPruned', akadze.prune_orphan_replays(${batch}::int),
-    'waitsPruned', (select count(*) from waits_pruned), 'eventsPruned', (select count(*) from events_pruned),
-    'windowsPruned', (select count(*) from windows_pruned)) as r`;
+    'waitsPruned', (select count(*) from waits_pruned)) as r`;
 }
 
 /** Whether `maintainHistoryStatement` has work now, as a boolean expression for a claim's report. */
