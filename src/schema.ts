@@ -285,7 +285,7 @@ export const replays = akadze.table("replays", {
 /**
  * The events sent through an app (`app.sendEvent`), by name and id: the statement that sends one inserts its row
  * first and does nothing more when the row was there, so a repeated id starts no subscriber and wakes no wait
- * again. Rows older than the job history's horizon go with the history's maintenance.
+ * again. Rows older than the finished jobs' retention go in the claims that carry retention.
  */
 export const sentEvents = akadze.table("sent_events", {
   name: text("name").notNull(),
