@@ -63,15 +63,15 @@ export function enqueueDebouncedStatement(e: DebouncedEnqueue, payload: unknown)
       returning enqueues
     ),
     -- The key was quiet: this payload runs at once, in a job no later enqueue joins.
-    leading as (
+    leading_job as (
       insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, created_at, limit_key, limit_wait_ms)
       select ${columns}, ${now}, ${now}, ${keys} from win where win.enqueues = 1
       returning id, queue
     ),
-    trailing as (
+    trailing_job as (
       ${trailing(sql`from win where win.enqueues > 1`)}
     ),
     -- Only the leading job is due now; the trailing one waits out its window.
-    notified as (select pg_notify(${JOBS_CHANNEL}, l.queue) from leading l)
-    select coalesce((select id from leading), (select id from trailing)) as r, (select count(*) from notified) as notified`;
+    notified as (select pg_notify(${JOBS_CHANNEL}, l.queue) from leading_job l)
+    select coalesce((select id from leading_job), (select id from trailing_job)) as r, (select count(*) from notified) as notified`;
 }
