@@ -11,7 +11,7 @@
  */
 export { App, createApp, type AppOptions } from "./app/app.js";
 export { Task, type TaskOptions, type Handler, type JobContext, type Enqueuer, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS } from "./app/task.js";
-export { DebouncedTask, type DebouncedOptions, type DebouncedHandler, type DebouncedEnqueuer } from "./app/debounce.js";
+export { DebouncedTask, type DebouncedOptions, type DebouncedHandler, type DebouncedEnqueuer, type DebouncedEnqueueOptions } from "./app/debounce.js";
 export {
   type EnqueueOptions, MAX_NAME_LENGTH, EARLIEST_TIMESTAMP_MS, LATEST_TIMESTAMP_MS, MAX_SPAN_MS, MAX_TIMER_MS, MIN_PRIORITY, MAX_PRIORITY,
   MAX_ATTEMPTS_BOUND, MIN_LEASE_MS, MAX_LEASE_MS, MIN_HEARTBEAT_MS, MAX_SLOTS, MAX_BATCH_SIZE, MAX_LIMIT_COUNT, MAX_LIMIT_WINDOW_MS,
@@ -51,6 +51,7 @@ export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
 export type { ScheduleTiming, ScheduleEntry } from "./schedules/definition.js";
 export { sendEvent, sendEventQuery, type SendEventOptions, type SentEvent } from "./workflow/events.js";
+export type { AppEventOptions, SentAppEvent } from "./app/events.js";
 export { type Step, type StepContext, type StepOptions, type WaitForEventOptions, DEFAULT_MIN_STEP_TIME } from "./workflow/step.js";
 export { type WorkflowOptions, type WorkflowHandler } from "./workflow/define.js";
 export { type StoredStep, type WorkflowStep } from "./workflow/types.js";

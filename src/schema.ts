@@ -320,3 +320,28 @@ export const jobLogs = akadze.table("job_logs", {
   loggedAt: tz("logged_at").notNull(),
   message: text("message").notNull(),
 }, (t) => [primaryKey({ columns: [t.jobId, t.seq] })]);
+
+/**
+ * The events sent through an app (`app.sendEvent`), by name and id: the statement that sends one inserts its row
+ * first and does nothing more when the row was there, so a repeated id starts no subscriber and wakes no wait
+ * again. Rows older than the finished jobs' retention go in the claims that carry retention.
+ */
+export const sentEvents = akadze.table("sent_events", {
+  name: text("name").notNull(),
+  /** The id the producer gave (an idempotency key) or a generated one. */
+  id: text("id").notNull(),
+  sentAt: tz("sent_at").notNull(),
+}, (t) => [primaryKey({ columns: [t.name, t.id] }), index("sent_events_sent_at_idx").on(t.sentAt)]);
+
+/**
+ * A leading-edge debounce's window per task and key (`app.debounced` with `leading: true`): an enqueue at or
+ * after `quiet_at` finds the key quiet and runs at once; one before it joins the key's trailing job. Every
+ * enqueue moves `quiet_at` to a window after itself. A row past its `quiet_at` means what no row means.
+ */
+export const debounceWindows = akadze.table("debounce_windows", {
+  task: text("task").notNull(),
+  key: text("key").notNull(),
+  quietAt: tz("quiet_at").notNull(),
+  /** Enqueues since the key was last quiet (1: the last one ran at once). */
+  enqueues: integer("enqueues").notNull(),
+}, (t) => [primaryKey({ columns: [t.task, t.key] }), index("debounce_windows_quiet_at_idx").on(t.quietAt)]);

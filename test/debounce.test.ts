@@ -3,7 +3,7 @@
 // every payload in order; inside the caller's transaction, under concurrent writers, over neon-http's batch.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as v from "valibot";
-import { createApp, InvalidInput, runOnce } from "../src/index.js";
+import { createApp, InvalidInput, runOnce, setLimit } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
@@ -155,3 +155,144 @@ describe("concurrent writers inside transactions", () => {
     expect(await t.rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 1 }]);
   }, 60_000);
 });
+
+// Leading edge (issue 40, item 6a): the first enqueue of a quiet key runs at once; the ones within its window
+// coalesce into one trailing job, a window after the latest; a burst of one runs once.
+function leadingApp(options: { window: string; maxWait?: string }) {
+  const clock = new ManualClock();
+  const app = createApp({ clock: clock.now });
+  const runs: number[][] = [];
+  const notify = app.debounced("user.notify", { args: Doc, window: options.window as "5s", maxWait: options.maxWait as "1m" | undefined, leading: true },
+    async (payloads) => { runs.push(payloads.map((p) => p.doc)); });
+  return { clock, app, notify, runs };
+}
+
+forEachDriver((h, driver) => {
+  const invoke = (app: ReturnType<typeof createApp>, clock: ManualClock) => runOnce(app, { db: h().db, now: clock.now });
+
+  it("leading: the first enqueue of a quiet key runs at once, the next ones make one trailing job a window after the latest, a lone one runs once", async () => {
+    const { clock, app, notify, runs } = leadingApp({ window: "5s" });
+    const k = notify.using(h().db, { key: "user:1" });
+    const lead = await k.enqueue({ doc: 1 });
+    await invoke(app, clock);
+    expect(runs).toEqual([[1]]);
+    clock.advance(1_000);
+    const trail = await k.enqueue({ doc: 2 });
+    expect(trail).not.toBe(lead);
+    clock.advance(2_000);
+    expect(await k.enqueue({ doc: 3 })).toBe(trail);
+    clock.advance(4_000); // 7 s: the trailing job is due at 8 s, five seconds after the last enqueue
+    await invoke(app, clock);
+    expect(runs).toEqual([[1]]);
+    clock.advance(1_000);
+    await invoke(app, clock);
+    expect(runs).toEqual([[1], [2, 3]]);
+    // At 8 s the key is quiet again: the next enqueue runs at once, and alone it makes no trailing job.
+    clock.advance(12_000);
+    await k.enqueue({ doc: 4 });
+    await invoke(app, clock);
+    clock.advance(60_000);
+    await invoke(app, clock);
+    expect(runs).toEqual([[1], [2, 3], [4]]);
+    expect(await h().rows("select args, state, (run_at = created_at) as at_once from akadze.all_jobs order by id")).toEqual([
+      { args: [{ doc: 1 }], state: "succeeded", at_once: true },
+      { args: [{ doc: 2 }, { doc: 3 }], state: "succeeded", at_once: false },
+      { args: [{ doc: 4 }], state: "succeeded", at_once: true },
+    ]);
+  });
+
+  it("leading with maxWait: a steady stream runs its first payload at once, then a trailing job every maxWait", async () => {
+    const { clock, app, notify, runs } = leadingApp({ window: "5s", maxWait: "12s" });
+    const k = notify.using(h().db, { key: "k" });
+    // One every 4 s, each run right after its enqueue: the key is never quiet again after the first.
+    for (let doc = 1; doc <= 7; doc++) {
+      await k.enqueue({ doc });
+      await invoke(app, clock);
+      clock.advance(4_000);
+    }
+    clock.advance(2_000); // 30 s: the second trailing job (first payload at 20 s) is due at 29 s
+    await invoke(app, clock);
+    expect(runs).toEqual([[1], [2, 3, 4, 5], [6, 7]]);
+  });
+
+  it("a leading task and a trailing one under the same key keep their own windows", async () => {
+    const { clock, app, notify, runs } = leadingApp({ window: "5s" });
+    const trailingRuns: number[][] = [];
+    const reindex = app.debounced("search.reindex", { args: Doc, window: "5s" }, async (payloads) => { trailingRuns.push(payloads.map((p) => p.doc)); });
+    await notify.using(h().db, { key: "k" }).enqueue({ doc: 1 });
+    await reindex.using(h().db, { key: "k" }).enqueue({ doc: 1 });
+    await invoke(app, clock);
+    expect([runs, trailingRuns]).toEqual([[[1]], []]);
+    clock.advance(2_000);
+    await notify.using(h().db, { key: "k" }).enqueue({ doc: 2 });
+    await reindex.using(h().db, { key: "k" }).enqueue({ doc: 2 });
+    clock.advance(5_000);
+    await invoke(app, clock);
+    expect([runs, trailingRuns]).toEqual([[[1], [2]], [[1, 2]]]);
+  });
+
+  it("leading and trailing jobs carry their limit key: maxStarts 1 per minute holds back the second key's leading job", async () => {
+    const { clock, app, notify, runs } = leadingApp({ window: "5s" });
+    await setLimit(h().db, "mailer", { maxStarts: 1, window: "1m" });
+    await notify.using(h().db, { key: "user:1", limitKey: "mailer" }).enqueue({ doc: 1 });
+    await notify.using(h().db, { key: "user:2", limitKey: "mailer" }).enqueue({ doc: 2 });
+    clock.advance(1_000);
+    await notify.using(h().db, { key: "user:1", limitKey: "mailer" }).enqueue({ doc: 3 }); // user:1's trailing job, due at 6 s
+    await invoke(app, clock);
+    expect(runs).toEqual([[1]]);
+    // A start's token comes back a window and a second (its slack) after it.
+    clock.advance(61_000);
+    await invoke(app, clock);
+    expect(runs).toEqual([[1], [2]]);
+    clock.advance(61_000);
+    await invoke(app, clock);
+    expect(runs).toEqual([[1], [2], [3]]);
+    expect(await h().rows("select distinct limit_key from akadze.all_jobs")).toEqual([{ limit_key: "mailer" }]);
+  });
+
+  it("8 concurrent enqueues of a quiet key: exactly one runs at once, the other 7 payloads make one trailing job", async () => {
+    const { clock, app, notify, runs } = leadingApp({ window: "5s" });
+    const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => notify.using(h().db, { key: "hot" }).enqueue({ doc: i })));
+    expect(new Set(ids).size).toBe(2);
+    expect(await h().rows("select jsonb_array_length(args) as n, extract(epoch from run_at - created_at)::int as wait from akadze.jobs order by id")).toEqual([
+      { n: 1, wait: 0 }, { n: 7, wait: 5 },
+    ]);
+    clock.advance(5_000);
+    await invoke(app, clock);
+    expect(runs.map((r) => r.length)).toEqual([1, 7]);
+  });
+
+  if (driver !== "neon-http") {
+    it("a rolled-back leading enqueue leaves the key quiet: the next one runs at once", async () => {
+      const { clock, app, notify, runs } = leadingApp({ window: "5s" });
+      await expect(h().db.transaction(async (tx) => {
+        await notify.using(tx as never, { key: "k" }).enqueue({ doc: 1 });
+        throw new Error("the user row failed");
+      })).rejects.toThrow("the user row failed");
+      clock.advance(1_000);
+      await notify.using(h().db, { key: "k" }).enqueue({ doc: 2 });
+      await invoke(app, clock);
+      expect(runs).toEqual([[2]]);
+    });
+  }
+
+  it("leading options and keys are checked", () => {
+    const app = createApp();
+    expect(() => app.debounced("d", { window: "5s", leading: "yes" as never }, async () => {})).toThrow(/leading must be true or false/);
+    const { notify } = leadingApp({ window: "5s" });
+    expect(() => notify.using(h().db, { key: "k", limitKey: "" })).toThrow(/limitKey must be a non-empty string/);
+  });
+});
+
+forEachDriver((h) => {
+  it("leading enqueues go in a db.batch: the first runs at once, the second trails", async () => {
+    const { clock, app, notify, runs } = leadingApp({ window: "1s" });
+    const k = notify.using(h().db, { key: "k" });
+    await (h().db as any).batch([k.enqueueQuery({ doc: 1 }), k.enqueueQuery({ doc: 2 })]);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(runs).toEqual([[1]]);
+    clock.advance(1_000);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(runs).toEqual([[1], [2]]);
+  });
+}, ["neon-http"]);

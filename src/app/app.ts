@@ -5,6 +5,8 @@ import { tryParseDuration, type Duration } from "../core/duration.js";
 import { workflowBody, type WorkflowHandler, type WorkflowOptions } from "../workflow/define.js";
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
 import { debounceTiming, DebouncedTask, type DebouncedHandler, type DebouncedOptions } from "./debounce.js";
+import { sendAppEvent, sendAppEventQuery, Subscriptions, type AppEventOptions, type SentAppEvent } from "./events.js";
+import type { BatchItem, Db } from "../db/query.js";
 import * as v from "valibot";
 import type { Tracing } from "../core/tracing.js";
 
@@ -45,6 +47,8 @@ export class App {
   readonly tracing: Tracing | null;
   /** The tasks declared with `workflow` (their transitions carry steps). */
   private readonly workflows = new Set<string>();
+  /** The tasks each event starts (`on`). */
+  private readonly subscriptions = new Subscriptions();
 
   constructor(options: AppOptions = {}) {
     const hookTimeoutMs = tryParseDuration(options.transitionHookTimeout ?? DEFAULT_TRANSITION_HOOK_TIMEOUT);
@@ -96,17 +100,56 @@ export class App {
   /**
    * Declares a debounced task: enqueues under one key (`using(db, { key })`) within `window` of each other
    * coalesce into one job, run `window` after the latest (at most `maxWait` after the first), whose handler
-   * gets every payload in order (see docs/flow-control.md).
+   * gets every payload in order (see docs/flow-control.md). With `leading: true` the first enqueue under a
+   * quiet key runs at once on its own, and only the ones after it coalesce.
    * @example const reindex = app.debounced("search.reindex", { args: Doc, window: "5s" }, async (docs) => index(docs));
    */
   debounced<S extends ArgsSchema>(name: string, options: DebouncedOptions<S>, handler: DebouncedHandler<S>): DebouncedTask<S> {
     if (typeof options !== "object" || options === null) throw new InvalidInput(`debounced task ${name}: give { window }`);
     const timing = debounceTiming(name, options);
-    const { window: _window, maxWait: _maxWait, args, ...taskOptions } = options;
+    const { window: _window, maxWait: _maxWait, leading: _leading, args, ...taskOptions } = options;
     const payload = (args ?? v.object({})) as S;
     // The job's args are the list of payloads, checked again at run time as any task's args are.
     const task = this.task(name, { ...taskOptions, args: v.array(payload) } as TaskOptions<any>, handler as Handler<any>);
     return new DebouncedTask<S>(task.definition, payload, timing, this.sqlClock, this.tracing);
+  }
+
+  /**
+   * Subscribes a task of this app to an event: every `app.sendEvent(db, event, payload)` enqueues it with the
+   * payload as its args, in the sender's transaction, once per event id. A task may subscribe to many events,
+   * an event have many subscribers (see docs/events.md).
+   * @example app.on("order.paid", sendReceipt).on("order.paid", updateLedger);
+   */
+  on(event: string, task: Task<any, any>): this {
+    if (!(task instanceof Task) || this.tasks.get(task.name) !== task.definition) {
+      throw new InvalidInput(`app.on(${JSON.stringify(event)}): give a task of this app (what app.task, app.workflow or app.periodic returned)`);
+    }
+    this.subscriptions.add(event, task.definition);
+    return this;
+  }
+
+  /** The names of the tasks subscribed to `event`, in the order they subscribed. @example app.subscribersOf("order.paid") // ["receipt.send"] */
+  subscribersOf(event: string): string[] {
+    return this.subscriptions.tasksOf(event);
+  }
+
+  /**
+   * Sends an event in one statement, so pass your transaction and it commits or rolls back with your writes:
+   * enqueues every task subscribed to it (`on`) with the payload, and delivers it to the workflow steps waiting
+   * for it (as `sendEvent` does). The payload is checked against each subscriber's args first (InvalidInput,
+   * nothing written). An `id` already sent does nothing (`repeated: true`).
+   * @example await db.transaction(async (tx) => { await tx.insert(orders).values(o); await app.sendEvent(tx, "order.paid", { orderId: o.id }, { id: `paid-${o.id}` }); });
+   */
+  sendEvent(db: Db, event: string, payload: unknown, options?: AppEventOptions): Promise<SentAppEvent> {
+    return sendAppEvent(db, this.subscriptions, this.sqlClock, event, payload, options);
+  }
+
+  /**
+   * The same send as a query for `db.batch([...])` on neon-http (no interactive transactions there).
+   * @example await neonDb.batch([neonDb.insert(orders).values(o), app.sendEventQuery(neonDb, "order.paid", { orderId: 7 }, { id: "paid-7" })]);
+   */
+  sendEventQuery(db: Db, event: string, payload: unknown, options?: AppEventOptions): BatchItem {
+    return sendAppEventQuery(db, this.subscriptions, this.sqlClock, event, payload, options);
   }
 
   /** Registers a plain function as a task (for factories and legacy code). @example app.register("legacy.fn", plainFunction, { queue: "legacy" }); */

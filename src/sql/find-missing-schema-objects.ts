@@ -30,6 +30,8 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.replays" },
   { kind: "table", name: "akadze.job_progress" },
   { kind: "table", name: "akadze.job_logs" },
+  { kind: "table", name: "akadze.sent_events" },
+  { kind: "table", name: "akadze.debounce_windows" },
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "column", name: "akadze.jobs.trace_context" },

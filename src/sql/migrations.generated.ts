@@ -172,5 +172,15 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "ALTER TABLE \"akadze\".\"jobs\" ADD COLUMN \"trace_context\" jsonb;",
       "-- (Hand-written: drizzle-kit declares no views.) The view gains the trace context, as its last column.\nCREATE OR REPLACE VIEW \"akadze\".\"all_jobs\" AS\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", \"lease_owner\", \"lease_expires_at\", \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"jobs\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"job_history\"\nUNION ALL\nSELECT \"id\", \"task\", \"queue\", \"args\", \"state\", \"priority\", \"attempt\", \"max_attempts\", \"run_at\", \"expires_at\", \"unique_key\", \"limit_key\",\n  \"limit_wait_ms\", NULL::text, NULL::timestamptz, \"cancel_requested\", \"errors\", \"result\", \"created_at\", \"started_at\", \"finished_at\", \"fair_key\",\n  \"trace_context\"\nFROM \"akadze\".\"failed_jobs\";"
     ]
+  },
+  {
+    "id": 17,
+    "name": "0017_subscriptions",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"debounce_windows\" (\n\t\"task\" text NOT NULL,\n\t\"key\" text NOT NULL,\n\t\"quiet_at\" timestamp with time zone NOT NULL,\n\t\"enqueues\" integer NOT NULL,\n\tCONSTRAINT \"debounce_windows_task_key_pk\" PRIMARY KEY(\"task\",\"key\")\n);",
+      "CREATE TABLE \"akadze\".\"sent_events\" (\n\t\"name\" text NOT NULL,\n\t\"id\" text NOT NULL,\n\t\"sent_at\" timestamp with time zone NOT NULL,\n\tCONSTRAINT \"sent_events_name_id_pk\" PRIMARY KEY(\"name\",\"id\")\n);",
+      "CREATE INDEX \"debounce_windows_quiet_at_idx\" ON \"akadze\".\"debounce_windows\" USING btree (\"quiet_at\");",
+      "CREATE INDEX \"sent_events_sent_at_idx\" ON \"akadze\".\"sent_events\" USING btree (\"sent_at\");"
+    ]
   }
 ];

@@ -26,7 +26,7 @@ import { highestJobIdStatement } from "../sql/jobs-since.js";
 import { listJobsInOrderStatement } from "../sql/list-jobs-in-order.js";
 import { nextRunAtStatement } from "../sql/next-run-at.js";
 import { timestamp } from "../sql/time.js";
-import { sendEvent, type SentEvent } from "../workflow/events.js";
+import type { AppEventOptions, SentAppEvent } from "../app/events.js";
 import { TestClock } from "./clock.js";
 import { databaseAheadMs, openTestDatabase } from "./database.js";
 import { addRun, DEFAULT_MAX_RUNS, emptyDrainSummary, endlessRunsError, type DrainSummary } from "./drain.js";
@@ -197,13 +197,14 @@ export class TestApp {
   }
 
   /**
-   * `sendEvent` at the test clock's now: delivers the event to the steps waiting for it and makes their runs
-   * due (run them with `drain()`).
+   * `app.sendEvent` at the test clock's now: enqueues the tasks subscribed to the event (`app.on`), delivers it
+   * to the steps waiting for it and makes their runs due (run them with `drain()`).
    * @example await t.sendEvent("order.shipped", { orderId: 7 }); await t.drain();
    */
-  async sendEvent(name: string, payload: unknown): Promise<SentEvent> {
+  async sendEvent(name: string, payload: unknown, options: { id?: string } = {}): Promise<SentAppEvent> {
     this.assertOpen();
-    return sendEvent(this.db, name, payload, { now: this.clock.now() });
+    const send: AppEventOptions = { ...options, now: this.clock.now() };
+    return this.app.sendEvent(this.db, name, payload, send);
   }
 
   /** Closes the in-memory database (your own `db` stays open). Safe to call twice. @example afterEach(() => t.close()); */

@@ -62,7 +62,7 @@ export async function openPrelude(url: string): Promise<() => Promise<void>> {
 /** Empties akadze's and the application's tables so every example starts from nothing. */
 export async function resetPrelude(): Promise<void> {
   await db.execute(sql.raw(`truncate akadze.jobs, akadze.job_history, akadze.failed_jobs, akadze.queues, akadze.limits, akadze.limit_slots, akadze.limit_tokens,
-    akadze.schedules, akadze.workers, akadze.steps, orders, reports restart identity`));
+    akadze.schedules, akadze.workers, akadze.steps, akadze.sent_events, akadze.debounce_windows, orders, reports restart identity`));
 }
 
 function unavailable(name: string): unknown {
