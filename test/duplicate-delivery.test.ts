@@ -60,8 +60,10 @@ describe("every sibling request delivered twice, with a tenth of the answers dro
     const later = new Date(Date.now() + 3600_000);
     await run({ db: http, slots: 8, batchSize: 200, now: () => later, budget: "10s" });
     const twice = (await pool.query("select job_id from dup_runs group by job_id having count(*) > 1")).rows;
-    const states = (await pool.query(`select j.state, exists (select 1 from dup_runs r where r.job_id = j.id) as ran, count(*)::int as n
-      from akadze.all_jobs j group by 1, 2 order by 1, 2`)).rows;
+    // (The last error's kind: a body that outran its timeout is failed with JobTimeout, its outcome recorded.)
+    const states = (await pool.query(`select j.state, exists (select 1 from dup_runs r where r.job_id = j.id) as ran,
+        j.errors -> -1 ->> 'kind' as error, count(*)::int as n
+      from akadze.all_jobs j group by 1, 2, 3 order by 1, 2, 3`)).rows;
     const lost = summaries.reduce((n, s) => n + s.lost, 0);
     console.log(`duplicate delivery: ${JOBS} jobs, ${summaries.length} invocations (${errors.length} rejected), ${endpoint.stats.faults} answers dropped, ` +
       `states ${JSON.stringify(states)}, outcomes lost ${lost}, unconfirmed ${summaries.reduce((n, s) => n + s.unconfirmed, 0)}`);
@@ -72,7 +74,11 @@ describe("every sibling request delivered twice, with a tenth of the answers dro
     // marked started by a claim whose answer was dropped, charged by recovery (the bound of README's "Nothing
     // charged that never ran"); none is left waiting.
     expect(lost).toBe(0);
-    expect(states.filter((s: { ran: boolean }) => s.ran)).toEqual([{ state: "succeeded", ran: true, n: states.find((s: { ran: boolean; state: string }) => s.ran)?.n }]);
+    // A job whose body ran ended succeeded, or failed by its own timeout: an untimed task's timeout is what is left
+    // of the invocation's 3 s budget, which a body waiting for the test's pool of 8 can outrun on a loaded machine
+    // (its outcome is recorded; the insert lands after). Never LeaseExpired: that would be an outcome lost.
+    expect(states.filter((s: { ran: boolean; state: string; error: string | null }) => s.ran && s.state !== "succeeded" && s.error !== "JobTimeout")).toEqual([]);
+    expect(states.some((s: { ran: boolean; state: string }) => s.ran && s.state === "succeeded")).toBe(true);
     expect(states.filter((s: { state: string }) => s.state !== "succeeded" && s.state !== "failed")).toEqual([]);
     expect(states.reduce((n: number, s: { n: number }) => n + s.n, 0)).toBe(JOBS);
   }, 240_000);
