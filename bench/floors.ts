@@ -41,7 +41,7 @@ const COMPLETE: Record<FloorKind, string> = {
   delete: "delete from akadze.jobs where id = any($1::bigint[]) and state = 'running'",
   history: `with moved as (delete from akadze.jobs where id = any($1::bigint[]) and state = 'running'
       returning id, task, queue, args, 'succeeded'::text as state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
-        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, now() as finished_at, fair_key)
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, now() as finished_at, fair_key, trace_context)
     insert into akadze.job_history (${FINISHED_COLUMN_NAMES}) select ${FINISHED_COLUMN_NAMES} from moved`,
 };
 
