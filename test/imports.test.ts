@@ -31,7 +31,9 @@ function importsOf(): [string, string][] {
 const ALLOWED: Record<string, string[]> = {
   core: [],
   sql: ["core"],
-  schema: ["core"],
+  schema: ["core", "schema-base", "schema-beside"],
+  "schema-base": [],
+  "schema-beside": ["schema-base"],
   db: ["core", "sql"],
   connect: ["core", "db"],
   migrate: ["core", "db", "sql"],
