@@ -4,7 +4,8 @@
 import { afterAll, beforeEach, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
-import { SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, trace, type Span, type Tracer } from "@opentelemetry/api";
+import { AlwaysOffSampler, BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
 import { createApp, getJob, jobIdsOf, requeue, runAtomically, runOnce, type FanOutOptions, type SiblingRequest } from "../src/index.js";
 import { carrierOf, openTelemetry, spanContextOf } from "../src/otel/index.js";
 import { Hono } from "hono";
@@ -164,6 +165,23 @@ forEachDriver((h) => {
     expect((await getJob(h().db, id))?.traceContext).toBeNull();
     expect((await invoke(app, clock)).succeeded).toBe(1);
     expect(spans()).toEqual([]);
+  });
+
+  it("an invocation whose span is not recorded (sampled out) starts no span for its claims, settles and runs, and runs its jobs", async () => {
+    const clock = new ManualClock();
+    const dropping = new BasicTracerProvider({ sampler: new AlwaysOffSampler() }).getTracer("akadze");
+    const started: string[] = [];
+    const counting: Tracer = {
+      startSpan: (name, options, ctx) => { started.push(name); return dropping.startSpan(name, options, ctx); },
+      startActiveSpan: dropping.startActiveSpan.bind(dropping) as Tracer["startActiveSpan"],
+    };
+    const app = createApp({ clock: clock.now, tracing: openTelemetry({ tracer: counting }) });
+    const task = app.task("sampled.out", async () => "ok");
+    let id = 0;
+    await inSpan("request", async () => { id = await task.using(h().db).enqueue({}); });
+    expect((await invoke(app, clock)).succeeded).toBe(1);
+    expect(started).toEqual(["akadze invocation"]);
+    expect((await getJob(h().db, id))?.state).toBe("succeeded");
   });
 
   it("a job enqueued outside any span runs in a span with no link", async () => {

@@ -47,6 +47,11 @@ export interface EngineTraceInfo {
 
 /** The spans of one engine. */
 export interface EngineTrace {
+  /**
+   * False when the invocation's own span is not recorded (no SDK is registered, or its sampler dropped it): then
+   * nothing beneath it is traced, and its claims and runs cost what they cost untraced. Always true for a worker lane.
+   */
+  readonly recording: boolean;
   /** A claim statement is sent for up to `asked` jobs. */
   claim(asked: number): StatementTrace;
   /** A settle statement is sent with `outcomes` outcomes and `starts` jobs to start. */

@@ -70,6 +70,7 @@ const BASE: Attributes = { "messaging.system": INSTRUMENTATION_NAME };
 /** The spans of one invocation (its own span and its statements' and runs') or of one worker lane. */
 class EngineSpans implements EngineTrace {
   private readonly span: Span | null;
+  readonly recording: boolean;
   /** What the statements' and runs' spans are children of. */
   private readonly parent: Context;
   private readonly destination: Attributes;
@@ -81,6 +82,7 @@ class EngineSpans implements EngineTrace {
     if (info.kind === "worker") {
       this.span = null;
       this.parent = ambient;
+      this.recording = true;
       return;
     }
     const startedBy = spanContextOf(info.startedBy);
@@ -90,6 +92,8 @@ class EngineSpans implements EngineTrace {
       links: startedBy ? [{ context: startedBy, attributes: { "akadze.link": "started_by" } }] : [],
     }, ambient);
     this.parent = trace.setSpan(ambient, this.span);
+    // Under a span that is not recorded the default samplers (parent-based) record none of its children either.
+    this.recording = this.span.isRecording();
   }
 
   claim(asked: number): StatementTrace {

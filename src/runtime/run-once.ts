@@ -39,7 +39,8 @@ export async function runOnce(app: App, options: RunOnceOptions): Promise<RunSum
     id, kind: "invocation", queues: Array.isArray(options?.queues) ? options.queues : null, startedBy: options?.fanOut?.ticket?.trace ?? null,
   });
   try {
-    const summary = await invoke(app, { ...options, id }, trace);
+    // An invocation whose span is not recorded (no SDK, or sampled out) runs as an untraced one.
+    const summary = await invoke(app, { ...options, id }, trace.recording ? trace : null);
     trace.end(countsOf(summary));
     return summary;
   } catch (error) {
