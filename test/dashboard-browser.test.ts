@@ -5,14 +5,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { Hono } from "hono";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createApp, Fail, pauseQueue, runOnce, setLimit } from "akadze";
 import { akadzeRoutes } from "akadze/hono";
 import { akadzeDashboard } from "akadze/dashboard";
-import { serveFetch, type Served } from "../src/dev/serve.js";
-import { openDriver, type Harness } from "./support/drivers.js";
+import type { Served } from "../src/dev/serve.js";
+import type { Harness } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
-import { CHROMIUM_ARGS, chromiumExecutable } from "./support/chromium.js";
+import { openBrowserSetup, type BrowserSetup } from "./support/browser.js";
 
 const SECRET = "browser-test-secret";
 
@@ -25,6 +25,7 @@ const report = app.task("reports.build", { queue: "reports", maxAttempts: 1, arg
 });
 const mail = app.task("mail.send", { queue: "mail", args: v.object({ to: v.string(), note: v.optional(v.string()) }) }, async () => ({ sent: true }));
 
+let setup: BrowserSetup | undefined;
 let h: Harness;
 let served: Served;
 let browser: Browser;
@@ -48,18 +49,11 @@ async function signIn(p: Page, secret = SECRET) {
 }
 
 beforeAll(async () => {
-  const executablePath = await chromiumExecutable();
-  h = await openDriver("node-postgres");
-  const web = new Hono().route("/akadze", akadzeRoutes(app, { db: h.db, secret: SECRET, dashboard: akadzeDashboard({ now: clock.now }) }));
-  served = await serveFetch((request) => web.fetch(request), 0);
-  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
+  setup = await openBrowserSetup((db) => new Hono().route("/akadze", akadzeRoutes(app, { db, secret: SECRET, dashboard: akadzeDashboard({ now: clock.now }) })));
+  ({ h, served, browser } = setup);
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await served?.close();
-  await h?.close();
-});
+afterAll(async () => { await setup?.close(); });
 
 beforeEach(async () => {
   await h.reset();

@@ -3,13 +3,13 @@
 // while runOnce ticks (on a test clock) run it, then its result.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Hono } from "hono";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { createApp, runOnce, Snooze } from "akadze";
 import { akadzeRoutes, jobEventsToken } from "akadze/hono";
-import { serveFetch, type Served } from "../src/dev/serve.js";
-import { openDriver, type Harness } from "./support/drivers.js";
+import type { Served } from "../src/dev/serve.js";
+import type { Harness } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
-import { CHROMIUM_ARGS, chromiumExecutable } from "./support/chromium.js";
+import { openBrowserSetup, type BrowserSetup } from "./support/browser.js";
 
 const SECRET = "progress-browser-secret";
 const clock = new ManualClock("2026-06-01T12:00:00Z");
@@ -43,28 +43,22 @@ function watchPage(id: number, token: string): string {
 </script>`;
 }
 
+let setup: BrowserSetup | undefined;
 let h: Harness;
 let served: Served;
 let browser: Browser;
 
 beforeAll(async () => {
-  const executablePath = await chromiumExecutable();
-  h = await openDriver("node-postgres");
-  const web = new Hono()
-    .route("/akadze", akadzeRoutes(app, { db: h.db, secret: SECRET, log: "silent", events: { pollEvery: "50ms", maxPollEvery: "100ms" } }))
+  setup = await openBrowserSetup((db) => new Hono()
+    .route("/akadze", akadzeRoutes(app, { db, secret: SECRET, log: "silent", events: { pollEvery: "50ms", maxPollEvery: "100ms" } }))
     .get("/imports/:id", async (c) => {
       const id = Number(c.req.param("id"));
       return c.html(watchPage(id, await jobEventsToken(SECRET, id, new Date(Date.now() + 10 * 60_000))));
-    });
-  served = await serveFetch((request) => web.fetch(request), 0);
-  browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
+    }));
+  ({ h, served, browser } = setup);
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await served?.close();
-  await h?.close();
-});
+afterAll(async () => { await setup?.close(); });
 
 it("a page's EventSource receives each progress value of a job run by runOnce ticks, then its result", async () => {
   const id = await importRows.using(h.db).enqueue({});
