@@ -34,11 +34,11 @@ function runAndKill(after: number): Promise<number> {
     let started = 0;
     let stderr = "";
     let silent = false;
-    let quiet = setTimeout(() => { silent = true; child.kill("SIGKILL"); }, SILENT_MS);
+    // Rearmed by every body that starts.
+    const quiet = setTimeout(() => { silent = true; child.kill("SIGKILL"); }, SILENT_MS);
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       started += chunk.split(".").length - 1;
-      clearTimeout(quiet);
-      quiet = setTimeout(() => { silent = true; child.kill("SIGKILL"); }, SILENT_MS);
+      quiet.refresh();
       if (started >= after) child.kill("SIGKILL");
     });
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
