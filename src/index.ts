@@ -47,6 +47,7 @@ export { waitForJob, WaitTimeout, DEFAULT_WAIT_POLL, MIN_WAIT_POLL_MS, type Wait
 export { readJobProgress, type JobProgressLook } from "./ops/job-progress.js";
 export { listQueues, type QueueRow } from "./ops/queues.js";
 export { listLimits, type LimitRow } from "./ops/limits.js";
+export { setFairWeight, listFairWeights, MAX_FAIR_WEIGHT, type FairWeight } from "./ops/fair-weights.js";
 export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
 export type { ScheduleTiming, ScheduleEntry } from "./schedules/definition.js";

@@ -51,7 +51,8 @@ export const jobs = akadze.table("jobs", {
   debounceKey: text("debounce_key"),
   /**
    * The fairness key (a tenant, a customer), set at enqueue: claims share their batch across the keys with due
-   * jobs, so one key's backlog never makes another key wait behind it (docs/flow-control.md#fairness).
+   * jobs, so one key's backlog never makes another key wait behind it (docs/flow-control.md#fairness). A
+   * two-level key is stored as `tenant \x01 sub-key` (`storedFairKey` in sql/fair.ts).
    */
   fairKey: text("fair_key"),
   /**
@@ -76,7 +77,8 @@ export const jobs = akadze.table("jobs", {
   uniqueIndex("jobs_unique_key_active").on(t.uniqueKey).where(sql`${t.state} in ('queued', 'running') and ${t.uniqueKey} is not null`),
   // One queued job per task and debounce key: the debounced enqueue's ON CONFLICT names it.
   // A fair claim walks the keys with queued jobs through this index (one probe a key) and takes each key's next jobs.
-  index("jobs_fair_idx").on(t.fairKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.fairKey} is not null`),
+  // By bytes (collate "C") whatever the database's collation: a tenant's sub-keys are then one range of it.
+  index("jobs_fair_idx").on(sql`(${t.fairKey} collate "C")`, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.fairKey} is not null`),
   uniqueIndex("jobs_debounce_key_queued").on(t.task, t.debounceKey).where(sql`${t.state} = 'queued' and ${t.debounceKey} is not null`),
 ]);
 
@@ -209,6 +211,22 @@ export const fairCursor = akadze.table("fair_cursor", {
   id: smallint("id").primaryKey().default(1),
   key: text("key").notNull(),
 }, (t) => [check("fair_cursor_one_row", sql`${t.id} = 1`)]);
+
+/**
+ * Where fair claims go on walking one tenant's sub-keys (`fairSubKey`): the last key of the tenant a claim walked.
+ * Only tenants with sub-keys have a row; a claim that meets another's lock on one leaves it.
+ */
+export const fairSubCursors = akadze.table("fair_sub_cursors", {
+  tenant: text("tenant").primaryKey(),
+  key: text("key").notNull(),
+});
+
+/** Tenants that weigh more (or less) than 1 in a fair claim's shares (`setFairWeight`); a tenant without a row weighs 1. */
+export const fairWeights = akadze.table("fair_weights", {
+  key: text("key").primaryKey(),
+  weight: integer("weight").notNull(),
+  updatedAt: tz("updated_at").notNull().defaultNow(),
+}, (t) => [check("fair_weights_weight_check", sql`${t.weight} between 1 and 1000`)]);
 
 /**
  * Fan-out's cluster-wide cap: slots 1..maxInvocations per scope, each held by at most one live invocation (the

@@ -85,7 +85,7 @@ with
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null, $9::text, (select count(*) from claimed) >= $10 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $9::text, (select count(*) from claimed) >= $10 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

@@ -66,28 +66,52 @@ with akadze_pruned_workers as (
     ),
     fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
       with recursive after_cursor(key, n) as (
-        (select j.fair_key, 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > (select key from fair_from) order by j.fair_key limit 1)
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), 1
         union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > a.key order by j.fair_key limit 1), a.n + 1
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > split_part(a.key, chr(1), 1) || chr(2) order by j.fair_key collate "C" limit 1), a.n + 1
         from after_cursor a where a.key is not null and a.n < 8
       ),
       walked_after as (select count(*)::int as n from after_cursor where key is not null),
       from_start(key, n) as (
-        (select j.fair_key, (select n from walked_after) + 1 from akadze.jobs j
-         where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key <= (select key from fair_from) and (select n from walked_after) < 8 order by j.fair_key limit 1)
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > '' and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), (select n from walked_after) + 1
+        where (select n from walked_after) < 8
         union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key > s.key and j.fair_key <= (select key from fair_from)
-                order by j.fair_key limit 1), s.n + 1
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > split_part(s.key, chr(1), 1) || chr(2) and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), s.n + 1
         from from_start s where s.key is not null and s.n < 8
       ),
-      walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null)
-      select key, n, ceil($12::float8 / count(*) over ())::int as share from walked
+      walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
+      weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
+        from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1))
+      select tenant, first_key, n, weight, ceil($12::float8 * weight / sum(weight) over ())::int as share from weighed
+    ), fair_keys as (
+      with recursive walk(tenant, key, m, share, cur, first_key, wrapped) as (
+        select w.tenant, coalesce(a.key, w.first_key), 1, w.share, c.key, w.first_key, a.key is null
+        from fair_walk w left join akadze.fair_sub_cursors c on c.tenant = w.tenant
+        cross join lateral (select case when c.key is not null then (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > c.key and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) end as key) a
+        union all
+        select s.tenant, x.key, s.m + 1, s.share, s.cur, s.first_key, x.wrapped
+        from walk s cross join lateral (
+          select * from (
+            select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > s.key and j.fair_key collate "C" < s.tenant || chr(2) order by j.fair_key collate "C" limit 1) as key, false as wrapped where not s.wrapped
+            union all select s.first_key, true where not s.wrapped and s.first_key collate "C" <= s.cur
+            union all select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > s.key and j.fair_key collate "C" < s.tenant || chr(2) order by j.fair_key collate "C" limit 1), true where s.wrapped and s.cur is null
+            union all select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > s.key and j.fair_key collate "C" <= s.cur order by j.fair_key collate "C" limit 1), true where s.wrapped and s.cur is not null
+          ) z where z.key is not null limit 1
+        ) x
+        where s.m < s.share
+      )
+      -- (Passed through json only for the planner: it estimates a recursive walk at thousands of keys, each
+      -- with its lateral probe, and a plan costed that high is compiled by JIT at ten times the claim's cost.
+      -- A set from json is estimated at 100 rows.)
+      select * from jsonb_to_recordset((select jsonb_agg(jsonb_build_object('tenant', tenant, 'key', key, 'm', m, 'share', share))
+          from (select tenant, key, m, ceil(share::float8 / count(*) over (partition by tenant))::int as share from walk where key is not null) w))
+        as k(tenant text, key text, m int, share int)
     ), fair_candidates as (
-      select x.* from fair_walk w cross join lateral (
+      select x.* from fair_keys k cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
           from akadze.jobs j
-          where j.fair_key = w.key and j.state = 'queued'
+          where j.fair_key collate "C" = k.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
         and j.task = any(array(select jsonb_array_elements_text($13::jsonb)))
         and true
@@ -95,7 +119,7 @@ with akadze_pruned_workers as (
           order by j.priority desc nulls last, j.run_at, j.id
           limit 8
           for update of j skip locked
-        ) y limit w.share
+        ) y limit k.share
       ) x
     ),
     unlimited_candidates as (select * from (
@@ -137,11 +161,15 @@ with akadze_pruned_workers as (
       where r.n > 0
     ),
     candidates as (
-      select c.*, w.n as walk from (
-        select u.*, row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as fair_rank
-        from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u
-      ) c left join fair_walk w on w.key = c.fair_key
-      order by c.priority desc, c.fair_rank, w.n nulls last, c.run_at, c.id
+      select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
+        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id)::float8
+          / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
+      from (
+        select u.*, split_part(u.fair_key, chr(1), 1) as tenant, k.m,
+          row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as key_rank
+        from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
+      ) c left join fair_walk w on w.tenant = c.tenant
+      order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
       limit $22
     ),
     oversized as (select null::bigint as id, false as alone where false),
@@ -160,7 +188,7 @@ with akadze_pruned_workers as (
       from due d where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk
     ),
-    fair_next as (select key from (select key from fair_walk order by n desc limit 1) l where key <> (select key from fair_from)), fair_moved as (
+    fair_next as (select tenant as key from (select tenant from fair_walk order by n desc limit 1) l where tenant <> (select key from fair_from)), fair_moved as (
       update akadze.fair_cursor f set key = n.key from fair_next n
       where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked)
       returning f.id
@@ -168,6 +196,20 @@ with akadze_pruned_workers as (
       insert into akadze.fair_cursor (id, key) select 1, key from fair_next where not exists (select 1 from akadze.fair_cursor)
       on conflict do nothing
       returning id
+    ), fair_sub_next as (
+      select distinct on (tenant) tenant, key from fair_keys
+      where tenant in (select tenant from fair_keys where key <> tenant)
+      order by tenant, m desc
+    ), fair_sub_moved as (
+      update akadze.fair_sub_cursors c set key = n.key from fair_sub_next n
+      where c.tenant = n.tenant and c.tenant in (select tenant from akadze.fair_sub_cursors
+        where tenant in (select tenant from fair_sub_next) for update skip locked)
+      returning c.tenant
+    ), fair_sub_first as (
+      insert into akadze.fair_sub_cursors (tenant, key) select tenant, key from fair_sub_next n
+      where not exists (select 1 from akadze.fair_sub_cursors c where c.tenant = n.tenant)
+      on conflict do nothing
+      returning tenant
     ),
     
     -- Cancelled or expired before they ran: out of the queue table, into the history.
@@ -192,7 +234,7 @@ with akadze_pruned_workers as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key limit 1) is not null, $26::text, (select count(*) from claimed) >= $27 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $26::text, (select count(*) from claimed) >= $27 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

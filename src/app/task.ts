@@ -6,6 +6,7 @@ import type { Duration } from "../core/duration.js";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
+import { storedFairKey } from "../core/fair-key.js";
 import type { TraceCarrier, Tracing } from "../core/tracing.js";
 import {
   assertStorableJson, describeIssues, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,
@@ -228,7 +229,7 @@ export function buildJobBatch(task: TaskDefinition, list: unknown[], options: En
     uniqueKey: parsed.uniqueKey ?? null,
     limitKey: parsed.limitKey ?? null,
     limitWaitMs: parsed.limitKey === undefined ? null : parsed.limitWait ?? task.limitWaitMs ?? null,
-    fairKey: parsed.fairKey ?? null,
+    fairKey: storedFairKey(parsed.fairKey ?? null, parsed.fairSubKey ?? null),
     traceContext,
   };
 }

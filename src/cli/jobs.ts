@@ -149,6 +149,7 @@ function renderJob(job: JobDetail): string {
   if (job.limitKey) fields.push(["limit key", job.limitKey]);
   if (job.limitWaitMs !== null) fields.push(["limit wait", formatSpan(job.limitWaitMs)]);
   if (job.fairKey) fields.push(["fair key", job.fairKey]);
+  if (job.fairSubKey) fields.push(["fair sub-key", job.fairSubKey]);
   if (job.replayOf !== null) fields.push(["replay of", `job ${job.replayOf}`]);
   if (job.traceContext) fields.push(["enqueued in trace", job.traceContext.traceparent]);
   if (job.leaseOwner) fields.push(["lease", `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`]);

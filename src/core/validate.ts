@@ -5,6 +5,7 @@ import * as v from "valibot";
 import { DurationSchema, tryParseDuration, type Duration } from "./duration.js";
 import { InvalidInput } from "./errors.js";
 import { jsonProblem, textProblem } from "./json.js";
+import { fairKeyProblem } from "./fair-key.js";
 
 /** Task, schedule, queue, limit-key, unique-key and worker-id names are at most this long. @example app.task("t".repeat(MAX_NAME_LENGTH), handler); // the longest name */
 export const MAX_NAME_LENGTH = 200;
@@ -129,7 +130,16 @@ export interface EnqueueOptions {
    * key's wait does not grow with another key's backlog (docs/flow-control.md#fairness).
    */
   fairKey?: string;
+  /**
+   * With `fairKey`: the key within the tenant (a repository, a project) the tenant's share is in turn shared
+   * across, so one sub-key's backlog never holds back the tenant's others, and a tenant that spreads its backlog
+   * over many sub-keys still gets one tenant's share (docs/flow-control.md#fairness).
+   */
+  fairSubKey?: string;
 }
+
+/** A fairness key or sub-key: a name that cannot hold the characters that separate the two (sql/fair.ts). */
+const FairNameSchema = v.pipe(NameSchema, v.check((s) => fairKeyProblem(s) === null, (issue) => fairKeyProblem(issue.input as string)!));
 
 const EnqueueOptionsSchema = v.pipe(
   v.strictObject({
@@ -141,10 +151,12 @@ const EnqueueOptionsSchema = v.pipe(
     limitKey: v.optional(NameSchema),
     limitWait: v.optional(DurationRangeSchema("limitWait", 0, MAX_SPAN_MS)),
     queue: v.optional(NameSchema),
-    fairKey: v.optional(NameSchema),
+    fairKey: v.optional(FairNameSchema),
+    fairSubKey: v.optional(FairNameSchema),
   }),
   v.check((o) => o.delay === undefined || o.runAt === undefined, "give delay or runAt, not both"),
   v.check((o) => o.limitWait === undefined || o.limitKey !== undefined, "limitWait bounds the wait for a limit: give it with a limitKey"),
+  v.check((o) => o.fairSubKey === undefined || o.fairKey !== undefined, "fairSubKey is a key within a tenant: give it with a fairKey"),
 );
 
 export type ParsedEnqueueOptions = v.InferOutput<typeof EnqueueOptionsSchema>;

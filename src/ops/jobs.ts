@@ -6,6 +6,7 @@ import type { ErrorEntry } from "../core/errors.js";
 import { getJobStatement } from "../sql/get-job.js";
 import { listJobsStatement } from "../sql/list-jobs.js";
 import { iso } from "../core/time-text.js";
+import { splitFairKey } from "../core/fair-key.js";
 import { readSteps } from "../workflow/read-steps.js";
 import type { WorkflowStep } from "../workflow/types.js";
 import type { ArgsSchema, Task } from "../app/task.js";
@@ -42,8 +43,10 @@ export interface JobDetail<R = unknown> extends JobSummary {
   limitKey: string | null;
   /** How long the job may be held back by its limit once due before it ends `rate_limited`; null: no bound. */
   limitWaitMs: number | null;
-  /** The fairness key its claims were shared by (`EnqueueOptions.fairKey`); null: none. */
+  /** The fairness key its claims were shared by (`EnqueueOptions.fairKey`, the tenant); null: none. */
   fairKey: string | null;
+  /** The key within the tenant (`EnqueueOptions.fairSubKey`); null: none. */
+  fairSubKey: string | null;
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
   cancelRequested: boolean;
@@ -116,7 +119,7 @@ export async function getJob(db: Db, jobId: number, task?: Task): Promise<JobDet
   const steps = await readSteps(db, id);
   return {
     ...summaryOf(row), args: row.args, result: row.result, errors: row.errors, startedAt: iso(row.startedAt),
-    expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), fairKey: row.fairKey ?? null, leaseOwner: row.leaseOwner,
+    expiresAt: iso(row.expiresAt), uniqueKey: row.uniqueKey, limitKey: row.limitKey, limitWaitMs: row.limitWaitMs === null ? null : Number(row.limitWaitMs), ...splitFairKey(row.fairKey ?? null), leaseOwner: row.leaseOwner,
     leaseExpiresAt: iso(row.leaseExpiresAt), cancelRequested: row.cancelRequested, replayOf: row.replayOf == null ? null : Number(row.replayOf),
     progress: row.reported?.progress ?? null, progressAt: iso(row.reported?.progressAt ?? null),
     logs: (row.logs ?? []).map((l) => ({ attempt: l.attempt, at: iso(l.at)!, message: l.message })), logsDropped: row.reported?.logsDropped ?? 0,

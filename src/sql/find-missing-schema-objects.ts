@@ -27,6 +27,8 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.dashboard_sign_outs" },
   { kind: "table", name: "akadze.child_waits" },
   { kind: "table", name: "akadze.fair_cursor" },
+  { kind: "table", name: "akadze.fair_sub_cursors" },
+  { kind: "table", name: "akadze.fair_weights" },
   { kind: "table", name: "akadze.replays" },
   { kind: "table", name: "akadze.job_progress" },
   { kind: "table", name: "akadze.job_logs" },

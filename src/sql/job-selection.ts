@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { JOB_STATES } from "../core/states.js";
+import { ofTenant } from "./fair.js";
 
 /** Which jobs a bulk statement takes (validated by `parseSelection`): every field given must match. */
 export interface JobSelectionSql {
@@ -27,7 +28,8 @@ export function selectionWhere(s: JobSelectionSql, alias: string): SQL {
   const where = [sql`${col("state")} in (${sql.raw(s.states.map((state) => `'${state}'`).join(", "))})`];
   if (s.task !== undefined) where.push(sql`${col("task")} = ${s.task}`);
   if (s.queue !== undefined) where.push(sql`${col("queue")} = ${s.queue}`);
-  if (s.fairKey !== undefined) where.push(sql`${col("fair_key")} = ${s.fairKey}`);
+  // (A tenant's jobs, with its sub-keys' too.)
+  if (s.fairKey !== undefined) where.push(ofTenant(col("fair_key"), sql`${s.fairKey}::text`));
   if (s.createdBefore !== undefined) where.push(sql`${col("created_at")} <= ${s.createdBefore}`);
   if (s.createdAfter !== undefined) where.push(sql`${col("created_at")} > ${s.createdAfter}`);
   if (s.args !== undefined) where.push(sql`${col("args")} @> ${JSON.stringify(s.args)}::jsonb`);

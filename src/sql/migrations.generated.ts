@@ -182,5 +182,15 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE INDEX \"debounce_windows_quiet_at_idx\" ON \"akadze\".\"debounce_windows\" USING btree (\"quiet_at\");",
       "CREATE INDEX \"sent_events_sent_at_idx\" ON \"akadze\".\"sent_events\" USING btree (\"sent_at\");"
     ]
+  },
+  {
+    "id": 18,
+    "name": "0018_fair_tenants",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"fair_sub_cursors\" (\n\t\"tenant\" text PRIMARY KEY NOT NULL,\n\t\"key\" text NOT NULL\n);",
+      "CREATE TABLE \"akadze\".\"fair_weights\" (\n\t\"key\" text PRIMARY KEY NOT NULL,\n\t\"weight\" integer NOT NULL,\n\t\"updated_at\" timestamp with time zone DEFAULT now() NOT NULL,\n\tCONSTRAINT \"fair_weights_weight_check\" CHECK (\"akadze\".\"fair_weights\".\"weight\" between 1 and 1000)\n);",
+      "DROP INDEX \"akadze\".\"jobs_fair_idx\";",
+      "CREATE INDEX \"jobs_fair_idx\" ON \"akadze\".\"jobs\" USING btree ((\"fair_key\" collate \"C\"),\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_key\" is not null;"
+    ]
   }
 ];

@@ -69,7 +69,7 @@ export function JobPage(props: { ctx: PageContext; job: JobDetail; notice?: stri
     ["Expires", <Time at={job.expiresAt} ctx={ctx} />],
     ["Unique key", job.uniqueKey ?? "-"],
     ["Limit key", job.limitKey ?? "-"],
-    ["Fair key", job.fairKey ?? "-"],
+    ["Fair key", job.fairKey === null ? "-" : job.fairSubKey === null ? job.fairKey : `${job.fairKey} / ${job.fairSubKey}`],
     ["Lease", job.leaseOwner ? <>{job.leaseOwner}, until <Time at={job.leaseExpiresAt} ctx={ctx} /></> : "-"],
     ["Cancel requested", job.cancelRequested ? "yes" : "no"],
     ["Replay of", job.replayOf === null ? "-" : <a href={`${ctx.base}/jobs/${job.replayOf}`}>job {job.replayOf}</a>],
