@@ -182,5 +182,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE INDEX \"debounce_windows_quiet_at_idx\" ON \"akadze\".\"debounce_windows\" USING btree (\"quiet_at\");",
       "CREATE INDEX \"sent_events_sent_at_idx\" ON \"akadze\".\"sent_events\" USING btree (\"sent_at\");"
     ]
+  },
+  {
+    "id": 18,
+    "name": "0018_workflow_versions",
+    "statements": [
+      "-- Workflow steps gain two kinds of journal entry: 'patch' (a step.patched marker) and 'version' (the workflow\n-- version a run started on). The new check allows more than the old one, so every stored row already passes\n-- it: NOT VALID skips the scan of akadze.steps that would hold its lock while running workers wait to save steps.\nALTER TABLE \"akadze\".\"steps\" DROP CONSTRAINT \"steps_kind_check\";",
+      "ALTER TABLE \"akadze\".\"steps\" ADD CONSTRAINT \"steps_kind_check\" CHECK (\"akadze\".\"steps\".\"kind\" in ('run', 'sleep', 'event', 'jobs', 'patch', 'version')) NOT VALID;"
+    ]
   }
 ];

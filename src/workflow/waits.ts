@@ -7,12 +7,12 @@ import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson } from "../db/query.js";
 import { timeOutWaitStatement } from "../sql/time-out-wait.js";
 import { timestamp } from "../sql/time.js";
-import type { WaitForEventOptions } from "./api.js";
+import type { StepName, WaitForEventOptions } from "./api.js";
 import type { StepRunner } from "./step.js";
 
 /** A sleep step: done once its time has come, else stored (once) and the run parks until then. */
-export async function sleepStep(r: StepRunner, name: string, at: Date): Promise<void> {
-  const seq = r.enter(name, "sleep");
+export async function sleepStep(r: StepRunner, step: StepName, at: Date): Promise<void> {
+  const { seq, name } = r.enter(step, "sleep");
   const stored = r.stored.get(name);
   if (stored?.state === "done") return;
   const wakeAt = stored?.wakeAt ? new Date(stored.wakeAt) : at;
@@ -26,8 +26,8 @@ export async function sleepStep(r: StepRunner, name: string, at: Date): Promise<
 }
 
 /** An event wait: the delivered payload, null once its timeout was recorded, else the run parks. */
-export async function waitStep<T>(r: StepRunner, name: string, options: WaitForEventOptions): Promise<T | null> {
-  const seq = r.enter(name, "event");
+export async function waitStep<T>(r: StepRunner, step: StepName, options: WaitForEventOptions): Promise<T | null> {
+  const { seq, name } = r.enter(step, "event");
   const stored = r.stored.get(name);
   if (stored?.state === "done") return stored.result as T;
   if (stored?.state === "timed_out") return null;

@@ -1,0 +1,30 @@
+// `step.patched(id)`: the branch a deploy adds to a workflow without failing the runs parked on the old code.
+import { NameSchema, parseOrThrow } from "../core/validate.js";
+import { StepMisuse } from "./errors.js";
+import type { StepRunner } from "./step.js";
+
+/**
+ * True when this run reaches `id` on the new code, false when its journal already went past this point
+ * without it. A fresh `true` is stored as a marker (kind `patch`) so every replay answers the same; the
+ * marker takes no position, so steps keep their positions whether the run took the patch or not, and
+ * removing the call later (once no run on the old path is left) breaks no replay.
+ */
+export async function patchedStep(r: StepRunner, id: string): Promise<boolean> {
+  r.assertGoing();
+  const decided = r.patchAnswers.get(id);
+  if (decided !== undefined) return decided;
+  try { parseOrThrow(NameSchema, id, "patch id"); } catch (error) { throw r.fail(new StepMisuse((error as Error).message)); }
+  const at = r.seq; // where the handler is now: the next step would take this position
+  if (r.patches.has(id)) return answer(r, id, true);
+  if (r.stored.has(id)) r.take(id); // a stored step of this name: used twice
+  if (r.furthestSeq >= at) return answer(r, id, false);
+  answer(r, id, true); // decided before the write, so a parallel call with the same id does not store twice
+  await r.save(r.db, { name: id, seq: at, kind: "patch", state: "done", result: true, attempts: 1 });
+  return true;
+}
+
+function answer(r: StepRunner, id: string, value: boolean): boolean {
+  r.take(id);
+  r.patchAnswers.set(id, value);
+  return value;
+}
