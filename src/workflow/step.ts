@@ -31,7 +31,7 @@ export const DEFAULT_MIN_STEP_TIME = "5s";
 export class StepRunner implements Step {
   /** @internal The steps stored before this run, by name. */
   readonly stored = new Map<string, StoredStep>();
-  /** @internal The `patched` markers stored before this run, by id. */
+  /** @internal The `patched` markers stored before this run, by stored name (`patch:<id>`). */
   readonly patches = new Map<string, StoredStep>();
   /** @internal The answers `patched` gave in this run, by id. */
   readonly patchAnswers = new Map<string, boolean>();
