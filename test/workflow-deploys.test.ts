@@ -60,6 +60,12 @@ forEachDriver((h) => {
     expect(await journal(parked)).toEqual(["charge run done", "pause sleep done", "email run done"]);
     expect(await journal(fresh)).toEqual(["charge run done", "patch:fraud-check patch done", "fraud-check run done", "cool-off sleep waiting"]);
 
+    clock.advance(HOUR);
+    await invoke(after, clock); // the new run replays its patch (true again) and finishes
+    expect(await job(fresh)).toMatchObject({ state: "succeeded", result: "mailed 2 (checked)" });
+    const third = await shipAfter.using(h().db).enqueue({ order: 3 });
+    await invoke(after, clock); // takes the patch, parks at cool-off
+
     // A later deploy keeps the fraud check and drops the patch: the marker takes no position, the replay holds.
     const later = createApp({ clock: clock.now });
     later.workflow("order.ship", { args: Order }, async ({ order }, step) => {
@@ -70,10 +76,12 @@ forEachDriver((h) => {
     });
     clock.advance(HOUR);
     await invoke(later, clock);
-    expect(await job(fresh)).toMatchObject({ state: "succeeded", result: "mailed 2 (checked)" });
-    expect(ran.sort()).toEqual(["charge 1", "charge 2", "email 1", "email 2", "fraud-check 2"]); // each step ran once
-    expect(answers.sort()).toEqual(["1: false, then false", "2: true, then true"]);
+    expect(await job(third)).toMatchObject({ state: "succeeded", result: "mailed 3 (checked)" });
+    expect(await journal(third)).toEqual(["charge run done", "patch:fraud-check patch done", "fraud-check run done", "cool-off sleep done", "email run done"]);
+    expect(ran.sort()).toEqual(["charge 1", "charge 2", "charge 3", "email 1", "email 2", "email 3", "fraud-check 2", "fraud-check 3"]); // each step ran once
+    expect(answers.sort()).toEqual(["1: false, then false", "2: true, then true", "2: true, then true", "3: true, then true"]);
   });
+
   it("a run started on version 1 keeps version 1's handler after version 2 is deployed; a run whose version is gone fails saying which, and runs again once it is back", async () => {
     const clock = new ManualClock();
     const Trip = v.object({ hours: v.number() });
