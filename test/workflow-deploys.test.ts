@@ -4,8 +4,11 @@
 // over the same database, with a test clock; on every driver.
 import { expect, it } from "vitest";
 import * as v from "valibot";
-import { createApp, InvalidInput, requeue, runOnce, type WorkflowHandler } from "../src/index.js";
+import { createApp, InvalidInput, requeue, runOnce, type Db, type WorkflowHandler } from "../src/index.js";
+import pg from "pg";
+import { drizzle } from "drizzle-orm/node-postgres";
 import { forEachDriver } from "./support/drivers.js";
+import { createTestDatabase } from "./support/postgres.js";
 import { ManualClock } from "./support/clock.js";
 
 const HOUR = 3_600_000;
@@ -20,6 +23,22 @@ it("a workflow's version and previous handlers are checked when it is declared",
   expect(() => app.workflow("w3", { version: 2, previous: { one: body } as never }, body)).toThrow(/previous has a key "one"; its keys are versions/);
   expect(() => app.workflow("w4", { version: 2, previous: { 1: "v1" as never } }, body)).toThrow("workflow w4: previous[1] must be a handler function");
   expect(app.tasks.size).toBe(0); // nothing refused was registered
+});
+
+it("a database whose steps check predates patches and versions is refused at start, naming the check and the fix", async () => {
+  const database = await createTestDatabase("deploys_schema");
+  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  try {
+    await pool.query("alter table akadze.steps drop constraint steps_kind_check; " +
+      "alter table akadze.steps add constraint steps_kind_check check (kind in ('run', 'sleep', 'event', 'jobs'))");
+    const app = createApp();
+    app.workflow("w", async (_a, step) => step.patched("p"));
+    await expect(runOnce(app, { db: drizzle(pool) as unknown as Db })).rejects.toThrow(
+      /^akadze's schema in this database lacks akadze\.steps_kind_check\('version'\): run `npx akadze migrate`/);
+  } finally {
+    await pool.end();
+    await database.drop();
+  }
 });
 
 forEachDriver((h) => {
