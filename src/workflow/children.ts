@@ -45,7 +45,7 @@ export async function runChildJobs<S extends ArgsSchema, R>(r: StepRunner, step:
   options: ChildJobsOptions = {}): Promise<ChildJob<R>[]> {
   const { seq, name } = r.enter(step, "jobs");
   const pollMs = pollOf(r, name, options);
-  const stored = r.stored.get(name);
+  const stored = r.journal.steps.get(name);
   if (stored?.state === "done") return stored.result as ChildJob<R>[];
   const { owner, now } = r.current.runtime;
   if (!stored) {

@@ -51,7 +51,7 @@ export function workflowBody<S extends ArgsSchema, R>(name: string, options: Wor
     const steps = new StepRunner(current(), { maxAttempts: d.maxAttempts, backoff: d.backoff, retryOn: d.retryOn }, minStepTimeMs,
       () => job.signal);
     await steps.load(versions.recorded ? versions.current : undefined);
-    const run = versions.handlerOf(steps.startedOn(versions.current));
+    const run = versions.handlerOf(steps.journal.startedOn(versions.current));
     let result: R | undefined;
     let thrown: { error: unknown } | null = null;
     try {

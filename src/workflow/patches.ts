@@ -19,9 +19,9 @@ export async function patchedStep(r: StepRunner, id: string): Promise<boolean> {
   try { parseOrThrow(NameSchema, id, "patch id"); } catch (error) { throw r.fail(new StepMisuse((error as Error).message)); }
   const name = PATCH_PREFIX + id;
   const at = r.seq; // where the handler is now: the next step would take this position
-  if (r.patches.has(name)) return answer(r, id, name, true);
-  if (r.stored.has(name)) r.take(name); // a step stored under the marker's name: used twice
-  if (r.furthestSeq >= at) return answer(r, id, name, false);
+  if (r.journal.patches.has(name)) return answer(r, id, name, true);
+  if (r.journal.steps.has(name)) r.take(name); // a step stored under the marker's name: used twice
+  if (r.journal.furthestSeq >= at) return answer(r, id, name, false);
   answer(r, id, name, true); // decided before the write, so a parallel call with the same id does not store twice
   await r.save(r.db, { name, seq: at, kind: "patch", state: "done", result: true, attempts: 1 });
   return true;

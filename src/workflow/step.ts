@@ -19,6 +19,7 @@ import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } fr
 import { sleepStep, waitStep } from "./waits.js";
 import { labelOf, stepNames } from "./names.js";
 import { patchedStep } from "./patches.js";
+import { Journal } from "./journal.js";
 
 export type { Step, StepContext, StepName, StepOptions, WaitForEventOptions } from "./api.js";
 import type * as v from "valibot";
@@ -29,17 +30,10 @@ export const DEFAULT_MIN_STEP_TIME = "5s";
 
 /** One run's steps. The workflow runtime builds it, runs the handler with it, then asks `outcome()`. */
 export class StepRunner implements Step {
-  /** @internal The steps stored before this run, by name. */
-  readonly stored = new Map<string, StoredStep>();
-  /** @internal The `patched` markers stored before this run, by stored name (`patch:<id>`). */
-  readonly patches = new Map<string, StoredStep>();
+  /** @internal What the run's earlier runs stored. */
+  readonly journal = new Journal();
   /** @internal The answers `patched` gave in this run, by id. */
   readonly patchAnswers = new Map<string, boolean>();
-  /** @internal The furthest position of a step stored before this run (-1: none): a run that went past a point did so without what is new there. */
-  furthestSeq = -1;
-  /** @internal The version the run started on, as its journal records it (null: none recorded). */
-  startedVersion: number | null = null;
-  private bySeq = new Map<number, StoredStep>();
   /** @internal Names taken in this run, by steps and patches. */
   readonly seen = new Set<string>();
   /** @internal The next step's position. */
@@ -66,21 +60,7 @@ export class StepRunner implements Step {
     const { owner, now } = this.current.runtime;
     const statement = startVersion === undefined ? loadStepsStatement(this.current.id)
       : loadStepsStartingStatement(owner, this.current.id, timestamp(now()), startVersion);
-    const rows = await queryJson<StoredStep[]>(this.db, statement);
-    for (const row of rows ?? []) {
-      if (row.kind === "version") this.startedVersion = Number(row.result);
-      else if (row.kind === "patch") this.patches.set(row.name, row);
-      else { this.stored.set(row.name, row); this.bySeq.set(row.seq, row); this.furthestSeq = Math.max(this.furthestSeq, row.seq); }
-    }
-  }
-
-  /**
-   * The version this run started on: the one its journal records; 1 for a run that stored steps before its
-   * workflow declared versions (a workflow without `version` is version 1); `current` for a run starting now.
-   */
-  startedOn(current: number): number {
-    if (this.startedVersion !== null) return this.startedVersion;
-    return this.stored.size + this.patches.size > 0 ? 1 : current;
+    this.journal.add(await queryJson<StoredStep[]>(this.db, statement) ?? []);
   }
 
   run<T>(step: StepName, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>> {
@@ -177,7 +157,7 @@ export class StepRunner implements Step {
     exec: (seq: number, name: string, ctx: StepContext, deadline: StepDeadline) => Promise<T>): Promise<Awaited<T>> {
     let seq: number, name: string;
     try { ({ seq, name } = this.enter(step, "run")); } catch (error) { return Promise.reject(error); }
-    const stored = this.stored.get(name);
+    const stored = this.journal.steps.get(name);
     if (stored?.state === "done") return Promise.resolve((stored.hasResult ? stored.result : undefined) as Awaited<T>);
     // A workflow requeued after a step gave up starts that step's attempts afresh.
     const attempt = (stored?.state === "retrying" ? stored.attempts : 0) + 1;
@@ -232,11 +212,11 @@ export class StepRunner implements Step {
     this.assertGoing();
     let names: string[];
     try { names = stepNames(step); } catch (error) { throw this.fail(new StepMisuse((error as Error).message)); }
-    const name = names.find((n) => this.stored.has(n)) ?? names[0];
+    const name = names.find((n) => this.journal.steps.has(n)) ?? names[0];
     for (const taken of new Set([names[0], name])) this.take(taken);
     const seq = this.seq++;
-    const stored = this.stored.get(name);
-    const atSeq = this.bySeq.get(seq);
+    const stored = this.journal.steps.get(name);
+    const atSeq = this.journal.bySeq.get(seq);
     if ((stored && (stored.seq !== seq || stored.kind !== kind)) || (atSeq && atSeq.name !== name)) {
       const was = atSeq ? `${JSON.stringify(atSeq.name)} (${atSeq.kind})` : "no step";
       throw this.fail(new WorkflowNondeterminism(`workflow replay reached step ${JSON.stringify(name)} (${kind}) as step #${seq + 1}, where the stored run had ${was}: ` +
@@ -248,7 +228,7 @@ export class StepRunner implements Step {
   /** Marks a name as taken in this run (by a step or a patch); one taken twice fails the run. */
   /** @internal */
   take(name: string): void {
-    if (this.seen.has(name) || this.patches.has(name)) {
+    if (this.seen.has(name) || this.journal.patches.has(name)) {
       throw this.fail(new WorkflowNondeterminism(`step name ${JSON.stringify(name)} is used twice in this workflow: give each step its own name (e.g. \`mail-\${i}\` in a loop)`));
     }
     this.seen.add(name);
