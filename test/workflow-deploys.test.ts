@@ -4,7 +4,7 @@
 // over the same database, with a test clock; on every driver.
 import { expect, it } from "vitest";
 import * as v from "valibot";
-import { createApp, InvalidInput, requeue, runOnce, type Db, type WorkflowHandler } from "../src/index.js";
+import { createApp, InvalidInput, requeue, runOnce, sendEvent, type Db, type WorkflowHandler } from "../src/index.js";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { forEachDriver } from "./support/drivers.js";
@@ -150,6 +150,38 @@ forEachDriver((h) => {
     expect(await requeue(h().db, late)).toBe(true);
     await invoke(fixed, clock);
     expect(await job(late)).toMatchObject({ state: "succeeded", result: "v1 booked after 48h" });
+  });
+
+  it("a renamed event wait still gets its event, and a renamed step that was retrying goes on with its attempts", async () => {
+    const clock = new ManualClock();
+    const before = createApp({ clock: clock.now });
+    const refund = before.workflow("refund", { backoff: () => "1m" }, async (_a, step) => {
+      const decision = await step.waitForEvent<{ ok: boolean }>("approval", { event: "refund.decided", timeout: "1d" });
+      return step.run("pay", ({ attempt }) => { if (attempt === 1) throw new Error("bank down"); return `paid ${decision?.ok} on attempt ${attempt}`; });
+    });
+    const waiting = await refund.using(h().db).enqueue({});
+    const retrying = await refund.using(h().db).enqueue({});
+    await invoke(before, clock); // both wait for the event
+    await sendEvent(h().db, "refund.decided", { ok: true }, { now: clock.now() }); // reaches both
+    const decidedLater = await refund.using(h().db).enqueue({});
+    await invoke(before, clock); // both pay; the bank is down: retrying in 1 m. The third waits.
+    expect(await journal(retrying)).toEqual(["approval event done", "pay run retrying"]);
+    expect(await journal(decidedLater)).toEqual(["approval event waiting"]);
+
+    const after = createApp({ clock: clock.now });
+    after.workflow("refund", { backoff: () => "1m" }, async (_a, step) => {
+      const decision = await step.waitForEvent<{ ok: boolean }>({ name: "decision", formerly: ["approval"] }, { event: "refund.decided", timeout: "1d" });
+      return step.run({ name: "pay-out", formerly: ["pay"] }, ({ attempt }) => `paid ${decision?.ok} on attempt ${attempt}`);
+    });
+    expect(await sendEvent(h().db, "refund.decided", { ok: false }, { now: clock.now() })).toEqual({ delivered: 1, woken: 1 });
+    clock.advance(60_000);
+    await invoke(after, clock);
+    expect(await job(waiting)).toMatchObject({ state: "succeeded", result: "paid true on attempt 2" });
+    expect(await job(retrying)).toMatchObject({ state: "succeeded", result: "paid true on attempt 2" });
+    expect(await job(decidedLater)).toMatchObject({ state: "succeeded", result: "paid false on attempt 1" });
+    // A step stored before the deploy keeps its old name; one the run reaches after it takes the new name.
+    expect(await journal(decidedLater)).toEqual(["approval event done", "pay-out run done"]);
+    expect(await journal(retrying)).toEqual(["approval event done", "pay run done"]);
   });
 
   it("a step name and its former names are checked, and a name a patch marker holds is not a step's", async () => {
