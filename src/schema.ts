@@ -269,7 +269,8 @@ export const steps = akadze.table("steps", {
   finishedAt: tz("finished_at"),
 }, (t) => [
   primaryKey({ columns: [t.jobId, t.name] }),
-  check("steps_kind_check", sql`${t.kind} in ('run', 'sleep', 'event', 'jobs')`),
+  // 'patch': a step.patched marker; 'version': the workflow version a run started on (neither is a step the handler waits for).
+  check("steps_kind_check", sql`${t.kind} in ('run', 'sleep', 'event', 'jobs', 'patch', 'version')`),
   check("steps_state_check", sql`${t.state} in ('done', 'retrying', 'failed', 'waiting', 'timed_out')`),
   // sendEvent finds the runs waiting for an event by this index; it holds only the waiting steps.
   index("steps_waiting_event_idx").on(t.event).where(sql`${t.state} = 'waiting' and ${t.kind} = 'event'`),

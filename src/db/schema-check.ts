@@ -18,8 +18,8 @@ const keyOf = (db: Db): object => ((db as { $client?: unknown }).$client as obje
 export function missingSchemaSentence(missing: readonly string[]): string {
   const tables = REQUIRED_SCHEMA_OBJECTS.filter((o) => o.kind === "table").map((o) => o.name);
   if (tables.every((t) => missing.includes(t))) return MIGRATE_HINT;
-  // Views and functions are what drizzle-kit cannot make from akadze/schema; a missing table or column is something else.
-  const onlyFunctions = missing.every((name) => !["table", "column"].includes(REQUIRED_SCHEMA_OBJECTS.find((o) => o.name === name)?.kind ?? ""));
+  // Views and functions are what drizzle-kit cannot make from akadze/schema; a missing table, column or check is something else.
+  const onlyFunctions = missing.every((name) => !["table", "column", "check"].includes(REQUIRED_SCHEMA_OBJECTS.find((o) => o.name === name)?.kind ?? ""));
   const fix = onlyFunctions ? COMPLETE_HINT
     : "run `npx akadze migrate`, or, when drizzle-kit manages akadze's tables, generate and apply a migration from `export * from \"akadze/schema\"` of this akadze version (then `npx akadze migrate` for its functions)";
   return `akadze's schema in this database lacks ${missing.join(", ")}: ${fix}`;

@@ -2,9 +2,10 @@ import { sql, type SQL } from "drizzle-orm";
 
 /**
  * A database object akadze needs: a table, a view (which drizzle-kit does not make), an index (standing for the
- * column it is on), a column without an index (`schema.table.column`), or a function named with its argument types.
+ * column it is on), a column without an index (`schema.table.column`), a function named with its argument types,
+ * or a check constraint that must allow a value (`schema.constraint('value')`: an older check refuses it).
  */
-export interface SchemaObject { kind: "table" | "view" | "index" | "column" | "function"; name: string }
+export interface SchemaObject { kind: "table" | "view" | "index" | "column" | "function" | "check"; name: string }
 
 /**
  * Everything akadze's statements need, checked before an invocation or a worker claims its first job. A new
@@ -37,6 +38,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "column", name: "akadze.jobs.trace_context" },
+  { kind: "check", name: "akadze.steps_kind_check('version')" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
   { kind: "function", name: "akadze.prune_orphan_replays(integer)" },
   { kind: "function", name: "akadze.prune_orphan_progress(timestamp with time zone, integer)" },
@@ -57,5 +59,8 @@ export function findMissingSchemaObjectsStatement(objects: readonly SchemaObject
     where case when o.kind = 'function' then to_regprocedure(o.name) is null
       when o.kind = 'column' then not exists (select 1 from pg_attribute a
         where a.attrelid = to_regclass(regexp_replace(o.name, '[.][^.]+$', '')) and a.attname = substring(o.name from '[^.]+$') and not a.attisdropped)
+      when o.kind = 'check' then not exists (select 1 from pg_constraint c join pg_namespace n on n.oid = c.connamespace
+        where n.nspname = split_part(o.name, '.', 1) and c.conname = substring(o.name from '[.]([^(]+)[(]')
+          and position(substring(o.name from '[(](.*)[)]$') in pg_get_constraintdef(c.oid)) > 0)
       else to_regclass(o.name) is null end`;
 }

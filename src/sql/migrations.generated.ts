@@ -192,5 +192,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "DROP INDEX \"akadze\".\"jobs_fair_idx\";",
       "CREATE INDEX \"jobs_fair_idx\" ON \"akadze\".\"jobs\" USING btree ((\"fair_key\" collate \"C\"),\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_key\" is not null;"
     ]
+  },
+  {
+    "id": 19,
+    "name": "0019_workflow_versions",
+    "statements": [
+      "-- Workflow steps gain two kinds of journal entry: 'patch' (a step.patched marker) and 'version' (the workflow\n-- version a run started on). The new check allows more than the old one, so every stored row already passes\n-- it: NOT VALID skips the scan of akadze.steps that would hold its lock while running workers wait to save steps.\nALTER TABLE \"akadze\".\"steps\" DROP CONSTRAINT \"steps_kind_check\";",
+      "ALTER TABLE \"akadze\".\"steps\" ADD CONSTRAINT \"steps_kind_check\" CHECK (\"akadze\".\"steps\".\"kind\" in ('run', 'sleep', 'event', 'jobs', 'patch', 'version')) NOT VALID;"
+    ]
   }
 ];

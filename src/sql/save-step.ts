@@ -6,7 +6,7 @@ import { LEASE_LOST_CODE, LEASE_LOST_PREFIX } from "./complete-owned.js";
 export interface StepWrite {
   name: string;
   seq: number;
-  kind: "run" | "sleep" | "event" | "jobs";
+  kind: "run" | "sleep" | "event" | "jobs" | "patch";
   state: "done" | "retrying" | "failed" | "waiting" | "timed_out";
   result?: unknown;
   /** Appended to the step's errors. */

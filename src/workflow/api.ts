@@ -6,6 +6,14 @@ import type { BatchItem, Db } from "../db/query.js";
 import type { ArgsSchema, Task } from "../app/task.js";
 import type { ChildJob, ChildJobsOptions } from "./children.js";
 
+/**
+ * A step's name, or its name and the names it had before: a renamed step finds what runs started on the old
+ * code stored under an old name (and keeps writing there), so a deploy can rename a step without failing
+ * parked runs. Once no run with the old name is left, drop `formerly`.
+ * @example await step.sleep({ name: "cool-off", formerly: ["pause"] }, "1d");
+ */
+export type StepName = string | { name: string; formerly: readonly string[] };
+
 /** What a step's function sees. @example await step.run("charge", ({ attempt }) => charge(order, { idempotencyKey: `o-${order}-${attempt}` })); */
 export interface StepContext {
   /** 1 the first time this step runs, counted per step (not the job's attempt). */
@@ -44,34 +52,42 @@ export interface WaitForEventOptions {
 /**
  * The steps of one run of a workflow: each call is memoized in `akadze.steps` under its name, and a replay
  * gets the stored result without running it again. Step names must be unique within a workflow and reached
- * in the same order on every run.
+ * in the same order on every run; `patched` and `formerly` change a workflow without failing its parked runs.
  * @example const charge = await step.run("charge", () => payments.charge(order));
  */
 export interface Step {
   /** Runs `fn` once; its JSON result is stored and returned on every later run. A throw retries this step alone. */
-  run<T>(name: string, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>>;
+  run<T>(name: StepName, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>>;
   /**
    * Runs `fn` in a transaction that also stores the step's result: the app's writes through `tx` commit with
    * it or not at all (exactly once). Not on neon-http (no interactive transactions): use `batch` there.
    */
-  transaction<T>(name: string, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T>;
+  transaction<T>(name: StepName, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T>;
   /** Runs the queries `build` returns and stores the step as done, all as one transaction (`db.batch` on neon-http). */
-  batch(name: string, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void>;
+  batch(name: StepName, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void>;
   /** Parks the run for `duration` (no slot, lease or connection held, no attempt spent). */
-  sleep(name: string, duration: Duration): Promise<void>;
+  sleep(name: StepName, duration: Duration): Promise<void>;
   /** Parks the run until `at`. */
-  sleepUntil(name: string, at: Date): Promise<void>;
+  sleepUntil(name: StepName, at: Date): Promise<void>;
   /** Parks the run until `sendEvent` delivers a matching event (its payload is returned) or the timeout passes (`null`). */
-  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null>;
+  waitForEvent<T = unknown>(name: StepName, options: WaitForEventOptions): Promise<T | null>;
   /**
    * Enqueues one child job per args (exactly once, with the step) and parks until all have finished;
    * returns each child's state, result (typed as the task's handler returns it) and last error, in order
    * (Celery's group and chord).
    */
-  runJobs<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob<R>[]>;
+  runJobs<S extends ArgsSchema, R>(name: StepName, task: Task<S, R>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob<R>[]>;
   /**
    * One child job: its result once it succeeded, typed as the task's handler returns it; `ChildJobFailed`
    * if it failed, was cancelled or ended rate_limited.
    */
-  invoke<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R>;
+  invoke<S extends ArgsSchema, R>(name: StepName, task: Task<S, R>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R>;
+  /**
+   * Whether this run takes the code path added under `id`: true for a run that reaches this point on the new
+   * code (recorded in its journal, so its replays answer true again), false for a run that had already gone
+   * past this point without it (it keeps the old path). The same answer for every call with `id` in one run;
+   * a marker takes no position, so the call can be removed once no run on the old path is left.
+   * @example if (await step.patched("fraud-check")) await step.run("fraud-check", () => screen(order));
+   */
+  patched(id: string): Promise<boolean>;
 }

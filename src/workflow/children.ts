@@ -7,6 +7,7 @@ import { queryJson } from "../db/query.js";
 import { readChildJobsStatement } from "../sql/read-child-jobs.js";
 import { startChildJobsStatement } from "../sql/start-child-jobs.js";
 import { timestamp } from "../sql/time.js";
+import type { StepName } from "./api.js";
 import type { StepRunner } from "./step.js";
 
 /** How often a workflow waiting for its child jobs looks at them, unless told otherwise. */
@@ -40,11 +41,11 @@ export class ChildJobFailed extends Fail {
  * Enqueues the children with the step that waits for them (one statement, so exactly once), then parks,
  * looking every `poll` until none is queued or running; the outcomes are stored and returned in order.
  */
-export async function runChildJobs<S extends ArgsSchema, R>(r: StepRunner, name: string, task: Task<S, R>, args: v.InferInput<S>[],
+export async function runChildJobs<S extends ArgsSchema, R>(r: StepRunner, step: StepName, task: Task<S, R>, args: v.InferInput<S>[],
   options: ChildJobsOptions = {}): Promise<ChildJob<R>[]> {
-  const seq = r.enter(name, "jobs");
+  const { seq, name } = r.enter(step, "jobs");
   const pollMs = pollOf(r, name, options);
-  const stored = r.stored.get(name);
+  const stored = r.journal.steps.get(name);
   if (stored?.state === "done") return stored.result as ChildJob<R>[];
   const { owner, now } = r.current.runtime;
   if (!stored) {

@@ -5,6 +5,7 @@ import type { ArgsSchema, Handler, JobContext, TaskDefinition, TaskOptions } fro
 import { current } from "../runtime/context.js";
 import { StepParked } from "./errors.js";
 import { DEFAULT_MIN_STEP_TIME, StepRunner, type Step } from "./step.js";
+import { WorkflowVersions } from "./versions.js";
 
 /** A workflow's options: a task's, plus when to yield. @example app.workflow("order.fulfil", { args: Order, minStepTime: "10s" }, handler); */
 export interface WorkflowOptions<S extends ArgsSchema = ArgsSchema> extends TaskOptions<S> {
@@ -14,6 +15,18 @@ export interface WorkflowOptions<S extends ArgsSchema = ArgsSchema> extends Task
    * At least one new step runs per run. Default 5 s.
    */
   minStepTime?: Duration;
+  /**
+   * The version of the handler (a whole number, default 1). Runs record the version they start on, and keep
+   * running that version's handler after a deploy: give the handlers of versions that parked runs started on
+   * in `previous`. A run whose version the code no longer has fails with `WorkflowVersionMissing`.
+   */
+  version?: number;
+  /**
+   * Earlier versions' handlers, by version, for the runs that started on them. Drop one once none of its runs
+   * is left unfinished.
+   * @example app.workflow("order.fulfil", { version: 2, previous: { 1: fulfilV1 } }, fulfilV2);
+   */
+  previous?: Record<number, WorkflowHandler<S, any>>;
 }
 
 /** A workflow body: validated args, its steps, and the job context. @example const body: WorkflowHandler<typeof Args> = async (args, step) => step.run("a", () => 1); */
@@ -27,7 +40,8 @@ export type WorkflowHandler<S extends ArgsSchema, R = unknown> = (args: v.InferO
 export function workflowBody<S extends ArgsSchema, R>(name: string, options: WorkflowOptions<S>, handler: WorkflowHandler<S, R>,
   definition: () => TaskDefinition<R>): { taskOptions: TaskOptions<S>; body: Handler<S, R> } {
   if (typeof handler !== "function") throw new InvalidInput(`workflow ${name}: the handler must be a function`);
-  const { minStepTime, ...taskOptions } = options;
+  const { minStepTime, version, previous, ...taskOptions } = options;
+  const versions = new WorkflowVersions<S, R>(name, version, previous, handler);
   let minStepTimeMs: number;
   try { minStepTimeMs = parseDuration(minStepTime ?? DEFAULT_MIN_STEP_TIME, `workflow ${name}: minStepTime`); } catch (error) {
     throw new InvalidInput((error as Error).message);
@@ -36,11 +50,12 @@ export function workflowBody<S extends ArgsSchema, R>(name: string, options: Wor
     const d = definition();
     const steps = new StepRunner(current(), { maxAttempts: d.maxAttempts, backoff: d.backoff, retryOn: d.retryOn }, minStepTimeMs,
       () => job.signal);
-    await steps.load();
+    await steps.load(versions.recorded ? versions.current : undefined);
+    const run = versions.handlerOf(steps.journal.startedOn(versions.current));
     let result: R | undefined;
     let thrown: { error: unknown } | null = null;
     try {
-      result = await handler(args, steps, job);
+      result = await run(args, steps, job);
     } catch (error) {
       thrown = { error };
     }

@@ -18,6 +18,20 @@ export class StepFailed extends Fail {
 export class WorkflowNondeterminism extends Fail {}
 
 /**
+ * A run started on a version of its workflow that the deployed code no longer declares (neither `version` nor
+ * a key of `previous`): the job fails at once, naming the run's version and the versions the code has. Deploy
+ * code that has that version again (under `previous`), then `requeue` the job.
+ * @example if (job.errors.at(-1)?.kind === "WorkflowVersionMissing") await requeue(db, job.id); // after the redeploy
+ */
+export class WorkflowVersionMissing extends WorkflowNondeterminism {
+  constructor(readonly workflow: string, readonly version: number, readonly versions: number[]) {
+    super(`workflow ${JSON.stringify(workflow)}: this run started on version ${version}, which this code no longer has ` +
+      `(it has version${versions.length === 1 ? "" : "s"} ${versions.join(", ")}): deploy code that keeps version ${version}'s handler ` +
+      `under \`previous\`, then requeue the job`);
+  }
+}
+
+/**
  * A step ran past its own `timeout`: that step's attempt failed (its signal aborted, a late result is not
  * stored, a `step.transaction` rolls back) and it is retried by the step's policy, whatever `retryOn` says,
  * as a job's timeout is.

@@ -1,15 +1,14 @@
 import { backoffMs } from "../core/backoff.js";
 import { parseDuration, type Duration } from "../core/duration.js";
-import type { Step, StepContext, StepOptions, WaitForEventOptions } from "./api.js";
+import type { Step, StepContext, StepName, StepOptions, WaitForEventOptions } from "./api.js";
 import { errorEntry, resolveStepPolicy, safePredicate, type ResolvedStepPolicy } from "./step-policy.js";
 import { Cancel, Fail, InvalidInput, LeaseLost, Retry, Snooze } from "../core/errors.js";
 import { jsonProblem } from "../core/json.js";
-import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
 import type { CurrentJob } from "../runtime/context.js";
 import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
-import { loadStepsStatement } from "../sql/load-steps.js";
+import { loadStepsStartingStatement, loadStepsStatement } from "../sql/load-steps.js";
 import { saveStepStatement, type StepWrite } from "../sql/save-step.js";
 import { timestamp } from "../sql/time.js";
 import { OutcomeNotStorable, StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./errors.js";
@@ -18,8 +17,11 @@ import { StepDeadline } from "./step-timeout.js";
 import type { StoredStep, StepPolicy } from "./types.js";
 import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } from "./children.js";
 import { sleepStep, waitStep } from "./waits.js";
+import { labelOf, stepNames } from "./names.js";
+import { patchedStep } from "./patches.js";
+import { Journal } from "./journal.js";
 
-export type { Step, StepContext, StepOptions, WaitForEventOptions } from "./api.js";
+export type { Step, StepContext, StepName, StepOptions, WaitForEventOptions } from "./api.js";
 import type * as v from "valibot";
 import type { ArgsSchema, Task } from "../app/task.js";
 
@@ -28,11 +30,14 @@ export const DEFAULT_MIN_STEP_TIME = "5s";
 
 /** One run's steps. The workflow runtime builds it, runs the handler with it, then asks `outcome()`. */
 export class StepRunner implements Step {
-  /** @internal The steps stored before this run, by name. */
-  readonly stored = new Map<string, StoredStep>();
-  private bySeq = new Map<number, StoredStep>();
-  private seen = new Set<string>();
-  private seq = 0;
+  /** @internal What the run's earlier runs stored. */
+  readonly journal = new Journal();
+  /** @internal The answers `patched` gave in this run, by id. */
+  readonly patchAnswers = new Map<string, boolean>();
+  /** @internal Names taken in this run, by steps and patches. */
+  readonly seen = new Set<string>();
+  /** @internal The next step's position. */
+  seq = 0;
   private executed = 0;
   private parkMs: number | null = null;
   private failure: Error | null = null;
@@ -47,14 +52,19 @@ export class StepRunner implements Step {
     this.db = current.runtime.db;
   }
 
-  /** Reads the job's stored steps (one statement). */
-  async load(): Promise<void> {
-    const rows = await queryJson<StoredStep[]>(this.db, loadStepsStatement(this.current.id));
-    for (const row of rows ?? []) { this.stored.set(row.name, row); this.bySeq.set(row.seq, row); }
+  /**
+   * Reads the job's stored steps (one statement). With `startVersion`, a run that has stored nothing yet
+   * records that it starts on that version, in the same statement.
+   */
+  async load(startVersion?: number): Promise<void> {
+    const { owner, now } = this.current.runtime;
+    const statement = startVersion === undefined ? loadStepsStatement(this.current.id)
+      : loadStepsStartingStatement(owner, this.current.id, timestamp(now()), startVersion);
+    this.journal.add(await queryJson<StoredStep[]>(this.db, statement) ?? []);
   }
 
-  run<T>(name: string, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>> {
-    return this.runStep(name, options, async (seq, ctx, deadline) => {
+  run<T>(step: StepName, fn: (ctx: StepContext) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>> {
+    return this.runStep(step, options, async (seq, name, ctx, deadline) => {
       const value = await fn(ctx);
       deadline.finish();
       this.assertJson(name, value);
@@ -63,11 +73,11 @@ export class StepRunner implements Step {
     });
   }
 
-  transaction<T>(name: string, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T> {
+  transaction<T>(step: StepName, fn: (tx: Db, ctx: StepContext) => Promise<T>, options?: StepOptions): Promise<T> {
     if (traitsOf(this.db).http) {
-      return this.refuse(new StepMisuse(`step ${JSON.stringify(name)}: step.transaction needs an interactive transaction, which neon-http does not have: use step.batch(name, (db) => [...queries])`));
+      return this.refuse(new StepMisuse(`step ${JSON.stringify(labelOf(step))}: step.transaction needs an interactive transaction, which neon-http does not have: use step.batch(name, (db) => [...queries])`));
     }
-    return this.runStep(name, options, (seq, ctx, deadline) => this.db.transaction(async (tx) => {
+    return this.runStep(step, options, (seq, name, ctx, deadline) => this.db.transaction(async (tx) => {
       const value = await fn(tx as unknown as Db, ctx);
       deadline.finish(); // past its timeout: the app's writes roll back with the attempt
       this.assertJson(name, value);
@@ -76,8 +86,8 @@ export class StepRunner implements Step {
     }));
   }
 
-  batch(name: string, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void> {
-    return this.runStep(name, options, async (seq, ctx, deadline) => {
+  batch(step: StepName, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void> {
+    return this.runStep(step, options, async (seq, name, ctx, deadline) => {
       const at = timestamp(this.current.runtime.now());
       const { owner } = this.current.runtime;
       try {
@@ -92,28 +102,32 @@ export class StepRunner implements Step {
     });
   }
 
-  sleep(name: string, duration: Duration): Promise<void> {
+  sleep(step: StepName, duration: Duration): Promise<void> {
     let ms: number;
-    try { ms = parseDuration(duration, `step ${JSON.stringify(name)}: sleep duration`); } catch (error) { return this.refuse(new InvalidInput((error as Error).message)); }
-    return this.sleepUntil(name, new Date(this.now() + ms));
+    try { ms = parseDuration(duration, `step ${JSON.stringify(labelOf(step))}: sleep duration`); } catch (error) { return this.refuse(new InvalidInput((error as Error).message)); }
+    return this.sleepUntil(step, new Date(this.now() + ms));
   }
 
-  sleepUntil(name: string, at: Date): Promise<void> {
-    return this.tracked(sleepStep(this, name, at));
+  sleepUntil(step: StepName, at: Date): Promise<void> {
+    return this.tracked(sleepStep(this, step, at));
   }
 
-  waitForEvent<T = unknown>(name: string, options: WaitForEventOptions): Promise<T | null> {
-    return this.tracked(waitStep<T>(this, name, options));
+  waitForEvent<T = unknown>(step: StepName, options: WaitForEventOptions): Promise<T | null> {
+    return this.tracked(waitStep<T>(this, step, options));
   }
 
-  runJobs<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob<R>[]> {
-    return this.tracked(runChildJobs(this, name, task, args, options));
+  runJobs<S extends ArgsSchema, R>(step: StepName, task: Task<S, R>, args: v.InferInput<S>[], options?: ChildJobsOptions): Promise<ChildJob<R>[]> {
+    return this.tracked(runChildJobs(this, step, task, args, options));
   }
 
-  async invoke<S extends ArgsSchema, R>(name: string, task: Task<S, R>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R> {
-    const [child] = await this.runJobs(name, task, [args], options);
+  async invoke<S extends ArgsSchema, R>(step: StepName, task: Task<S, R>, args: v.InferInput<S>, options?: ChildJobsOptions): Promise<R> {
+    const [child] = await this.runJobs(step, task, [args], options);
     if (child.state !== "succeeded") throw new ChildJobFailed(child);
     return child.result as R;
+  }
+
+  patched(id: string): Promise<boolean> {
+    return this.tracked(patchedStep(this, id));
   }
 
   /** A step promise the run waits for before it ends, even if the handler stopped awaiting it. */
@@ -139,11 +153,11 @@ export class StepRunner implements Step {
   }
 
   /** A run-kind step: memoized, yields on a short budget, retried with the step's own policy. */
-  private runStep<T>(name: string, options: StepOptions | undefined,
-    exec: (seq: number, ctx: StepContext, deadline: StepDeadline) => Promise<T>): Promise<Awaited<T>> {
-    let seq: number;
-    try { seq = this.enter(name, "run"); } catch (error) { return Promise.reject(error); }
-    const stored = this.stored.get(name);
+  private runStep<T>(step: StepName, options: StepOptions | undefined,
+    exec: (seq: number, name: string, ctx: StepContext, deadline: StepDeadline) => Promise<T>): Promise<Awaited<T>> {
+    let seq: number, name: string;
+    try { ({ seq, name } = this.enter(step, "run")); } catch (error) { return Promise.reject(error); }
+    const stored = this.journal.steps.get(name);
     if (stored?.state === "done") return Promise.resolve((stored.hasResult ? stored.result : undefined) as Awaited<T>);
     // A workflow requeued after a step gave up starts that step's attempts afresh.
     const attempt = (stored?.state === "retrying" ? stored.attempts : 0) + 1;
@@ -158,7 +172,7 @@ export class StepRunner implements Step {
       const span = this.current.trace === null ? null : this.current.trace.step(name, "run", attempt);
       try {
         const ctx = { attempt, signal: deadline.signal };
-        const value = await deadline.race(span === null ? exec(seq, ctx, deadline) : span.within(() => exec(seq, ctx, deadline)));
+        const value = await deadline.race(span === null ? exec(seq, name, ctx, deadline) : span.within(() => exec(seq, name, ctx, deadline)));
         span?.end();
         this.executed++;
         return value as Awaited<T>;
@@ -189,26 +203,38 @@ export class StepRunner implements Step {
     return this.park(error instanceof Retry ? error.delayMs : backoffMs(attempt, policy.backoff));
   }
 
-  /** Checks the name (valid, unused in this run, at the position it had when stored) and takes the next position. */
+  /**
+   * Checks the name (valid, unused in this run, at the position it had when stored), takes the next position,
+   * and answers the name the step is stored under: its own, or the first of its `formerly` names the run stored.
+   */
   /** @internal */
-  enter(name: string, kind: StoredStep["kind"]): number {
-    if (this.failure) throw this.failure;
-    if (this.parkMs !== null) throw new StepParked(this.parkMs);
-    try { parseOrThrow(NameSchema, name, "step name"); } catch (error) { throw this.fail(new StepMisuse((error as Error).message)); }
-    if (this.seen.has(name)) {
-      throw this.fail(new WorkflowNondeterminism(`step name ${JSON.stringify(name)} is used twice in this workflow: give each step its own name (e.g. \`mail-\${i}\` in a loop)`));
-    }
-    this.seen.add(name);
+  enter(step: StepName, kind: StoredStep["kind"]): { seq: number; name: string } {
+    this.assertGoing();
+    let names: string[];
+    try { names = stepNames(step); } catch (error) { throw this.fail(new StepMisuse((error as Error).message)); }
+    const name = names.find((n) => this.journal.steps.has(n)) ?? names[0];
+    for (const taken of new Set([names[0], name])) this.take(taken);
     const seq = this.seq++;
-    const stored = this.stored.get(name);
-    const atSeq = this.bySeq.get(seq);
+    const stored = this.journal.steps.get(name);
+    const atSeq = this.journal.bySeq.get(seq);
     if ((stored && (stored.seq !== seq || stored.kind !== kind)) || (atSeq && atSeq.name !== name)) {
       const was = atSeq ? `${JSON.stringify(atSeq.name)} (${atSeq.kind})` : "no step";
       throw this.fail(new WorkflowNondeterminism(`workflow replay reached step ${JSON.stringify(name)} (${kind}) as step #${seq + 1}, where the stored run had ${was}: ` +
-        "a workflow must reach its steps in the same order on every run (branch only on step results)"));
+        "a workflow must reach its steps in the same order on every run (branch only on step results, or on step.patched to change a deployed workflow)"));
     }
-    return seq;
+    return { seq, name };
   }
+
+  /** Marks a name as taken in this run (by a step or a patch); one taken twice fails the run. */
+  /** @internal */
+  take(name: string): void {
+    if (this.seen.has(name) || this.journal.patches.has(name)) {
+      throw this.fail(new WorkflowNondeterminism(`step name ${JSON.stringify(name)} is used twice in this workflow: give each step its own name (e.g. \`mail-\${i}\` in a loop)`));
+    }
+    this.seen.add(name);
+  }
+
+
 
   /** @internal */
   async save(db: Db, write: StepWrite): Promise<void> {
@@ -244,6 +270,12 @@ export class StepRunner implements Step {
   park(ms: number): StepParked {
     this.parkMs = Math.max(0, Math.min(this.parkMs ?? Infinity, ms));
     return new StepParked(this.parkMs);
+  }
+
+  /** @internal Throws what every step call throws once the run has failed or parked. */
+  assertGoing(): void {
+    if (this.failure) throw this.failure;
+    if (this.parkMs !== null) throw new StepParked(this.parkMs);
   }
 
   /** @internal */

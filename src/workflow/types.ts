@@ -4,9 +4,10 @@ import type { ErrorEntry } from "../core/errors.js";
 /** A step as stored in `akadze.steps` and shown by `getJob` (timestamps are ISO strings). */
 export interface StoredStep {
   name: string;
-  /** Its position in the handler's order of step calls, from 0. */
+  /** Its position in the handler's order of step calls, from 0 (a `patch` marker: the position it was reached at; the `version` entry: -1). */
   seq: number;
-  kind: "run" | "sleep" | "event" | "jobs";
+  /** What the handler called; `patch` is a `step.patched` marker and `version` the workflow version the run started on (docs/workflows.md#changing-a-workflow-while-runs-are-parked). */
+  kind: "run" | "sleep" | "event" | "jobs" | "patch" | "version";
   /** `done`; `retrying` (failed, parked for its backoff); `failed` (gave up); `waiting` (a sleep or event wait); `timed_out` (a wait that got no event). */
   state: "done" | "retrying" | "failed" | "waiting" | "timed_out";
   result: unknown;

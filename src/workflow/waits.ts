@@ -7,13 +7,13 @@ import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson } from "../db/query.js";
 import { timeOutWaitStatement } from "../sql/time-out-wait.js";
 import { timestamp } from "../sql/time.js";
-import type { WaitForEventOptions } from "./api.js";
+import type { StepName, WaitForEventOptions } from "./api.js";
 import type { StepRunner } from "./step.js";
 
 /** A sleep step: done once its time has come, else stored (once) and the run parks until then. */
-export async function sleepStep(r: StepRunner, name: string, at: Date): Promise<void> {
-  const seq = r.enter(name, "sleep");
-  const stored = r.stored.get(name);
+export async function sleepStep(r: StepRunner, step: StepName, at: Date): Promise<void> {
+  const { seq, name } = r.enter(step, "sleep");
+  const stored = r.journal.steps.get(name);
   if (stored?.state === "done") return;
   const wakeAt = stored?.wakeAt ? new Date(stored.wakeAt) : at;
   if (!(wakeAt instanceof Date) || Number.isNaN(wakeAt.getTime())) throw r.fail(new InvalidInput(`step ${JSON.stringify(name)}: sleepUntil needs a valid Date`));
@@ -26,9 +26,9 @@ export async function sleepStep(r: StepRunner, name: string, at: Date): Promise<
 }
 
 /** An event wait: the delivered payload, null once its timeout was recorded, else the run parks. */
-export async function waitStep<T>(r: StepRunner, name: string, options: WaitForEventOptions): Promise<T | null> {
-  const seq = r.enter(name, "event");
-  const stored = r.stored.get(name);
+export async function waitStep<T>(r: StepRunner, step: StepName, options: WaitForEventOptions): Promise<T | null> {
+  const { seq, name } = r.enter(step, "event");
+  const stored = r.journal.steps.get(name);
   if (stored?.state === "done") return stored.result as T;
   if (stored?.state === "timed_out") return null;
   if (!stored) {
@@ -47,7 +47,7 @@ export async function waitStep<T>(r: StepRunner, name: string, options: WaitForE
   if (won) return null;
   // An event reached the step just before its timeout was recorded: it counts.
   await r.load();
-  return r.stored.get(name)!.result as T;
+  return r.journal.steps.get(name)!.result as T;
 }
 
 /** A wait's options, checked (InvalidInput fails the run's step, naming the option). */
