@@ -211,10 +211,10 @@ forEachDriver((h, driver) => {
       expect(await slotsOf("dropped")).toEqual(["2026-06-01T12:00:00.000Z"]);
       clock.set("2026-06-01T14:10:00Z");
       expect(await listSchedules(h().db, { app: after })).toEqual([
-        { name: "dropped", task: "dropped", schedule: null, lastSlot: new Date("2026-06-01T12:00:00Z"), nextSlot: null,
-          seenAt: new Date("2026-06-01T12:00:00Z"), defined: false },
-        { name: "kept", task: "kept", schedule: 'cron "0 * * * *"', lastSlot: new Date("2026-06-01T14:00:00Z"),
-          nextSlot: new Date("2026-06-01T15:00:00Z"), seenAt: new Date("2026-06-01T14:00:00Z"), defined: true },
+        { name: "dropped", task: "dropped", runtime: false, tenant: null, schedule: null, args: null, catchUp: "latest", overlap: "allow", paused: false,
+          lastSlot: new Date("2026-06-01T12:00:00Z"), nextSlot: null, seenAt: new Date("2026-06-01T12:00:00Z"), defined: false },
+        { name: "kept", task: "kept", runtime: false, tenant: null, schedule: 'cron "0 * * * *"', args: {}, catchUp: "latest", overlap: "allow", paused: false,
+          lastSlot: new Date("2026-06-01T14:00:00Z"), nextSlot: new Date("2026-06-01T15:00:00Z"), seenAt: new Date("2026-06-01T14:00:00Z"), defined: true },
       ]);
       expect((await listSchedules(h().db)).map((s) => [s.name, s.defined, s.nextSlot])).toEqual([["dropped", null, null], ["kept", null, null]]);
     });

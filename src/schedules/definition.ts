@@ -93,6 +93,17 @@ export class Schedule {
   }
 }
 
+/** A schedule's definition as its row stores it (a runtime schedule's). */
+export interface StoredTiming {
+  name: string; task: string; args: unknown; cron: string | null; timezone: string | null; everyMs: number | string | null; catchUp: number; skip: boolean;
+}
+
+/** A runtime schedule's stored definition as a Schedule (it was validated when stored). */
+export function storedSchedule(row: StoredTiming): Schedule {
+  const timing = row.cron !== null ? { cron: row.cron, timezone: row.timezone ?? undefined } : { everyMs: Number(row.everyMs) };
+  return new Schedule(row.name, row.task, row.args ?? {}, timing, { catchUp: row.catchUp, skip: row.skip });
+}
+
 /**
  * Validates a schedule against the task it enqueues; throws InvalidInput (bad cron expression,
  * unknown time zone, zero or negative `every`, args the task rejects, a bad policy) and has no side effects.

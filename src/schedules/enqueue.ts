@@ -2,7 +2,7 @@ import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { enqueueDueSlotsCtes, slotReport, type SlotOffer, type SlotReport } from "../sql/enqueue-due-slots.js";
 import { dueRuntimeSchedulesCte, runtimeDueReport, type StoredDefinition } from "../sql/due-runtime-schedules.js";
-import { Schedule } from "./definition.js";
+import { storedSchedule, type Schedule } from "./definition.js";
 
 /**
  * A schedule seen for the first time (no row yet) fires its latest slot only if that slot came due
@@ -41,8 +41,7 @@ function slotOffer(app: App, { schedule, revision }: Offerable, estimate: Date):
 /** A runtime schedule's stored definition as a Schedule (null if this croner cannot read its expression). */
 function scheduleOf(d: StoredDefinition): Schedule | null {
   try {
-    const timing = d.cron !== null ? { cron: d.cron, timezone: d.timezone ?? undefined } : { everyMs: Number(d.everyMs) };
-    return new Schedule(d.name, d.task, d.args ?? {}, timing, { catchUp: d.catchUp, skip: d.skip });
+    return storedSchedule(d);
   } catch {
     return null;
   }
