@@ -20,7 +20,7 @@ export {
 export { MAX_JSON_DEPTH } from "./core/json.js";
 export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRunHook, type TransitionHook } from "./app/hooks.js";
 export type { Tracing, TraceCarrier } from "./core/tracing.js";
-export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
+export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, DuplicateSchedule, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
 export { parseDuration, type Duration } from "./core/duration.js";
 export { defaultBackoffMs, type BackoffPolicy } from "./core/backoff.js";
 export { RETRY_POLICY_DEFAULTS, type RetryPolicy, type ErrorClass } from "./core/retry-policy.js";

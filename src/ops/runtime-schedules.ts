@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import type { App } from "../app/app.js";
-import { AkadzeError, InvalidInput } from "../core/errors.js";
+import { AkadzeError, DuplicateSchedule, InvalidInput } from "../core/errors.js";
 import { NameSchema, parseOrThrow, RuntimeScheduleSchema, ScheduleChangeSchema } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
 import type { Duration } from "../core/duration.js";
@@ -74,7 +74,8 @@ const UPDATE_ATTEMPTS = 5;
  * Stores a schedule that every invocation of apps registering its task fires, each slot once as for
  * schedules in code, from the first slot after `now` (none before). The name is unique among all schedules,
  * those in code included. Throws InvalidInput, and stores nothing, for an unknown task, args the task's
- * schema rejects, a bad cron expression, time zone, `every` or policy, or a name already taken.
+ * schema rejects, a bad cron expression, time zone, `every` or policy; DuplicateSchedule (an InvalidInput) for a
+ * name already taken.
  * @example
  * await createSchedule(db, { name: "tenant-7.report", tenant: "7", task: "report", cron: "0 9 * * *",
  *   timezone: "Europe/Berlin", args: { tenant: 7 }, catchUp: { all: 3 } }, { app });
@@ -90,7 +91,7 @@ export async function createSchedule(db: Db, entry: RuntimeScheduleEntry, option
   const at = now ?? app.clock();
   const stored = await queryJson<StoredSchedule | null>(db, insertScheduleStatement(rowOf(schedule, e.tenant ?? null, e.paused ?? false, schedule.nextSlot(at)),
     timestamp(now ?? app.sqlClock?.() ?? null)));
-  if (!stored) throw new InvalidInput(`${what} already exists: change it with updateSchedule, or delete it first`);
+  if (!stored) throw new DuplicateSchedule(e.name);
   return runtimeScheduleOf(stored);
 }
 
