@@ -35,6 +35,8 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "index", name: "akadze.jobs_debounce_key_queued" },
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "column", name: "akadze.jobs.trace_context" },
+  { kind: "index", name: "akadze.schedules_due_idx" },
+  { kind: "column", name: "akadze.schedules.last_job_id" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
   { kind: "function", name: "akadze.prune_orphan_replays(integer)" },
   { kind: "function", name: "akadze.prune_orphan_progress(timestamp with time zone, integer)" },
