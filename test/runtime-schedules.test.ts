@@ -57,6 +57,23 @@ forEachDriver((h) => {
     expect(ran).toHaveLength(12 + 6);
   });
 
+  it("8 racing invocations after a 10-minute outage enqueue the latest 5 slots of catchUp { all: 5 } once each", async () => {
+    const clock = new ManualClock("2026-06-01T11:59:30Z");
+    const app = createApp({ clock: clock.now });
+    app.periodic("code.all5", { every: "1m", catchUp: { all: 5 } }, async () => {});
+    app.task("runtime.all5", async () => {});
+    await createSchedule(h().db, { name: "r.all5", task: "runtime.all5", every: "1m", catchUp: { all: 5 } }, { app });
+    const race = (round: string) => Promise.all(Array.from({ length: 8 }, (_, i) => runOnce(app, { db: h().db, now: clock.now, id: `${round}-${i}` })));
+    clock.set("2026-06-01T12:00:00Z");
+    await race("a");
+    clock.set("2026-06-01T12:10:20Z");
+    await race("b");
+    const expected = ["2026-06-01T12:00:00.000Z", ...instants("2026-06-01T12:06:00Z", "2026-06-01T12:10:00Z", 60_000)];
+    expect(await slotsOf("code.all5")).toEqual(expected);
+    expect(await slotsOf("runtime.all5")).toEqual(expected);
+    expect(await h().rows(`select count(*)::int as n from akadze.all_jobs where state <> 'succeeded'`)).toEqual([{ n: 0 }]);
+  });
+
   for (const where of ["code", "runtime"] as const) {
     it(`after a 10-minute outage (schedules in ${where}): latest enqueues 1, all up to 5 the latest 5, skip none while the previous run is active`, async () => {
       const clock = new ManualClock("2026-06-01T11:59:30Z");
