@@ -5,7 +5,7 @@ import * as v from "valibot";
 import { sql } from "drizzle-orm";
 import {
   createApp, createSchedule, deleteSchedule, InvalidInput, listSchedules, pauseQueue, pauseSchedule, resumeQueue, resumeSchedule, runOnce,
-  updateSchedule, type App,
+  runWorker, updateSchedule, type App,
 } from "../src/index.js";
 import { queryJson } from "../src/db/query.js";
 import { ScheduleSlots } from "../src/schedules/enqueue.js";
@@ -13,6 +13,7 @@ import type { SlotReport } from "../src/sql/enqueue-due-slots.js";
 import type { StoredDefinition } from "../src/sql/due-runtime-schedules.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { waitFor } from "./support/wait-for.js";
 
 const iso = (at: string | Date) => new Date(at).toISOString();
 
@@ -182,6 +183,39 @@ forEachDriver((h) => {
     expect(await slotsOf("report")).toEqual(["2026-06-01T12:00:00.000Z"]);
     expect(await claimAt("2026-06-01T12:01:02Z")).toEqual({ learned: false, runtimeDue: null });
     expect(await slotsOf("report")).toEqual(["2026-06-01T12:00:00.000Z", "2026-06-01T12:01:00.000Z"]);
+  });
+
+  it("a long-lived worker fires runtime schedules, follows a change and forgets a deleted one", async () => {
+    const clock = new ManualClock("2026-06-01T11:59:30Z");
+    const app = createApp({ clock: clock.now });
+    const ran: string[] = [];
+    app.task("report", { args: v.object({ format: v.string() }) }, async ({ format }, job) => { ran.push(`${format}@${job.id}`); });
+    app.task("marker", async () => {});
+    await createSchedule(h().db, { name: "r", task: "report", every: "1m", args: { format: "pdf" } }, { app });
+    const stop = new AbortController();
+    const worker = runWorker(app, { db: h().db, now: clock.now, maxPoll: "100ms", signal: stop.signal, listen: false });
+    const jobsOf = async (task: string) => (await h().rows(`select run_at, args, state from akadze.all_jobs where task = '${task}' order by run_at`));
+    const reach = (task: string, n: number) => waitFor(async () => (await jobsOf(task)).filter((j) => j.state === "succeeded").length >= n, `${n} ${task} jobs to run`);
+    try {
+      clock.set("2026-06-01T12:00:00Z");
+      await reach("report", 1);
+      clock.set("2026-06-01T12:01:00Z");
+      await reach("report", 2);
+      await updateSchedule(h().db, "r", { args: { format: "csv" } }, { app });
+      clock.set("2026-06-01T12:02:00Z");
+      await reach("report", 3);
+      expect(await deleteSchedule(h().db, "r")).toBe(true);
+      // A schedule made now marks a claim after the delete: the deleted one's 12:03 must not fire in it or later.
+      await createSchedule(h().db, { name: "m", task: "marker", every: "1m" }, { app });
+      clock.set("2026-06-01T12:03:00Z");
+      await reach("marker", 1);
+    } finally {
+      stop.abort();
+      await worker;
+    }
+    expect((await jobsOf("report")).map((j) => [iso(j.run_at), j.args.format])).toEqual([
+      ["2026-06-01T12:00:00.000Z", "pdf"], ["2026-06-01T12:01:00.000Z", "pdf"], ["2026-06-01T12:02:00.000Z", "csv"]]);
+    expect(ran).toHaveLength(3);
   });
 
   it("bad input is an InvalidInput error and stores nothing", async () => {
