@@ -2,7 +2,7 @@ import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { enqueueDueSlotsCtes, slotReport, type SlotOffer, type SlotReport } from "../sql/enqueue-due-slots.js";
 import { dueRuntimeSchedulesCte, runtimeDueReport, type StoredDefinition } from "../sql/due-runtime-schedules.js";
-import { storedSchedule, type Schedule } from "./definition.js";
+import { LearnedSchedules, type Offerable } from "./learned.js";
 
 /**
  * A schedule seen for the first time (no row yet) fires its latest slot only if that slot came due
@@ -14,9 +14,6 @@ export const FIRST_SIGHT_GRACE_MS = 60_000;
 
 /** A schedule whose due slot a process saw is offered again after this long anyway (its `seen_at` is refreshed). */
 export const SCHEDULE_RECHECK_MS = 60_000;
-
-/** A schedule as a process offers it: defined in code (revision null) or learned from its row. */
-interface Offerable { schedule: Schedule; revision: number | null }
 
 /**
  * A schedule's candidate slots around `estimate` (the database's clock as this process guesses it): the
@@ -38,15 +35,6 @@ function slotOffer(app: App, { schedule, revision }: Offerable, estimate: Date):
   };
 }
 
-/** A runtime schedule's stored definition as a Schedule (null if this croner cannot read its expression). */
-function scheduleOf(d: StoredDefinition): Schedule | null {
-  try {
-    return storedSchedule(d);
-  } catch {
-    return null;
-  }
-}
-
 /**
  * Which schedules one process's claims carry, on the database's clock. The host clock may be off: each claim
  * that carries schedules reports the statement's clock and the slot it found due, so the process keeps the
@@ -64,10 +52,12 @@ export class ScheduleSlots {
   private offsetMs = 0;
   /** Per schedule: when (host clock) it was last carried, and its next slot after the one that was due then. */
   private readonly carried = new Map<string, { at: number; next: number | null }>();
-  /** Runtime schedules learned from claims, by name. */
-  private readonly runtime = new Map<string, Offerable>();
+  /** Runtime schedules learned from claims. */
+  private readonly learned: LearnedSchedules;
 
-  constructor(private readonly app: App) {}
+  constructor(private readonly app: App) {
+    this.learned = new LearnedSchedules(app);
+  }
 
   /**
    * What a claim sent now carries: its extra CTEs and report entries, and `answered`, to call with the report
@@ -77,7 +67,7 @@ export class ScheduleSlots {
   forClaim(hostNow: Date, now: SQL): { extra: SQL[]; report: Record<string, SQL>; answered: (report: SlotReport | undefined, runtimeDue?: StoredDefinition[] | null) => boolean } {
     const at = hostNow.getTime();
     const estimate = at + this.offsetMs;
-    const offerables: Offerable[] = [...[...this.app.schedules.values()].map((schedule) => ({ schedule, revision: null })), ...this.runtime.values()];
+    const offerables: Offerable[] = [...[...this.app.schedules.values()].map((schedule) => ({ schedule, revision: null })), ...this.learned.values()];
     const offers = offerables.filter(({ schedule }) => {
       const seen = this.carried.get(schedule.name);
       // A clock moved back (by a test) has nothing to go by either.
@@ -94,27 +84,20 @@ export class ScheduleSlots {
           this.offsetMs = Number(report.now) - at;
           for (const o of offers) {
             const due = report.due?.[o.name];
-            const schedule = o.revision === null ? this.app.schedules.get(o.name) : this.runtime.get(o.name)?.schedule;
+            const schedule = o.revision === null ? this.app.schedules.get(o.name) : this.learned.get(o.name);
             // None of the candidates was due yet (the first guess was far off): offer again with the offset learned.
             if (due === undefined) this.carried.delete(o.name);
             else this.carried.set(o.name, { at, next: schedule?.nextSlot(new Date(Number(due)))?.getTime() ?? null });
           }
           for (const name of report.gone ?? []) {
-            this.runtime.delete(name);
+            this.learned.forget(name);
             this.carried.delete(name);
           }
         }
-        let learned = false;
-        for (const d of runtimeDue ?? []) {
-          // A name the app's code already schedules is its own: the row of a runtime one of that name never fires here.
-          if (this.app.schedules.has(d.name) || this.runtime.get(d.name)?.revision === d.revision) continue;
-          const schedule = scheduleOf(d);
-          if (!schedule) continue;
-          this.runtime.set(d.name, { schedule, revision: d.revision });
-          this.carried.delete(d.name);
-          learned = true;
-        }
-        return learned;
+        // Offered at once by the next claim, whatever was carried under the name before.
+        const learned = this.learned.learn(runtimeDue ?? []);
+        for (const name of learned) this.carried.delete(name);
+        return learned.length > 0;
       },
     };
   }
