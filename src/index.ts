@@ -50,7 +50,7 @@ export { listLimits, type LimitRow } from "./ops/limits.js";
 export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";
 export {
   createSchedule, updateSchedule, pauseSchedule, resumeSchedule, deleteSchedule,
-  type RuntimeScheduleEntry, type ScheduleChange, type RuntimeSchedule, type ScheduleOptions,
+  type RuntimeScheduleEntry, type ScheduleChange, type RuntimeSchedule, type ScheduleOptions, type PauseOptions,
 } from "./ops/runtime-schedules.js";
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
 export type { ScheduleTiming, ScheduleEntry, SchedulePolicy } from "./schedules/definition.js";

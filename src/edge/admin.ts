@@ -85,7 +85,7 @@ export function registerAdminRoutes<E extends Env>(routes: Hono<E>, getDb: (c: C
   for (const [action, operation] of [["pause", pauseSchedule], ["resume", resumeSchedule]] as const) {
     routes.post(`/schedules/:name/${action}`, async (c) => {
       const name = c.req.param("name");
-      if (!(await operation(await getDb(c), name, { now: app?.sqlClock?.() }))) throw missing(name);
+      if (!(await operation(await getDb(c), name, { app }))) throw missing(name);
       return c.json({ name, paused: action === "pause" });
     });
   }

@@ -65,7 +65,10 @@ export interface ScheduleOptions {
 
 const AppSchema = v.custom<App>((a) => (a as App | null)?.tasks instanceof Map, "app must be what createApp returns");
 const OptionsSchema = v.strictObject({ app: AppSchema, now: v.optional(v.date("now must be a valid Date")) });
-const ClockSchema = v.strictObject({ now: v.optional(v.date("now must be a valid Date")) });
+const ClockSchema = v.strictObject({ app: v.optional(AppSchema), now: v.optional(v.date("now must be a valid Date")) });
+
+/** Whose clock a pause or resume reads: `now`, else the app's, else the host's. */
+export interface PauseOptions { app?: App; now?: Date }
 
 /** How many times `updateSchedule` re-reads a row that another writer changed under it before it gives up. */
 const UPDATE_ATTEMPTS = 5;
@@ -125,12 +128,12 @@ export async function updateSchedule(db: Db, name: string, change: ScheduleChang
 }
 
 /** Stops a runtime schedule from firing; its slots while paused never fire. False if no runtime schedule has this name. @example await pauseSchedule(db, "tenant-7.report"); */
-export async function pauseSchedule(db: Db, name: string, options: { now?: Date } = {}): Promise<boolean> {
+export async function pauseSchedule(db: Db, name: string, options: PauseOptions = {}): Promise<boolean> {
   return (await setPaused(db, name, true, options)) !== null;
 }
 
 /** Undoes `pauseSchedule`: the schedule fires again from its first slot after `now`. False if no runtime schedule has this name. @example await resumeSchedule(db, "tenant-7.report"); */
-export async function resumeSchedule(db: Db, name: string, options: { now?: Date } = {}): Promise<boolean> {
+export async function resumeSchedule(db: Db, name: string, options: PauseOptions = {}): Promise<boolean> {
   return (await setPaused(db, name, false, options)) !== null;
 }
 
@@ -139,11 +142,11 @@ export async function deleteSchedule(db: Db, name: string): Promise<boolean> {
   return queryJson<boolean>(db, deleteScheduleStatement(parseOrThrow(NameSchema, name, "schedule name")));
 }
 
-async function setPaused(db: Db, name: string, paused: boolean, options: { now?: Date }): Promise<RuntimeSchedule | null> {
+async function setPaused(db: Db, name: string, paused: boolean, options: PauseOptions): Promise<RuntimeSchedule | null> {
   parseOrThrow(NameSchema, name, "schedule name");
-  const { now } = parseOrThrow(ClockSchema, options, paused ? "pauseSchedule options" : "resumeSchedule options");
-  const at = now ?? new Date();
-  return rewrite(db, name, timestamp(now ?? null), (row) => {
+  const { app, now } = parseOrThrow(ClockSchema, options, paused ? "pauseSchedule options" : "resumeSchedule options");
+  const at = now ?? app?.clock() ?? new Date();
+  return rewrite(db, name, timestamp(now ?? app?.sqlClock?.() ?? null), (row) => {
     const schedule = storedSchedule(row);
     // A resume fires from the first slot after it: the slots while paused are not caught up.
     const next = !paused && row.paused ? schedule.nextSlot(at) : row.nextSlot === null ? null : new Date(row.nextSlot);

@@ -222,7 +222,7 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
     for (const [name, operation, done] of [["pause", pauseSchedule, "schedulePaused"], ["resume", resumeSchedule, "scheduleResumed"]] as const) {
       ui.post(`/schedules/:name/${name}`, signedIn(async (c, ctx, db) => {
         const schedule = c.req.param("name") ?? "";
-        if (!(await operation(db, schedule, { now: host.app?.sqlClock?.() }))) throw new RouteProblem(404, "not_found", `no runtime schedule ${JSON.stringify(schedule)}`);
+        if (!(await operation(db, schedule, { app: host.app }))) throw new RouteProblem(404, "not_found", `no runtime schedule ${JSON.stringify(schedule)}`);
         return c.redirect(`${ctx.base}?done=${done}`, 303);
       }, true));
     }
