@@ -15,12 +15,12 @@ export { DebouncedTask, type DebouncedOptions, type DebouncedHandler, type Debou
 export {
   type EnqueueOptions, MAX_NAME_LENGTH, EARLIEST_TIMESTAMP_MS, LATEST_TIMESTAMP_MS, MAX_SPAN_MS, MAX_TIMER_MS, MIN_PRIORITY, MAX_PRIORITY,
   MAX_ATTEMPTS_BOUND, MIN_LEASE_MS, MAX_LEASE_MS, MIN_HEARTBEAT_MS, MAX_SLOTS, MAX_BATCH_SIZE, MAX_LIMIT_COUNT, MAX_LIMIT_WINDOW_MS,
-  MAX_RETENTION_BATCH,
+  MAX_RETENTION_BATCH, MAX_CATCH_UP,
 } from "./core/validate.js";
 export { MAX_JSON_DEPTH } from "./core/json.js";
 export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRunHook, type TransitionHook } from "./app/hooks.js";
 export type { Tracing, TraceCarrier } from "./core/tracing.js";
-export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
+export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, DuplicateSchedule, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
 export { parseDuration, type Duration } from "./core/duration.js";
 export { defaultBackoffMs, type BackoffPolicy } from "./core/backoff.js";
 export { RETRY_POLICY_DEFAULTS, type RetryPolicy, type ErrorClass } from "./core/retry-policy.js";
@@ -49,8 +49,12 @@ export { listQueues, type QueueRow } from "./ops/queues.js";
 export { listLimits, type LimitRow } from "./ops/limits.js";
 export { setFairWeight, listFairWeights, MAX_FAIR_WEIGHT, type FairWeight } from "./ops/fair-weights.js";
 export { listSchedules, type ScheduleInfo } from "./ops/schedules.js";
+export {
+  createSchedule, updateSchedule, pauseSchedule, resumeSchedule, deleteSchedule,
+  type RuntimeScheduleEntry, type ScheduleChange, type RuntimeSchedule, type ScheduleOptions, type PauseOptions,
+} from "./ops/runtime-schedules.js";
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
-export type { ScheduleTiming, ScheduleEntry } from "./schedules/definition.js";
+export type { ScheduleTiming, ScheduleEntry, SchedulePolicy } from "./schedules/definition.js";
 export { sendEvent, sendEventQuery, type SendEventOptions, type SentEvent } from "./workflow/events.js";
 export type { AppEventOptions, SentAppEvent } from "./app/events.js";
 export { type Step, type StepContext, type StepName, type StepOptions, type WaitForEventOptions, DEFAULT_MIN_STEP_TIME } from "./workflow/step.js";

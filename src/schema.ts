@@ -169,13 +169,41 @@ export const limitTokens = akadze.table("limit_tokens", {
   lastStart: tz("last_start"),
 }, (t) => [primaryKey({ columns: [t.key, t.slot] })]);
 
-/** The last slot enqueued per schedule: inserting a slot is a compare-and-set on this row. */
+/**
+ * One row per schedule, the last slot enqueued in it: inserting a slot is a compare-and-set on this row.
+ * A schedule defined in code gets its row from the first invocation that sees it; a runtime schedule
+ * (`createSchedule`, `runtime`) is defined by its row: timing, args, policies, tenant, pause.
+ */
 export const schedules = akadze.table("schedules", {
   name: text("name").primaryKey(),
   task: text("task").notNull(),
   lastSlot: tz("last_slot"),
   seenAt: tz("seen_at").notNull().defaultNow(),
-});
+  /** Made by `createSchedule` (true) or recorded for a schedule in code (false). */
+  runtime: boolean("runtime").notNull().default(false),
+  tenant: text("tenant"),
+  args: jsonb("args"),
+  cron: text("cron"),
+  timezone: text("timezone"),
+  everyMs: bigint("every_ms", { mode: "number" }),
+  /** How many missed slots a gap enqueues (1: the latest only). */
+  catchUp: smallint("catch_up").notNull().default(1),
+  /** Drop a slot while the job of the previous one is active (overlap "skip"). */
+  skipOverlap: boolean("skip_overlap").notNull().default(false),
+  paused: boolean("paused").notNull().default(false),
+  /** Bumped by every change, so a slot offered from an older definition fires nothing. */
+  revision: integer("revision").notNull().default(0),
+  /** A runtime schedule's earliest slot that may fire (none before it: not those before its creation or resume). */
+  nextSlot: tz("next_slot"),
+  /** The job the last fired slot enqueued: overlap "skip" waits while it is queued or running. */
+  lastJobId: bigint("last_job_id", { mode: "number" }),
+  createdAt: tz("created_at").notNull().defaultNow(),
+  updatedAt: tz("updated_at").notNull().defaultNow(),
+}, (t) => [
+  // What a claim probes: runtime schedules with a slot due.
+  index("schedules_due_idx").on(t.nextSlot).where(sql`${t.runtime} and not ${t.paused}`),
+  index("schedules_tenant_idx").on(t.tenant, t.name).where(sql`${t.tenant} is not null`),
+]);
 
 /** Every invocation and long-lived worker that ran, for `workers list` and metrics. */
 export const workers = akadze.table("workers", {

@@ -197,7 +197,32 @@ describe("akadze", () => {
     expect(empty).toMatchObject({ code: 0, stdout: expect.stringMatching(/^no schedules recorded yet/) });
     await t.rows(`insert into akadze.schedules (name, task, last_slot) values ('nightly', 'fixture.echo', now() - interval '2 hours')`);
     const table = await akadze(["schedules", "list"]);
-    expect(table.stdout).toMatch(/^NAME\s+TASK\s+LAST SLOT\s+SEEN\nnightly\s+fixture\.echo\s+2h ago\s+(now|\d+s ago)\n$/);
+    expect(table.stdout).toMatch(/^NAME\s+TASK\s+KIND\s+TENANT\s+SCHEDULE\s+POLICY\s+PAUSED\s+LAST SLOT\s+NEXT SLOT\s+SEEN\n/);
+    expect(table.stdout).toMatch(/\nnightly\s+fixture\.echo\s+code\s+-\s+-\s+latest\s+no\s+2h ago\s+-\s+(now|\d+s ago)\n$/);
+    await t.rows(`delete from akadze.schedules`);
+  });
+
+  it("schedules create, update, pause, resume, list per tenant and delete a runtime schedule; bad input is one line and stores nothing", async () => {
+    const app = ["--app", "test/fixtures/worker-app.ts"];
+    const created = await akadze(["schedules", "create", "t1.echo", "--task", "fixture.echo", "--cron", "0 9 * * *", "--timezone", "Europe/Berlin",
+      "--args", '{"text":"hi"}', "--tenant", "t1", "--catch-up", "3", ...app]);
+    expect(created).toMatchObject({ code: 0, stderr: "", stdout: expect.stringMatching(/^schedule t1\.echo: fixture\.echo cron "0 9 \* \* \*" Europe\/Berlin, next slot \d{4}-/) });
+    expectOneLineError(await akadze(["schedules", "create", "t1.echo", "--task", "fixture.echo", "--every", "5m", "--args", '{"text":"x"}', ...app]), 2, /already exists/);
+    expectOneLineError(await akadze(["schedules", "create", "bad", "--task", "fixture.echo", "--every", "5m", "--args", '{"text":7}', ...app]), 2, /Invalid args of schedule "bad"/);
+    expectOneLineError(await akadze(["schedules", "create", "bad", "--task", "nope", "--every", "5m", ...app]), 2, /task "nope", which is not registered/);
+    expectOneLineError(await akadze(["schedules", "create", "bad", "--task", "fixture.echo", ...app]), 2, /give either --cron or --every/);
+    expectOneLineError(await akadze(["schedules", "create", "bad", "--task", "fixture.echo", "--every", "5m", "--catch-up", "all", ...app]), 2, /--catch-up/);
+    const updated = await akadze(["schedules", "update", "t1.echo", "--every", "1h", "--overlap", "skip", "--catch-up", "latest", "--json", ...app]);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ name: "t1.echo", cron: null, everyMs: 3_600_000, catchUp: "latest", overlap: "skip", tenant: "t1" });
+    expect(await akadze(["schedules", "pause", "t1.echo"])).toMatchObject({ code: 0, stdout: "schedule t1.echo: paused\n" });
+    const listed = await akadze(["schedules", "list", "--tenant", "t1"]);
+    expect(listed.stdout).toMatch(/\nt1\.echo\s+fixture\.echo\s+runtime\s+t1\s+every 3600000 ms\s+latest, skip overlap\s+yes\s+-\s+/);
+    expect((await akadze(["schedules", "list", "--tenant", "t2"])).stdout).toBe("no schedules for tenant t2\n");
+    expect(await akadze(["schedules", "resume", "t1.echo"])).toMatchObject({ code: 0, stdout: "schedule t1.echo: resumed\n" });
+    expect(await akadze(["schedules", "delete", "t1.echo"])).toMatchObject({ code: 0, stdout: "schedule t1.echo: deleted\n" });
+    expectOneLineError(await akadze(["schedules", "delete", "t1.echo"]), 1, /^akadze: no runtime schedule "t1.echo"$/m);
+    expectOneLineError(await akadze(["schedules", "update", "t1.echo", "--every", "5m", ...app]), 1, /no runtime schedule "t1.echo"/);
+    expect(await t.rows("select name from akadze.schedules")).toEqual([]);
   });
 
   it("metrics prints Prometheus text", async () => {

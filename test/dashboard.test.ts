@@ -3,7 +3,7 @@
 // test/dashboard-browser.test.ts.
 import { describe, expect, it } from "vitest";
 import { Hono } from "hono";
-import { createApp, Fail, runOnce } from "akadze";
+import { createApp, createSchedule, Fail, listSchedules, runOnce } from "akadze";
 import { akadzeRoutes } from "akadze/hono";
 import { akadzeDashboard } from "akadze/dashboard";
 import { listJobs } from "../src/ops/jobs.js";
@@ -165,6 +165,27 @@ forEachDriver((h) => {
     expect((await t.request("/akadze/ui/bulk/requeue", t.form({ _csrf: token, state: "queued" }))).status).toBe(400);
     expect((await t.request("/akadze/ui/bulk/explode", t.form({ _csrf: token, state: "failed" }))).status).toBe(400);
     expect((await t.request("/akadze/ui/bulk/requeue", t.form({ _csrf: "x".repeat(24), state: "failed" }))).status).toBe(403);
+  });
+
+  it("the overview lists runtime schedules, one tenant's with ?tenant=, and pauses and resumes them", async () => {
+    const t = setup(h);
+    await createSchedule(h().db, { name: "t1.mail", tenant: "t1", task: "mail.send", every: "1h", catchUp: { all: 3 } }, { app: t.app });
+    await createSchedule(h().db, { name: "t2.mail", tenant: "t2", task: "mail.send", cron: "0 9 * * *" }, { app: t.app });
+    await t.signIn();
+    const token = await t.csrf();
+    const page = await (await t.request("/akadze/ui")).text();
+    expect(page).toMatch(/<tr data-schedule="t1.mail">.*?tenant <a href="\/akadze\/ui\?tenant=t1">t1<\/a>.*?every 3600000 ms.*?catch up 3.*?>Pause<\/button>.*?<\/tr>/s);
+    const one = await (await t.request("/akadze/ui?tenant=t2")).text();
+    expect(one).toContain("Schedules of tenant t2");
+    expect([...one.matchAll(/data-schedule="([^"]+)"/g)].map((m) => m[1])).toEqual(["t2.mail"]);
+    const paused = await t.request("/akadze/ui/schedules/t1.mail/pause", t.form({ _csrf: token }));
+    expect(paused.status).toBe(303);
+    expect(await (await t.request(paused.headers.get("location")!)).text()).toMatch(/Schedule paused.*<tr data-schedule="t1.mail">.*?paused.*?>Resume<\/button>/s);
+    expect((await listSchedules(h().db, { tenant: "t1" }))[0].paused).toBe(true);
+    expect((await t.request("/akadze/ui/schedules/t1.mail/resume", t.form({ _csrf: token }))).status).toBe(303);
+    expect((await listSchedules(h().db, { tenant: "t1" }))[0].paused).toBe(false);
+    expect((await t.request("/akadze/ui/schedules/nope/pause", t.form({ _csrf: token }))).status).toBe(404);
+    expect((await t.request("/akadze/ui/schedules/t2.mail/pause", t.form({ _csrf: "x".repeat(24) }))).status).toBe(403);
   });
 
   it("throughput counts the jobs finished in each slice of the last hour", async () => {

@@ -269,4 +269,25 @@ forEachDriver((h) => {
     expect((await call("/akadze/workers?since=soon", { method: "GET" })).status).toBe(400);
     expect(await (await call("/akadze/schedules", { method: "GET" })).json()).toEqual([]);
   });
+
+  it("the admin API creates, changes, pauses, resumes, lists per tenant and deletes runtime schedules", async () => {
+    const { call } = setup();
+    const send = (path: string, method: string, body?: unknown) => call(path, { method, body: body === undefined ? undefined : JSON.stringify(body) });
+    const created = await send("/akadze/schedules", "POST", { name: "t1.ok", tenant: "t1", task: "ok", every: "1h" });
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({ name: "t1.ok", tenant: "t1", everyMs: 3_600_000, catchUp: "latest", overlap: "allow", paused: false });
+    expect((await send("/akadze/schedules", "POST", { name: "t1.ok", task: "ok", every: "1h" })).status).toBe(409);
+    const bad = await send("/akadze/schedules", "POST", { name: "x", task: "nope", every: "1h" });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.message).toMatch(/task "nope", which is not registered/);
+    expect(await (await send("/akadze/schedules/t1.ok", "PATCH", { catchUp: { all: 3 } })).json()).toMatchObject({ catchUp: { all: 3 } });
+    expect(await (await send("/akadze/schedules/t1.ok/pause", "POST")).json()).toEqual({ name: "t1.ok", paused: true });
+    expect((await (await send("/akadze/schedules?tenant=t1", "GET")).json()).map((s: any) => [s.name, s.paused])).toEqual([["t1.ok", true]]);
+    expect(await (await send("/akadze/schedules?tenant=t2", "GET")).json()).toEqual([]);
+    expect((await send("/akadze/schedules/t1.ok/resume", "POST")).status).toBe(200);
+    expect((await send("/akadze/schedules/t1.ok", "DELETE")).status).toBe(200);
+    for (const [path, method] of [["/akadze/schedules/t1.ok", "DELETE"], ["/akadze/schedules/t1.ok/pause", "POST"], ["/akadze/schedules/t1.ok", "PATCH"]]) {
+      expect((await send(path, method, method === "PATCH" ? { every: "5m" } : undefined)).status, `${method} ${path}`).toBe(404);
+    }
+  });
 }, ["node-postgres", "neon-http"]);

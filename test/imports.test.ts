@@ -42,7 +42,7 @@ const ALLOWED: Record<string, string[]> = {
   workflow: ["app", "core", "db", "runtime", "sql"],
   control: ["app", "core", "db", "sql"],
   runtime: ["app", "core", "db", "schedules", "sql"],
-  ops: ["app", "core", "db", "runtime", "sql", "workflow"],
+  ops: ["app", "core", "db", "runtime", "schedules", "sql", "workflow"],
   edge: ["app", "control", "core", "db", "ops", "runtime", "workflow"],
   cli: ["app", "connect", "control", "core", "db", "dev", "edge", "migrate", "ops", "runtime", "workflow"],
   dev: ["app", "cli", "connect", "core", "db", "migrate", "ops", "runtime", "sql"],

@@ -211,10 +211,10 @@ forEachDriver((h, driver) => {
       expect(await slotsOf("dropped")).toEqual(["2026-06-01T12:00:00.000Z"]);
       clock.set("2026-06-01T14:10:00Z");
       expect(await listSchedules(h().db, { app: after })).toEqual([
-        { name: "dropped", task: "dropped", schedule: null, lastSlot: new Date("2026-06-01T12:00:00Z"), nextSlot: null,
-          seenAt: new Date("2026-06-01T12:00:00Z"), defined: false },
-        { name: "kept", task: "kept", schedule: 'cron "0 * * * *"', lastSlot: new Date("2026-06-01T14:00:00Z"),
-          nextSlot: new Date("2026-06-01T15:00:00Z"), seenAt: new Date("2026-06-01T14:00:00Z"), defined: true },
+        { name: "dropped", task: "dropped", runtime: false, tenant: null, schedule: null, args: null, catchUp: "latest", overlap: "allow", paused: false,
+          lastSlot: new Date("2026-06-01T12:00:00Z"), nextSlot: null, seenAt: new Date("2026-06-01T12:00:00Z"), defined: false },
+        { name: "kept", task: "kept", runtime: false, tenant: null, schedule: 'cron "0 * * * *"', args: {}, catchUp: "latest", overlap: "allow", paused: false,
+          lastSlot: new Date("2026-06-01T14:00:00Z"), nextSlot: new Date("2026-06-01T15:00:00Z"), seenAt: new Date("2026-06-01T14:00:00Z"), defined: true },
       ]);
       expect((await listSchedules(h().db)).map((s) => [s.name, s.defined, s.nextSlot])).toEqual([["dropped", null, null], ["kept", null, null]]);
     });
@@ -232,6 +232,10 @@ describe("invalid schedules", () => {
     ["a negative every", { every: -5_000 }, /every must be a positive Duration/],
     ["an every that is not a duration", { every: "soon" }, /every must be a positive Duration/],
     ["a time zone on an every schedule", { every: "5m", timezone: "UTC" }, /timezone applies to cron schedules only/],
+    ["a catch-up of none", { every: "5m", catchUp: { all: 0 } }, /catchUp must be "latest" or \{ all: n \} with n from 1 to 100/],
+    ["a catch-up that is not a policy", { every: "5m", catchUp: "all" }, /catchUp must be "latest" or \{ all: n \}/],
+    ["an unknown overlap policy", { every: "5m", overlap: "buffer" }, /overlap must be "allow" or "skip"; got "buffer"/],
+    ["catch-up all with overlap skip", { every: "5m", catchUp: { all: 3 }, overlap: "skip" }, /overlap "skip" forbids: choose one/],
   ];
   for (const [what, options, message] of badPeriodic) {
     it(`periodic with ${what} is an InvalidInput error and registers nothing`, () => {
@@ -249,6 +253,7 @@ describe("invalid schedules", () => {
     ["args the task's schema rejects", [{ name: "n", task: "mail.send", cron: "0 3 * * *", args: { userId: "7" } }], /Invalid args of schedule "n"/],
     ["a duplicate name", [{ name: "n", task: "mail.send", every: "1h", args: { userId: 1 } }, { name: "n", task: "mail.send", every: "2h", args: { userId: 1 } }], /already defined/],
     ["an unknown field", [{ name: "n", task: "mail.send", cron: "0 3 * * *", args: { userId: 1 }, tz: "UTC" }], /Invalid schedule #1/],
+    ["a bad policy", [{ name: "n", task: "mail.send", every: "1h", args: { userId: 1 }, catchUp: { all: 101 } }], /catchUp must be/],
     ["a bad entry after a good one", [{ name: "ok", task: "mail.send", every: "1h", args: { userId: 1 } }, { name: "bad", task: "mail.send", cron: "0 3 * *", args: { userId: 1 } }], /bad cron expression/],
   ];
   for (const [what, entries, message] of badEntries) {

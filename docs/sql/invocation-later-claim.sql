@@ -1,14 +1,23 @@
 -- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.
-with  
+with sched_runtime_due as (
+    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
+    from akadze.schedules s
+    where s.runtime and not s.paused and s.next_slot <= now()
+      and s.task = any(array(select jsonb_array_elements_text($1::jsonb)))
+      and not exists (select 1 from jsonb_to_recordset($2::jsonb) as o(name text, revision int)
+        where o.name = s.name and o.revision = s.revision)
+    order by s.next_slot
+    limit 100
+  ), 
     recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_expires_at < now() and lease_owner <> $1
-      order by lease_expires_at limit $2 for update skip locked
+      where state = 'running' and lease_expires_at < now() and lease_owner <> $3
+      order by lease_expires_at limit $4 for update skip locked
     ), recover_requeued as (
       update akadze.jobs j set
         state = 'queued',
         attempt = case when x.started then j.attempt else j.attempt - 1 end,
-        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($3, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
+        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($5, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
         started_at = case when x.started then j.started_at end,
         lease_owner = null, lease_expires_at = null,
         errors = case when not x.started then j.errors else j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
@@ -34,7 +43,7 @@ with
       from akadze.jobs j
       where j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($4::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($6::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
       order by j.priority desc nulls last, j.run_at, j.id
@@ -45,19 +54,19 @@ with
     candidates as (
       select * from (select * from unlimited_candidates ) c
       order by priority desc, run_at, id
-      limit $5
+      limit $7
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $6 and not c.limited as start
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $8 and not c.limited as start
       from candidates c where not c.stop 
         and c.id not in (select id from oversized)
     ),
     claimed as (
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $7,
-        lease_expires_at = now() + ($8)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $9,
+        lease_expires_at = now() + ($10)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
       from due d where j.id = d.id
@@ -85,7 +94,8 @@ with
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $9::text, (select count(*) from claimed) >= $10 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $11::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $12::text, (select count(*) from claimed) >= $13 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

@@ -11,7 +11,16 @@ with akadze_pruned_workers as (
     delete from akadze.debounce_windows where (task, key) in (
       select task, key from akadze.debounce_windows where quiet_at < $5::timestamptz
       limit $6 for update skip locked)
-    returning key), limit_full as (
+    returning key), sched_runtime_due as (
+    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
+    from akadze.schedules s
+    where s.runtime and not s.paused and s.next_slot <= now()
+      and s.task = any(array(select jsonb_array_elements_text($7::jsonb)))
+      and not exists (select 1 from jsonb_to_recordset($8::jsonb) as o(name text, revision int)
+        where o.name = s.name and o.revision = s.revision)
+    order by s.next_slot
+    limit 100
+  ), limit_full as (
       select l.key from akadze.limits l
       where (l.max_running is not null
           and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
@@ -23,12 +32,12 @@ with akadze_pruned_workers as (
       using (select j.id from akadze.jobs j
             where j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($7::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
     and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
     and j.limit_key in (select key from limit_full))
-            order by j.run_at limit $8 for update of j skip locked) x
+            order by j.run_at limit $10 for update of j skip locked) x
       where j.id = x.id
       returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
@@ -37,13 +46,13 @@ with akadze_pruned_workers as (
       select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
     recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_expires_at < now() and lease_owner <> $9
-      order by lease_expires_at limit $10 for update skip locked
+      where state = 'running' and lease_expires_at < now() and lease_owner <> $11
+      order by lease_expires_at limit $12 for update skip locked
     ), recover_requeued as (
       update akadze.jobs j set
         state = 'queued',
         attempt = case when x.started then j.attempt else j.attempt - 1 end,
-        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($11, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
+        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($13, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
         started_at = case when x.started then j.started_at end,
         lease_owner = null, lease_expires_at = null,
         errors = case when not x.started then j.errors else j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
@@ -82,7 +91,7 @@ with akadze_pruned_workers as (
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
       weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
         from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1))
-      select tenant, first_key, n, weight, ceil($12::float8 * weight / sum(weight) over ())::int as share from weighed
+      select tenant, first_key, n, weight, ceil($14::float8 * weight / sum(weight) over ())::int as share from weighed
     ), fair_keys as (
       with recursive walk(tenant, key, m, share, cur, first_key, wrapped) as (
         select w.tenant, coalesce(a.key, w.first_key), 1, w.share, c.key, w.first_key, a.key is null
@@ -113,7 +122,7 @@ with akadze_pruned_workers as (
           from akadze.jobs j
           where j.fair_key collate "C" = k.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($13::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($15::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
           order by j.priority desc nulls last, j.run_at, j.id
@@ -127,19 +136,19 @@ with akadze_pruned_workers as (
       from akadze.jobs j
       where j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($14::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($16::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
       order by j.priority desc nulls last, j.run_at, j.id
       limit 8
       for update of j skip locked
-    ) u limit (select greatest($15 - (select count(*) from fair_candidates),
-        ceil($16::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    ) u limit (select greatest($17 - (select count(*) from fair_candidates),
+        ceil($18::float8 / ((select count(*) from fair_walk) + 1)))::int)),
     room as (
-      select l.key, least($17,
-        case when l.max_running is null then $18
+      select l.key, least($19,
+        case when l.max_running is null then $20
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $19
+        case when l.max_starts is null then $21
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
@@ -149,12 +158,12 @@ with akadze_pruned_workers as (
           from akadze.jobs j
           where j.limit_key = r.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($20::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($22::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $21
+          limit $23
           for update of j skip locked
         ) y limit r.n
       ) x
@@ -170,19 +179,19 @@ with akadze_pruned_workers as (
         from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
       ) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit $22
+      limit $24
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $23 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $25 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $24,
-        lease_expires_at = now() + ($25)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $26,
+        lease_expires_at = now() + ($27)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
       from due d where j.id = d.id
@@ -234,10 +243,11 @@ with akadze_pruned_workers as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $26::text, (select count(*) from claimed) >= $27 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $28::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $29::text, (select count(*) from claimed) >= $30 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $28::text, akadze.history_due(now(), $29::float8, $30::bigint), $31::text, (pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $31::text, akadze.history_due(now(), $32::float8, $33::bigint), $34::text, (pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

@@ -1,5 +1,5 @@
 import { InvalidInput } from "../core/errors.js";
-import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type ScheduleTiming } from "../schedules/definition.js";
+import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type SchedulePolicy, type ScheduleTiming } from "../schedules/definition.js";
 import { DEFAULT_TRANSITION_HOOK_TIMEOUT, Hooks } from "./hooks.js";
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { workflowBody, type WorkflowHandler, type WorkflowOptions } from "../workflow/define.js";
@@ -166,17 +166,18 @@ export class App {
   /**
    * Declares a task and a schedule of the same name that enqueues it (with args `{}`); the options
    * also take the task's options. Every invocation enqueues the slots that came due, each exactly
-   * once across concurrent invocations; after a gap only the latest missed slot. A schedule seen for
+   * once across concurrent invocations; after a gap only the latest missed slot (`catchUp: { all: n }`: the latest
+   * n; `overlap: "skip"`: none while the previous slot's job is active). A schedule seen for
    * the first time fires its latest slot only if it came due under a minute ago.
    * @example app.periodic("report.hourly", { cron: "0 * * * *", timezone: "Europe/Berlin" }, async () => {});
    */
-  periodic<S extends ArgsSchema, R>(name: string, options: ScheduleTiming & TaskOptions<S>, handler: Handler<S, R>): Task<S, R> {
+  periodic<S extends ArgsSchema, R>(name: string, options: ScheduleTiming & SchedulePolicy & TaskOptions<S>, handler: Handler<S, R>): Task<S, R> {
     if (typeof options !== "object" || options === null) throw new InvalidInput(`periodic ${name}: give { cron } or { every }`);
     if (this.tasks.has(name)) throw new InvalidInput(`task ${name} is already registered`);
     if (this.schedules.has(name)) throw new InvalidInput(`schedule ${name} is already defined`);
-    const { cron, every, timezone, ...taskOptions } = options;
+    const { cron, every, timezone, catchUp, overlap, ...taskOptions } = options;
     const definition = defineTask(name, taskOptions as TaskOptions<S>, handler);
-    const schedule = defineSchedule(name, definition, { cron, every, timezone });
+    const schedule = defineSchedule(name, definition, { cron, every, timezone }, {}, { catchUp, overlap });
     this.tasks.set(name, definition);
     this.schedules.set(name, schedule);
     return new Task<S, R>(definition, this.sqlClock, this.tracing);

@@ -69,6 +69,16 @@ export class DuplicateJob extends AkadzeError {
 /** Arguments or options that fail validation; nothing was written. @example await sendMail.using(db).enqueue({ userId: "x" }); // throws InvalidInput */
 export class InvalidInput extends AkadzeError {}
 
+/**
+ * `createSchedule` refused: a schedule (made at runtime, or recorded from an app's code) already has this name;
+ * nothing was written. @example try { await createSchedule(db, entry, { app }); } catch (e) { if (e instanceof DuplicateSchedule) await updateSchedule(db, entry.name, change, { app }); }
+ */
+export class DuplicateSchedule extends InvalidInput {
+  constructor(readonly scheduleName: string) {
+    super(`schedule ${JSON.stringify(scheduleName)} already exists: change it with updateSchedule, or delete it first`);
+  }
+}
+
 /** This run no longer owns the job's lease; completeTx/completeBatch rolled back. @example catch (e) { if (e instanceof LeaseLost) return; } */
 export class LeaseLost extends AkadzeError {}
 

@@ -209,6 +209,26 @@ export const ScheduleTimingSchema = v.pipe(
   v.check((t) => t.timezone === undefined || t.cron !== undefined, "timezone applies to cron schedules only"),
 );
 
+/** The most missed slots `catchUp: { all: n }` enqueues after a gap. @example app.periodic("sync", { every: "1m", catchUp: { all: MAX_CATCH_UP } }, handler); */
+export const MAX_CATCH_UP = 100;
+const CATCH_UP = `catchUp must be "latest" or { all: n } with n from 1 to ${MAX_CATCH_UP}`;
+const CatchUp = v.union([
+  v.pipe(v.literal("latest"), v.transform(() => 1)),
+  v.pipe(v.strictObject({ all: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_CATCH_UP)) }), v.transform((c) => c.all)),
+], (issue) => `${CATCH_UP}; got ${JSON.stringify(issue.input)}`);
+const Overlap = v.picklist(["allow", "skip"], (issue) => `overlap must be "allow" or "skip"; got ${JSON.stringify(issue.input)}`);
+
+/**
+ * A schedule's catch-up and overlap policies, as numbers the statement uses: `catchUp` is how many missed
+ * slots a gap enqueues (1: the latest), `skip` whether a slot is dropped while the previous one's job is active.
+ */
+export const SchedulePolicySchema = v.pipe(
+  v.object({ catchUp: v.optional(CatchUp, "latest"), overlap: v.optional(Overlap, "allow") }),
+  v.check((p) => p.catchUp === 1 || p.overlap === "allow",
+    'catchUp { all } enqueues missed slots side by side, which overlap "skip" forbids: choose one'),
+  v.transform((p) => ({ catchUp: p.catchUp as number, skip: p.overlap === "skip" })),
+);
+
 /** An `addSchedules` entry before its timing and args are checked against its task. */
 export const ScheduleEntrySchema = v.strictObject({
   name: NameSchema,
@@ -217,6 +237,28 @@ export const ScheduleEntrySchema = v.strictObject({
   every: v.optional(v.unknown()),
   timezone: v.optional(v.unknown()),
   args: v.optional(v.unknown()),
+  catchUp: v.optional(v.unknown()),
+  overlap: v.optional(v.unknown()),
+});
+
+/** A `createSchedule` entry: an `addSchedules` entry with an optional tenant and a paused start. */
+export const RuntimeScheduleSchema = v.strictObject({
+  ...ScheduleEntrySchema.entries,
+  tenant: v.optional(v.nullable(NameSchema)),
+  paused: v.optional(v.boolean("paused must be true or false")),
+});
+
+/** `updateSchedule`'s change: any field of a runtime schedule but its name; `cron` and `every` replace each other. */
+export const ScheduleChangeSchema = v.strictObject({
+  task: v.optional(NameSchema),
+  cron: v.optional(v.unknown()),
+  every: v.optional(v.unknown()),
+  timezone: v.optional(v.unknown()),
+  args: v.optional(v.unknown()),
+  catchUp: v.optional(v.unknown()),
+  overlap: v.optional(v.unknown()),
+  tenant: v.optional(v.nullable(NameSchema)),
+  paused: v.optional(v.boolean("paused must be true or false")),
 });
 
 /** `setLimit` options: positive counts up to MAX_LIMIT_COUNT, a window up to MAX_LIMIT_WINDOW_MS; `null` removes one. */

@@ -1,6 +1,6 @@
 // How akadze's routes say no: one error class carrying an HTTP status, rendered as JSON.
 import * as v from "valibot";
-import { AkadzeError, DuplicateJob, InvalidInput, postgresErrorOf } from "../core/errors.js";
+import { AkadzeError, DuplicateJob, DuplicateSchedule, InvalidInput, postgresErrorOf } from "../core/errors.js";
 import { describeIssues, issueList, type InputIssue } from "../core/validate.js";
 
 /** One problem with a request, as the JSON body of an error response. */
@@ -38,6 +38,7 @@ export function problemOf(error: unknown): { status: number; body: ProblemBody }
     return { status: error.status, body: { error: { code: error.code, message: error.message, ...error.extra } } };
   }
   if (error instanceof DuplicateJob) return { status: 409, body: { error: { code: "duplicate_job", message: error.message } } };
+  if (error instanceof DuplicateSchedule) return { status: 409, body: { error: { code: "duplicate_schedule", message: error.message } } };
   if (error instanceof InvalidInput) {
     // parseOrThrow keeps valibot's issues as the cause: give them as `issues`, like parseRequest does.
     const issues = Array.isArray(error.cause) ? issueList(error.cause) : undefined;

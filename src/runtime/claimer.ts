@@ -151,7 +151,7 @@ export class Claimer {
       throw error;
     }
     traced?.end(result.claimed.length);
-    schedules.answered(result.schedules);
+    const learned = schedules.answered(result.schedules, result.runtimeDue);
     hintsOf(this.o.app).limits = result.limits;
     const h = hintsOf(this.o.app);
     if (result.fair) h.fairSeenAt = Date.now();
@@ -162,7 +162,8 @@ export class Claimer {
     this.o.history?.answered(result.historyDue, this.o.count);
     // Sent without the limit CTEs, it could not take a limited job; a limit exists now (the process's first
     // setLimit): the next claim, with them, may find that key's due jobs.
-    return { ...result, more: result.more || (!withLimits && result.limits), noTaskFits: false };
+    // (Runtime schedules it learned have a slot due: the next claim fires it.)
+    return { ...result, more: result.more || (!withLimits && result.limits) || learned, noTaskFits: false };
   }
 
   /** Resolves when the ANALYZE and the history maintenance this claimer started (if any) have ended. */

@@ -1,7 +1,7 @@
 import { Cron } from "croner";
 import type { Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
-import { assertStorableJson, NameSchema, parseOrThrow, ScheduleEntrySchema, ScheduleTimingSchema } from "../core/validate.js";
+import { assertStorableJson, NameSchema, parseOrThrow, ScheduleEntrySchema, SchedulePolicySchema, ScheduleTimingSchema } from "../core/validate.js";
 import type { TaskDefinition } from "../app/task.js";
 
 /**
@@ -14,10 +14,33 @@ export type ScheduleTiming =
   | { every: Duration; cron?: never; timezone?: never };
 
 /**
+ * What a schedule does after a gap and while its previous job is still active. `catchUp`: `"latest"` (the
+ * default) enqueues only the latest missed slot, `{ all: n }` the latest n (at most MAX_CATCH_UP, 100).
+ * `overlap`: `"allow"` (the default) enqueues every slot, `"skip"` drops a slot while the job of the
+ * previous one is queued or running (it cannot be combined with `{ all: n }`).
+ * @example const policy: SchedulePolicy = { catchUp: { all: 5 } };
+ */
+export interface SchedulePolicy {
+  catchUp?: "latest" | { all: number };
+  overlap?: "allow" | "skip";
+}
+
+/** A policy as the statement uses it: how many missed slots fire, and whether an active previous job drops a slot. */
+export interface SlotPolicy { catchUp: number; skip: boolean }
+
+/** The default: only the latest missed slot, overlaps allowed. */
+export const DEFAULT_SLOT_POLICY: SlotPolicy = { catchUp: 1, skip: false };
+
+/** A stored policy as the API spells it. @example policyOf({ catchUp: 5, skip: false }) // { catchUp: { all: 5 }, overlap: "allow" } */
+export function policyOf(p: SlotPolicy): Required<SchedulePolicy> {
+  return { catchUp: p.catchUp === 1 ? "latest" : { all: p.catchUp }, overlap: p.skip ? "skip" : "allow" };
+}
+
+/**
  * A schedule for an existing task, as `app.addSchedules` takes it.
  * @example const nightly: ScheduleEntry = { name: "nightly", task: "mail.send", cron: "0 3 * * *", args: { userId: 1 } };
  */
-export type ScheduleEntry = ScheduleTiming & {
+export type ScheduleEntry = ScheduleTiming & SchedulePolicy & {
   /** Unique among the app's schedules; the key its last enqueued slot is stored under. */
   name: string;
   /** A task registered in the same app. */
@@ -35,6 +58,7 @@ export class Schedule {
     readonly task: string,
     readonly args: unknown,
     readonly timing: { cron: string; timezone: string | undefined } | { everyMs: number },
+    readonly policy: SlotPolicy = DEFAULT_SLOT_POLICY,
   ) {
     // Without a time zone, cron runs in UTC (as Cloudflare and Vercel cron triggers do), not the host's zone.
     this.cronJob = "cron" in timing ? new Cron(timing.cron, { timezone: timing.timezone ?? "UTC", paused: true }) : null;
@@ -45,6 +69,14 @@ export class Schedule {
     if (this.cronJob) return this.cronJob.previousRuns(1, new Date(at.getTime() + 1))[0] ?? null;
     const every = (this.timing as { everyMs: number }).everyMs;
     return new Date(Math.floor(at.getTime() / every) * every);
+  }
+
+  /** The latest `n` slots at or before `at`, latest first (fewer if the schedule has fewer). */
+  latestSlots(at: Date, n: number): Date[] {
+    if (this.cronJob) return this.cronJob.previousRuns(n, new Date(at.getTime() + 1));
+    const latest = this.latestSlot(at)!.getTime();
+    const every = (this.timing as { everyMs: number }).everyMs;
+    return Array.from({ length: n }, (_, i) => new Date(latest - i * every)).filter((d) => d.getTime() >= 0);
   }
 
   /** The first slot strictly after `at`, or null if there is none. */
@@ -61,20 +93,32 @@ export class Schedule {
   }
 }
 
+/** A schedule's definition as its row stores it (a runtime schedule's). */
+export interface StoredTiming {
+  name: string; task: string; args: unknown; cron: string | null; timezone: string | null; everyMs: number | string | null; catchUp: number; skip: boolean;
+}
+
+/** A runtime schedule's stored definition as a Schedule (it was validated when stored). */
+export function storedSchedule(row: StoredTiming): Schedule {
+  const timing = row.cron !== null ? { cron: row.cron, timezone: row.timezone ?? undefined } : { everyMs: Number(row.everyMs) };
+  return new Schedule(row.name, row.task, row.args ?? {}, timing, { catchUp: row.catchUp, skip: row.skip });
+}
+
 /**
  * Validates a schedule against the task it enqueues; throws InvalidInput (bad cron expression,
- * unknown time zone, zero or negative `every`, args the task rejects) and has no side effects.
+ * unknown time zone, zero or negative `every`, args the task rejects, a bad policy) and has no side effects.
  */
-export function defineSchedule(name: string, task: TaskDefinition, timingInput: unknown, args: unknown = {}): Schedule {
+export function defineSchedule(name: string, task: TaskDefinition, timingInput: unknown, args: unknown = {}, policyInput: unknown = {}): Schedule {
   parseOrThrow(NameSchema, name, "schedule name");
   const what = `schedule ${JSON.stringify(name)}`;
   const timing = parseOrThrow(ScheduleTimingSchema, timingInput, what);
+  const policy = parseOrThrow(SchedulePolicySchema, policyInput, what);
   parseOrThrow(task.schema, args, `args of ${what} for task ${task.name}`);
   assertStorableJson(args, "args", what);
-  if (timing.every !== undefined) return new Schedule(name, task.name, args, { everyMs: timing.every });
+  if (timing.every !== undefined) return new Schedule(name, task.name, args, { everyMs: timing.every }, policy);
   let schedule: Schedule;
   try {
-    schedule = new Schedule(name, task.name, args, { cron: timing.cron!, timezone: timing.timezone });
+    schedule = new Schedule(name, task.name, args, { cron: timing.cron!, timezone: timing.timezone }, policy);
   } catch (error) {
     throw new InvalidInput(`Invalid ${what}: bad cron expression ${JSON.stringify(timing.cron)} (${(error as Error).message})`, { cause: error });
   }
@@ -95,7 +139,7 @@ export function defineSchedules(entries: unknown, tasks: ReadonlyMap<string, Tas
     names.add(entry.name);
     const task = tasks.get(entry.task);
     if (!task) throw new InvalidInput(`schedule ${JSON.stringify(entry.name)} names task ${JSON.stringify(entry.task)}, which is not registered`);
-    const { cron, every, timezone } = entry;
-    return defineSchedule(entry.name, task, { cron, every, timezone }, entry.args ?? {});
+    const { cron, every, timezone, catchUp, overlap } = entry;
+    return defineSchedule(entry.name, task, { cron, every, timezone }, entry.args ?? {}, { catchUp, overlap });
   });
 }

@@ -1,6 +1,8 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { enqueueDueSlotsCtes, slotReport, type SlotOffer, type SlotReport } from "../sql/enqueue-due-slots.js";
+import { dueRuntimeSchedulesCte, runtimeDueReport, type StoredDefinition } from "../sql/due-runtime-schedules.js";
+import { LearnedSchedules, type Offerable } from "./learned.js";
 
 /**
  * A schedule seen for the first time (no row yet) fires its latest slot only if that slot came due
@@ -14,25 +16,23 @@ export const FIRST_SIGHT_GRACE_MS = 60_000;
 export const SCHEDULE_RECHECK_MS = 60_000;
 
 /**
- * Each schedule's candidate slots around `estimate` (the database's clock as this process guesses it): the
- * slot before the latest, the latest and the next two, so the statement finds the slot due on the database's
- * clock, and knows it is the latest, when the guess is off by up to a period (off by more, nothing fires
- * until the report teaches the offset). Only the latest slot ever fires: a long gap never fires a storm.
+ * A schedule's candidate slots around `estimate` (the database's clock as this process guesses it): the
+ * `catchUp` latest, the one before them and the next two, so the statement finds the slots due on the
+ * database's clock, and knows the latest, when the guess is off by up to a period (off by more, nothing fires
+ * until the report teaches the offset). A long gap fires at most `catchUp` slots, never a storm.
  */
-export function slotOffers(app: App, estimate: Date): SlotOffer[] {
-  const offers: SlotOffer[] = [];
-  for (const schedule of app.schedules.values()) {
-    const task = app.tasks.get(schedule.task);
-    if (!task) continue;
-    const latest = schedule.latestSlot(estimate);
-    const next = schedule.nextSlot(estimate);
-    const after = next && schedule.nextSlot(next);
-    const slots = [latest && schedule.latestSlot(new Date(latest.getTime() - 1)), latest, next, after]
-      .filter((slot): slot is Date => slot !== null);
-    if (slots.length === 0) continue;
-    offers.push({ name: schedule.name, task: task.name, slots, ends: after === null, queue: task.queue, args: schedule.args, priority: task.priority, maxAttempts: task.maxAttempts });
-  }
-  return offers;
+function slotOffer(app: App, { schedule, revision }: Offerable, estimate: Date): SlotOffer | null {
+  const task = app.tasks.get(schedule.task);
+  if (!task) return null;
+  const latest = schedule.latestSlots(estimate, schedule.policy.catchUp + 1);
+  const next = schedule.nextSlot(estimate);
+  const after = next && schedule.nextSlot(next);
+  const slots = [...latest, next, after].filter((slot): slot is Date => slot !== null);
+  if (slots.length === 0) return null;
+  return {
+    name: schedule.name, task: task.name, slots, ends: after === null, queue: task.queue, args: schedule.args, priority: task.priority,
+    maxAttempts: task.maxAttempts, catchUp: schedule.policy.catchUp, skip: schedule.policy.skip, revision,
+  };
 }
 
 /**
@@ -41,40 +41,63 @@ export function slotOffers(app: App, estimate: Date): SlotOffer[] {
  * offset between its clock and the database's, offers slots around its estimate, and carries a schedule
  * again only once its next slot may be due there (or after SCHEDULE_RECHECK_MS, to refresh `seen_at`).
  * With a test clock the statement's clock is that clock, and the offset is 0.
+ *
+ * Runtime schedules (`createSchedule`) live in the database: every claim asks which of them have a slot due
+ * (an index probe), and brings back their definitions; the next claim offers their slots as it does the
+ * code's, and the process keeps the definitions to offer their later slots at once. A definition whose row
+ * changed, was paused or deleted fires nothing (its revision no longer matches) and is forgotten.
  */
 export class ScheduleSlots {
   /** The database's clock minus this process's, as the last report showed (0 until one did). */
   private offsetMs = 0;
   /** Per schedule: when (host clock) it was last carried, and its next slot after the one that was due then. */
   private readonly carried = new Map<string, { at: number; next: number | null }>();
+  /** Runtime schedules learned from claims. */
+  private readonly learned: LearnedSchedules;
 
-  constructor(private readonly app: App) {}
+  constructor(private readonly app: App) {
+    this.learned = new LearnedSchedules(app);
+  }
 
   /**
-   * What a claim sent now carries: its extra CTEs and report entries (none if no schedule needs a look), and
-   * `answered`, to call with the report of the claim once it succeeded.
+   * What a claim sent now carries: its extra CTEs and report entries, and `answered`, to call with the report
+   * of the claim once it succeeded; it returns true when the claim brought back runtime schedules with a slot
+   * due (the caller claims again to fire them).
    */
-  forClaim(hostNow: Date, now: SQL): { extra: SQL[]; report: Record<string, SQL>; answered: (report: SlotReport | undefined) => void } {
+  forClaim(hostNow: Date, now: SQL): { extra: SQL[]; report: Record<string, SQL>; answered: (report: SlotReport | undefined, runtimeDue?: StoredDefinition[] | null) => boolean } {
     const at = hostNow.getTime();
     const estimate = at + this.offsetMs;
-    const offers = slotOffers(this.app, new Date(estimate)).filter((o) => {
-      const seen = this.carried.get(o.name);
+    const offerables: Offerable[] = [...[...this.app.schedules.values()].map((schedule) => ({ schedule, revision: null })), ...this.learned.values()];
+    const offers = offerables.filter(({ schedule }) => {
+      const seen = this.carried.get(schedule.name);
       // A clock moved back (by a test) has nothing to go by either.
       return !seen || at < seen.at || at - seen.at >= SCHEDULE_RECHECK_MS || (seen.next !== null && estimate >= seen.next);
-    });
-    if (offers.length === 0) return { extra: [], report: {}, answered: () => {} };
+    }).map((o) => slotOffer(this.app, o, new Date(estimate))).filter((o): o is SlotOffer => o !== null);
+    const offeredRuntime = offers.filter((o) => o.revision !== null).map((o) => ({ name: o.name, revision: o.revision! }));
+    const probe = dueRuntimeSchedulesCte(now, [...this.app.tasks.keys()], offeredRuntime);
+    const extra = offers.length === 0 ? [probe] : [...enqueueDueSlotsCtes(offers, now, FIRST_SIGHT_GRACE_MS), probe];
     return {
-      extra: enqueueDueSlotsCtes(offers, now, FIRST_SIGHT_GRACE_MS),
-      report: slotReport(now),
-      answered: (report) => {
-        if (!report) return;
-        this.offsetMs = Number(report.now) - at;
-        for (const o of offers) {
-          const due = report.due?.[o.name];
-          // None of the candidates was due yet (the first guess was far off): offer again with the offset learned.
-          if (due === undefined) this.carried.delete(o.name);
-          else this.carried.set(o.name, { at, next: this.app.schedules.get(o.name)?.nextSlot(new Date(Number(due)))?.getTime() ?? null });
+      extra,
+      report: { ...(offers.length === 0 ? {} : slotReport(now)), ...runtimeDueReport() },
+      answered: (report, runtimeDue) => {
+        if (report) {
+          this.offsetMs = Number(report.now) - at;
+          for (const o of offers) {
+            const due = report.due?.[o.name];
+            const schedule = o.revision === null ? this.app.schedules.get(o.name) : this.learned.get(o.name);
+            // None of the candidates was due yet (the first guess was far off): offer again with the offset learned.
+            if (due === undefined) this.carried.delete(o.name);
+            else this.carried.set(o.name, { at, next: schedule?.nextSlot(new Date(Number(due)))?.getTime() ?? null });
+          }
+          for (const name of report.gone ?? []) {
+            this.learned.forget(name);
+            this.carried.delete(name);
+          }
         }
+        // Offered at once by the next claim, whatever was carried under the name before.
+        const learned = this.learned.learn(runtimeDue ?? []);
+        for (const name of learned) this.carried.delete(name);
+        return learned.length > 0;
       },
     };
   }

@@ -5,6 +5,7 @@ import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit
 import { archiveCtes } from "./archive.js";
 import { msInterval, mustStop } from "./time.js";
 import type { SlotReport } from "./enqueue-due-slots.js";
+import type { StoredDefinition } from "./due-runtime-schedules.js";
 import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan } from "./fair.js";
@@ -117,6 +118,8 @@ export interface ClaimResult {
   scheduled?: number;
   /** What the schedules' CTEs found due, on the statement's clock (`slotReport`), when they rode along. */
   schedules?: SlotReport;
+  /** Runtime schedules with a slot due that the claim did not offer (`runtimeDueReport`), when asked; null: none. */
+  runtimeDue?: StoredDefinition[] | null;
   /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */
   stale?: boolean;
   /** The queue table has a vacuum's worth of dead rows (`vacuumDue`), when the claim was asked. */

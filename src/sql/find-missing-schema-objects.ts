@@ -39,6 +39,8 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "index", name: "akadze.jobs_fair_idx" },
   { kind: "column", name: "akadze.jobs.trace_context" },
   { kind: "check", name: "akadze.steps_kind_check('version')" },
+  { kind: "index", name: "akadze.schedules_due_idx" },
+  { kind: "column", name: "akadze.schedules.last_job_id" },
   { kind: "function", name: "akadze.prune_orphan_steps(integer)" },
   { kind: "function", name: "akadze.prune_orphan_replays(integer)" },
   { kind: "function", name: "akadze.prune_orphan_progress(timestamp with time zone, integer)" },

@@ -200,5 +200,27 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "-- Workflow steps gain two kinds of journal entry: 'patch' (a step.patched marker) and 'version' (the workflow\n-- version a run started on). The new check allows more than the old one, so every stored row already passes\n-- it: NOT VALID skips the scan of akadze.steps that would hold its lock while running workers wait to save steps.\nALTER TABLE \"akadze\".\"steps\" DROP CONSTRAINT \"steps_kind_check\";",
       "ALTER TABLE \"akadze\".\"steps\" ADD CONSTRAINT \"steps_kind_check\" CHECK (\"akadze\".\"steps\".\"kind\" in ('run', 'sleep', 'event', 'jobs', 'patch', 'version')) NOT VALID;"
     ]
+  },
+  {
+    "id": 20,
+    "name": "0020_runtime_schedules",
+    "statements": [
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"runtime\" boolean DEFAULT false NOT NULL;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"tenant\" text;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"args\" jsonb;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"cron\" text;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"timezone\" text;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"every_ms\" bigint;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"catch_up\" smallint DEFAULT 1 NOT NULL;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"skip_overlap\" boolean DEFAULT false NOT NULL;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"paused\" boolean DEFAULT false NOT NULL;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"revision\" integer DEFAULT 0 NOT NULL;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"next_slot\" timestamp with time zone;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"last_job_id\" bigint;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"created_at\" timestamp with time zone DEFAULT now() NOT NULL;",
+      "ALTER TABLE \"akadze\".\"schedules\" ADD COLUMN \"updated_at\" timestamp with time zone DEFAULT now() NOT NULL;",
+      "CREATE INDEX \"schedules_due_idx\" ON \"akadze\".\"schedules\" USING btree (\"next_slot\") WHERE \"akadze\".\"schedules\".\"runtime\" and not \"akadze\".\"schedules\".\"paused\";",
+      "CREATE INDEX \"schedules_tenant_idx\" ON \"akadze\".\"schedules\" USING btree (\"tenant\",\"name\") WHERE \"akadze\".\"schedules\".\"tenant\" is not null;"
+    ]
   }
 ];

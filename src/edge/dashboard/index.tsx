@@ -24,6 +24,7 @@ import { listQueues } from "../../ops/queues.js";
 import { readThroughput } from "../../ops/throughput.js";
 import { listWorkers } from "../../ops/workers.js";
 import { listSchedules } from "../../ops/schedules.js";
+import { pauseSchedule, resumeSchedule } from "../../ops/runtime-schedules.js";
 import { sessionSignedOut, signOutSession } from "../../ops/dashboard-sessions.js";
 import { secretProblem, secretMatches } from "../auth.js";
 import { parseRequest, problemOf, RouteProblem } from "../problems.js";
@@ -69,6 +70,8 @@ const NOTICES: Record<string, string> = {
   paused: "Queue paused: no invocation claims its jobs until it is resumed.",
   resumed: "Queue resumed.",
   replayed: "Replayed: this is the new job; the finished one stays as it was.",
+  schedulePaused: "Schedule paused: none of its slots fires until it is resumed.",
+  scheduleResumed: "Schedule resumed: it fires from its next slot on.",
 };
 
 /** A bulk action's notice: its fixed text and a count read as digits only. */
@@ -89,6 +92,8 @@ const ListQuery = v.object({
   task: v.optional(Blank),
   before: v.optional(v.pipe(Blank, v.union([v.undefined(), JobIdParam]))),
 });
+// (Other parameters, such as the notice's `done`, pass.)
+const OverviewQuery = v.object({ tenant: v.optional(Blank) });
 
 /**
  * The dashboard, for `akadzeRoutes(app, { ..., dashboard: akadzeDashboard() })`: pages under `/ui`, signed
@@ -164,11 +169,12 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
 
     ui.get("/", signedIn(async (c, ctx, db) => {
       const now = ctx.now;
+      const { tenant } = parseRequest(OverviewQuery, c.req.query(), "overview query");
       const [queues, throughput, limits, schedules, workers] = await Promise.all([
         listQueues(db, { now }), readThroughput(db, { now }), listLimits(db, { now }),
-        listSchedules(db, { app: host.app, now }), listWorkers(db, { now, limit: 20 }),
+        listSchedules(db, { app: host.app, now, tenant }), listWorkers(db, { now, limit: 20 }),
       ]);
-      return html(c, <OverviewPage ctx={ctx} data={{ queues, throughput, limits, schedules, workers }} notice={NOTICES[c.req.query("done") ?? ""]} />);
+      return html(c, <OverviewPage ctx={ctx} data={{ queues, throughput, limits, schedules, workers }} tenant={tenant} notice={NOTICES[c.req.query("done") ?? ""]} />);
     }));
 
     ui.get("/jobs", signedIn(async (c, ctx, db) => {
@@ -212,6 +218,14 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
         ...selection.task ? { task: selection.task } : {}, done: action, count: String(count) });
       return c.redirect(`${ctx.base}/jobs?${back}`, 303);
     }, true));
+    // The same functions as `akadze schedules pause|resume`, for runtime schedules.
+    for (const [name, operation, done] of [["pause", pauseSchedule, "schedulePaused"], ["resume", resumeSchedule, "scheduleResumed"]] as const) {
+      ui.post(`/schedules/:name/${name}`, signedIn(async (c, ctx, db) => {
+        const schedule = c.req.param("name") ?? "";
+        if (!(await operation(db, schedule, { app: host.app }))) throw new RouteProblem(404, "not_found", `no runtime schedule ${JSON.stringify(schedule)}`);
+        return c.redirect(`${ctx.base}?done=${done}`, 303);
+      }, true));
+    }
     for (const [name, operation, done] of [["pause", pauseQueue, "paused"], ["resume", resumeQueue, "resumed"]] as const) {
       ui.post(`/queues/:name/${name}`, signedIn(async (c, ctx, db) => {
         await operation(db, c.req.param("name") ?? ""); // validates the name: an empty one is a 400

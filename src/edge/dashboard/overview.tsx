@@ -25,7 +25,7 @@ const STATE_OF: Record<(typeof COUNTS)[number], string> = {
 };
 
 /** The overview page. @example c.html(<OverviewPage ctx={ctx} data={data} />) */
-export function OverviewPage(props: { ctx: PageContext; data: OverviewData; notice?: string }) {
+export function OverviewPage(props: { ctx: PageContext; data: OverviewData; notice?: string; tenant?: string }) {
   const { ctx, data } = props;
   return (
     <Layout ctx={ctx} title="Overview" active="overview">
@@ -51,7 +51,7 @@ export function OverviewPage(props: { ctx: PageContext; data: OverviewData; noti
         ))} />
       <div class="grid">
         <LimitsCard limits={data.limits} />
-        <SchedulesCard schedules={data.schedules} ctx={ctx} />
+        <SchedulesCard schedules={data.schedules} ctx={ctx} tenant={props.tenant} />
       </div>
       <div style="height:18px" />
       <WorkersCard workers={data.workers} ctx={ctx} />
@@ -108,19 +108,31 @@ function LimitsCard(props: { limits: LimitRow[] }) {
   );
 }
 
-function SchedulesCard(props: { schedules: ScheduleInfo[]; ctx: PageContext }) {
-  const { now } = props.ctx;
+/** The most schedules the overview lists; `?tenant=` narrows the card to one tenant's. */
+export const SCHEDULES_SHOWN = 50;
+
+function SchedulesCard(props: { schedules: ScheduleInfo[]; ctx: PageContext; tenant?: string }) {
+  const { ctx } = props;
+  const { now } = ctx;
+  const shown = props.schedules.slice(0, SCHEDULES_SHOWN);
+  const more = props.schedules.length - shown.length;
   return (
-    <TableCard title="Schedules" empty="No schedules."
-      head={<><th>Name</th><th>Schedule</th><th>Last slot</th><th>Next slot</th></>}
-      rows={props.schedules.map((s) => (
-        <tr>
-          <td>{s.name} <div class="muted">{s.task}</div></td>
-          <td>{s.schedule ?? <span class="muted">not defined by this app</span>}</td>
+    <TableCard title={props.tenant === undefined ? "Schedules" : `Schedules of tenant ${props.tenant}`} empty="No schedules." tableId="schedules"
+      head={<><th>Name</th><th>Schedule</th><th>Last slot</th><th>Next slot</th><th></th></>}
+      rows={shown.map((s) => (
+        <tr data-schedule={s.name}>
+          <td>{s.name} {s.paused && <Badge value="paused" />}
+            <div class="muted">{s.task}{s.tenant !== null && <> · tenant <a href={`${ctx.base}?tenant=${encodeURIComponent(s.tenant)}`}>{s.tenant}</a></>}</div></td>
+          <td>{s.schedule ?? <span class="muted">not defined by this app</span>}
+            {(s.catchUp !== "latest" || s.overlap === "skip") && <div class="muted">{s.catchUp === "latest" ? "" : `catch up ${s.catchUp.all}`}{s.overlap === "skip" ? " skip overlap" : ""}</div>}</td>
           <td><Ago at={s.lastSlot} now={now} /></td>
-          <td><Ago at={s.nextSlot} now={now} /></td>
+          <td>{s.paused ? <span class="muted">-</span> : <Ago at={s.nextSlot} now={now} />}</td>
+          <td class="n">{s.runtime && <Post ctx={ctx} action={`${ctx.base}/schedules/${encodeURIComponent(s.name)}/${s.paused ? "resume" : "pause"}`}
+            label={s.paused ? "Resume" : "Pause"} kind={s.paused ? "primary" : undefined} />}</td>
         </tr>
-      ))} />
+      ))}>
+      {more > 0 && <p class="muted">and {more} more: narrow to one tenant with ?tenant=, or use `akadze schedules list`.</p>}
+    </TableCard>
   );
 }
 
