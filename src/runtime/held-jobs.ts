@@ -115,6 +115,20 @@ export class HeldJobs {
     return undefined;
   }
 
+  /** The job `nextReady` would hand over, left in the queue. */
+  peekReady(): ClaimedJob | undefined {
+    if (this.counts.ready === 0) return undefined;
+    for (const [, life] of this.queuedInOrder()) return life.state === "ready" ? life.job : undefined;
+    return undefined;
+  }
+
+  /** Whether a job of `task` is held and not started (a look that stops at the first one). */
+  holdsUnstarted(task: string): boolean {
+    if (this.queued === 0) return false;
+    for (const [, life] of this.queuedInOrder()) if (life.job.task === task) return true;
+    return false;
+  }
+
   /**
    * The waiting jobs to ask the next statement to start, now `requested`: those that would start within the free
    * slots plus `lookahead` more (what starts within one round trip), counting the queued jobs ahead of each (they
