@@ -137,6 +137,19 @@ forEachDriver((h) => {
     expect(calls.map((c) => c.length)).toEqual([10, 10]);
     expect(sawCurrent).toBe(false);
   });
+
+  it("a batch does not wait for jobs queued behind another task's job that has no slot to start in", async () => {
+    const { clock, app, task, calls } = batchApp({ maxBatch: 10, maxWait: "1h" }, doubled);
+    const ran: string[] = [];
+    const plain = app.task("plain", async () => { ran.push(`plain after ${calls.length} calls`); });
+    await task.using(h().db).enqueue({ n: 0 });
+    await plain.using(h().db).enqueue({});
+    await task.using(h().db).enqueueMany([{ n: 1 }, { n: 2 }]);
+    // One slot, held by the first batch: the plain job is next in claim order, so the batch cannot grow.
+    expect(await runOnce(app, { db: h().db, now: clock.now, slots: 1 })).toMatchObject({ succeeded: 4 });
+    expect(calls).toEqual([[0], [1, 2]]);
+    expect(ran).toEqual(["plain after 1 calls"]);
+  });
 }, ["node-postgres", "pglite", "neon-http", "neon-serverless"]);
 
 it("a batch task's options are checked, naming the option, and nothing is registered", () => {

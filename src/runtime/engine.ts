@@ -195,10 +195,12 @@ export class Engine {
 
   /**
    * Whether jobs of `task` may still start here soon, so that a batch of it waits for them: some are held and
-   * not started, a claim may come (or a worker lane may be woken), and the engine is not stopping.
+   * not started, a claim may come (or a worker lane may be woken), and the engine is not stopping. Not while
+   * every slot is taken and another task's job is the next to start (jobs start in claim order).
    */
   private mayStartMore(task: string): boolean {
     if (this.stopping()) return false;
+    if (this.runs.slotsTaken >= this.o.slots && (this.jobs.firstQueued()?.task ?? task) !== task) return false;
     const phase = this.cycle.phase;
     return this.policy.idles || phase === "open" || phase === "claiming" || phase === "backoff" || this.jobs.holdsUnstarted(task);
   }

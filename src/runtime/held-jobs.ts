@@ -118,7 +118,17 @@ export class HeldJobs {
   /** The job `nextReady` would hand over, left in the queue. */
   peekReady(): ClaimedJob | undefined {
     if (this.counts.ready === 0) return undefined;
-    for (const [, life] of this.queuedInOrder()) return life.state === "ready" ? life.job : undefined;
+    const head = this.head();
+    return head?.state === "ready" ? head.job : undefined;
+  }
+
+  /** The first queued job in claim order, whatever its start's state: no other job starts before it. */
+  firstQueued(): ClaimedJob | undefined {
+    return this.head()?.job;
+  }
+
+  private head(): JobLife | undefined {
+    for (const [, life] of this.queuedInOrder()) return life;
     return undefined;
   }
 
