@@ -2,7 +2,7 @@
 // for them) and answers each job's outcome; each job keeps its own attempts, retries, timeout and history.
 import { expect, it } from "vitest";
 import * as v from "valibot";
-import { BatchOutcomeMissing, createApp, current, Fail, InvalidInput, runOnce, runWorker, type BatchOutcomes } from "../src/index.js";
+import { BatchOutcomeMissing, Cancel, createApp, current, Fail, Snooze, InvalidInput, runOnce, runWorker, type BatchOutcomes } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor, within } from "./support/wait-for.js";
@@ -89,9 +89,13 @@ forEachDriver((h) => {
     answer = undefined;
     await task.using(h().db).enqueueMany([{ n: 4 }]);
     expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 1 });
+    answer = [new Cancel(), new Snooze("1m")];
+    await task.using(h().db).enqueueMany([{ n: 5 }, { n: 6 }]);
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ cancelled: 1, snoozed: 1 });
     expect((await jobs()).map((j) => [j.n, j.state, j.kinds, j.result])).toEqual([
       [0, "failed", ["BatchOutcomeMissing"], null], [1, "failed", ["BatchOutcomeMissing"], null],
-      [2, "failed", ["ResultNotJson"], null], [3, "failed", ["Fail"], null], [4, "succeeded", [], null]]);
+      [2, "failed", ["ResultNotJson"], null], [3, "failed", ["Fail"], null], [4, "succeeded", [], null],
+      [5, "cancelled", [], null], [6, "queued", [], null]]); // a snooze spends no attempt and leaves no error
   });
 
   it("an invocation runs fewer than maxBatch due jobs at once, without waiting out maxWait for more", async () => {
@@ -124,6 +128,21 @@ forEachDriver((h) => {
       stop.abort();
       await worker;
     }
+  });
+
+  it("a worker told to stop calls its waiting batch at once, and its jobs finish", async () => {
+    const { clock, app, task, calls } = batchApp({ maxBatch: 10, maxWait: "1h" }, doubled);
+    let entered = 0;
+    app.hooks.beforeRun(() => { entered++; });
+    await task.using(h().db).enqueueMany([{ n: 0 }, { n: 1 }]);
+    const stop = new AbortController();
+    const worker = runWorker(app, { db: h().db, now: clock.now, slots: 2, signal: stop.signal });
+    await waitFor(() => entered === 2, "both jobs to start");
+    expect(calls).toEqual([]);
+    stop.abort();
+    expect(await within(worker, 20_000, "the worker's end")).toMatchObject({ succeeded: 2, released: 0 });
+    expect(calls).toEqual([[0, 1]]);
+    expect((await jobs()).map((j) => j.state)).toEqual(["succeeded", "succeeded"]);
   });
 
   it("a batch holds one slot however many jobs it gathers, and its handler has no current() job", async () => {
