@@ -2,6 +2,7 @@
 // for them) and answers each job's outcome; each job keeps its own attempts, retries, timeout and history.
 import { expect, it } from "vitest";
 import * as v from "valibot";
+import { sql } from "drizzle-orm";
 import { BatchOutcomeMissing, Cancel, createApp, current, Fail, Snooze, InvalidInput, runOnce, runWorker, type BatchOutcomes } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
@@ -145,15 +146,26 @@ forEachDriver((h) => {
     expect((await jobs()).map((j) => j.state)).toEqual(["succeeded", "succeeded"]);
   });
 
-  it("a batch holds one slot however many jobs it gathers, and its handler has no current() job", async () => {
+  it("a batch holds one slot however many jobs it gathers, until its call ends, and its handler has no current() job", async () => {
     let sawCurrent = true;
-    const { clock, app, task, calls } = batchApp({ maxBatch: 10 }, (js) => {
+    let active = 0;
+    let mostActive = 0;
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const calls: number[] = [];
+    const task = app.batchTask("numbers.double", { args: N, maxBatch: 10 }, async (js) => {
+      mostActive = Math.max(mostActive, ++active);
+      calls.push(js.length);
       try { current(); } catch { sawCurrent = false; }
-      return doubled(js);
+      // A few round trips of its own: time for the engine to start another batch, were the slot free.
+      for (let i = 0; i < 5; i++) await js[0].db.execute(sql`select 1`);
+      active--;
+      return doubled(js.map((job) => job.args));
     });
-    await task.using(h().db).enqueueMany(Array.from({ length: 20 }, (_, n) => ({ n })));
-    expect(await runOnce(app, { db: h().db, now: clock.now, slots: 1 })).toMatchObject({ succeeded: 20 });
-    expect(calls.map((c) => c.length)).toEqual([10, 10]);
+    await task.using(h().db).enqueueMany(Array.from({ length: 40 }, (_, n) => ({ n })));
+    expect(await runOnce(app, { db: h().db, now: clock.now, slots: 1 })).toMatchObject({ succeeded: 40 });
+    expect(calls).toEqual([10, 10, 10, 10]);
+    expect(mostActive).toBe(1);
     expect(sawCurrent).toBe(false);
   });
 

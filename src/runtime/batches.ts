@@ -121,7 +121,10 @@ export class Batches {
   private consider(batch: Batch): void {
     if (batch.closed) return this.release(batch);
     if (batch.entered.size > 0) return; // a job on its way in: it is waited for (its hooks run inside its timeout)
-    if (batch.members.length === 0) return this.close(batch); // every job left before joining
+    if (batch.members.length === 0) { // every job left before joining
+      this.close(batch);
+      return this.release(batch);
+    }
     // Full: it holds maxBatch jobs, or held them when they entered (no job enters it any more).
     const full = batch.members.length >= batch.task.batch!.maxBatch || this.fillingByTask.get(batch.task.name) !== batch;
     if (full || batch.due || !this.o.mayGrow(batch.task.name)) {
@@ -130,11 +133,11 @@ export class Batches {
     }
   }
 
+  /** No job enters the batch any more (its slot is given back once its call ends: `release`). */
   private close(batch: Batch): void {
     batch.closed = true;
     batch.wait.cancel();
     if (this.fillingByTask.get(batch.task.name) === batch) this.fillingByTask.delete(batch.task.name);
-    this.release(batch);
   }
 
   /** Gives the batch's slot back once it is closed and nothing of it runs or is on its way. */
