@@ -6,6 +6,7 @@ import { sql } from "drizzle-orm";
 import { BatchOutcomeMissing, Cancel, createApp, current, Fail, Snooze, InvalidInput, runOnce, runWorker, type BatchOutcomes } from "../src/index.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
+import { outcomesOf } from "../src/app/batch.js";
 import { waitFor, within } from "./support/wait-for.js";
 
 const N = v.object({ n: v.number() });
@@ -203,4 +204,21 @@ it("a batch task's options are checked, naming the option, and nothing is regist
   app.batchTask("t", { maxBatch: 1 }, () => {});
   expect(() => app.batchTask("t", { maxBatch: 1 }, () => {})).toThrow(/already registered/);
   expect(new BatchOutcomeMissing("x")).toBeInstanceOf(Error);
+});
+
+it("a batch's answer is matched to its jobs by position or by id, and a job left out gets its own error", () => {
+  const jobs = [{ id: 7 }, { id: 8 }, { id: 9 }];
+  const kinds = (answer: unknown) => outcomesOf("t", jobs, answer).map((o) => "result" in o ? o.result : (o.error as Error).name);
+  const boom = new Fail("boom");
+  expect(kinds(["a", boom, null])).toEqual(["a", "Fail", null]);
+  expect(kinds(["a"])).toEqual(["a", "BatchOutcomeMissing", "BatchOutcomeMissing"]);
+  // eslint-disable-next-line no-sparse-arrays
+  expect(kinds(["a", , "c"])).toEqual(["a", "BatchOutcomeMissing", "c"]);
+  expect(kinds(new Map<number, unknown>([[9, "c"], [7, "a"], [100, "x"]]))).toEqual(["a", "BatchOutcomeMissing", "c"]);
+  expect(kinds(undefined)).toEqual([undefined, undefined, undefined]);
+  expect(kinds([1, 2, 3, 4])).toEqual(["BatchOutcomeMissing", "BatchOutcomeMissing", "BatchOutcomeMissing"]);
+  expect(kinds({ 7: "a" })).toEqual(["BatchOutcomeMissing", "BatchOutcomeMissing", "BatchOutcomeMissing"]);
+  expect((outcomesOf("t", jobs, ["a"])[1] as { error: Error }).error.message).toBe("the batch handler of task t returned no outcome for job 8");
+  expect((outcomesOf("t", jobs, "ok")[0] as { error: Error }).error.message)
+    .toBe("the batch handler of task t returned a string, not an array of outcomes (one per job, in order) or a Map by job id");
 });
