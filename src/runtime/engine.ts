@@ -176,6 +176,8 @@ export class Engine {
   private async loop(): Promise<void> {
     for (;;) {
       this.dispatch();
+      // What changed may leave a filling batch nothing more to wait for.
+      this.runs.batches.review();
       const phase = this.cycle.phase;
       const quiet = this.jobs.running === 0 && this.jobs.queued === 0 && phase !== "claiming" && phase !== "backoff" && !this.settler.startPending;
       if (quiet && (!this.policy.idles || phase === "ended" || this.stopping())) return;
@@ -206,12 +208,6 @@ export class Engine {
   }
 
   private dispatch(): void {
-    this.startJobs();
-    // What changed may leave a filling batch nothing more to wait for.
-    this.runs.batches.review();
-  }
-
-  private startJobs(): void {
     if (this.stopping()) {
       // A job whose start is on its way waits for the answer: denied or stopped, it is back in the queue
       // table already, and a release would find it gone; started, it is released then (attempt refunded).

@@ -151,11 +151,11 @@ export class JobRuns {
     const trace = e.trace ? e.trace.run(job) : null;
     const ended = (outcome: Outcome | null) => {
       try {
+        jobs.apply(job.id, { kind: "bodyEnded", outcome });
         if (ticket) {
           this.batchRuns--;
           this.batches.leave(ticket);
         }
-        jobs.apply(job.id, { kind: "bodyEnded", outcome });
         if (outcome === null) {
           this.o.summary.succeeded++;
           this.o.unreported.add(1);
