@@ -232,7 +232,8 @@ export class Engine {
       } else this.runs.start(job, timeoutOf(job) ?? remaining);
     }
     if (!this.settler.startPending) {
-      const next = this.jobs.pickStarts(this.o.slots - this.runs.slotsTaken + this.runs.batches.room, this.pace.lookahead());
+      const free = this.o.slots - this.runs.slotsTaken;
+      const next = this.jobs.pickStarts(free + this.runs.batches.room, this.pace.lookahead(), free);
       if (next.length > 0) this.settler.requestStart({ ids: next.map((j) => j.id), limited: next.some((j) => j.limited) });
     }
     // A claim that came back short while bodies still ran gets one more look once everything is done:

@@ -144,8 +144,9 @@ export class HeldJobs {
    * slots plus `lookahead` more (what starts within one round trip), counting the queued jobs ahead of each (they
    * start before it: jobs start in claim order). A limited job is asked for only into a free slot (its
    * `maxStarts` token is stamped when it is started), except the first queued job, which everything waits for.
+   * `slotsForLimited`: the slots truly free, when `freeSlots` also counts the room of filling batches (batches.ts).
    */
-  pickStarts(freeSlots: number, lookahead: number): ClaimedJob[] {
+  pickStarts(freeSlots: number, lookahead: number, slotsForLimited = freeSlots): ClaimedJob[] {
     if (this.counts.waiting === 0) return [];
     const next: ClaimedJob[] = [];
     let ahead = 0;
@@ -154,7 +155,7 @@ export class HeldJobs {
       if (!life || !isQueued(life)) continue;
       if (ahead >= freeSlots + lookahead && !(ahead === 0 && freeSlots > 0)) break;
       if (life.state === "waiting") {
-        const room = life.job.limited ? freeSlots : freeSlots + lookahead;
+        const room = life.job.limited ? slotsForLimited : freeSlots + lookahead;
         if (ahead >= room && !(ahead === 0 && freeSlots > 0)) continue;
         next.push(life.job);
       }
