@@ -170,6 +170,28 @@ forEachDriver((h) => {
     expect(sawCurrent).toBe(false);
   });
 
+  it("a handler call that outlives its jobs' timeout times each job out on its own attempt", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => { started = resolve; });
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => { finish = resolve; });
+    const task = app.batchTask("numbers.double", { args: N, maxBatch: 10, timeout: "10s", maxAttempts: 2 }, async (js) => {
+      if (js[0].attempt === 1) { started(); await gate; }
+      return doubled(js.map((job) => job.args));
+    });
+    await task.using(h().db).enqueueMany([{ n: 0 }, { n: 1 }]);
+    const run = runOnce(app, { db: h().db, now: clock.now });
+    await within(running, 20_000, "the handler's call");
+    clock.advance(11_000);
+    finish();
+    expect(await within(run, 20_000, "the invocation")).toMatchObject({ retried: 2 });
+    expect((await jobs()).map((j) => [j.state, j.attempt, j.kinds])).toEqual([["queued", 1, ["JobTimeout"]], ["queued", 1, ["JobTimeout"]]]);
+    clock.advance(60_000);
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 2 });
+  });
+
   it("a batch does not wait for jobs queued behind another task's job that has no slot to start in", async () => {
     const { clock, app, task, calls } = batchApp({ maxBatch: 10, maxWait: "1h" }, doubled);
     const ran: string[] = [];
