@@ -7,6 +7,7 @@ import { BatchOutcomeMissing, Cancel, createApp, current, Fail, Snooze, InvalidI
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { outcomesOf } from "../src/app/batch.js";
+import { testApp } from "../src/testing/index.js";
 import { waitFor, within } from "./support/wait-for.js";
 
 const N = v.object({ n: v.number() });
@@ -190,6 +191,21 @@ forEachDriver((h) => {
     expect((await jobs()).map((j) => [j.state, j.attempt, j.kinds])).toEqual([["queued", 1, ["JobTimeout"]], ["queued", 1, ["JobTimeout"]]]);
     clock.advance(60_000);
     expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 2 });
+  });
+
+  it("akadze/testing drains a batch task's jobs in batches", async () => {
+    const app = createApp();
+    const calls: number[] = [];
+    const task = app.batchTask("numbers.double", { args: N, maxBatch: 4, maxWait: "1h" }, (js) => { calls.push(js.length); return doubled(js.map((j) => j.args)); });
+    const t = await testApp(app, { db: h().db });
+    try {
+      await task.using(t.db).enqueueMany(Array.from({ length: 6 }, (_, n) => ({ n })));
+      expect(await t.drain()).toMatchObject({ succeeded: 6 });
+      expect(calls).toEqual([4, 2]);
+      expect((await t.enqueued(task)).map((j) => j.result)).toEqual([0, 2, 4, 6, 8, 10].map((doubled) => ({ doubled })));
+    } finally {
+      await t.close();
+    }
   });
 
   it("a batch does not wait for jobs queued behind another task's job that has no slot to start in", async () => {
