@@ -30,6 +30,8 @@ interface Batch {
   due: boolean;
   /** Handler calls running: the batch's own, and one per job that joined after it closed. */
   calls: number;
+  /** Its jobs whose runs have not ended (a run past its timeout ends when its grace has passed: job-runs.ts). */
+  alive: number;
   wait: Deadline;
   /** Its slot was given back. */
   released: boolean;
@@ -76,13 +78,14 @@ export class Batches {
     if (!batch) {
       // The wait leaves the handler at least half the first job's timeout (its invocation's budget if it declares none).
       const wait = deadline(this.o.budget, this.o.budget.mark(), Math.min(task.batch!.maxWaitMs, timeoutMs / 2));
-      const b: Batch = { task, entered: new Set(), members: [], closed: false, due: false, calls: 0, wait, released: false };
+      const b: Batch = { task, entered: new Set(), members: [], closed: false, due: false, calls: 0, alive: 0, wait, released: false };
       void wait.passed.then(() => { b.due = true; this.consider(b); });
       batch = b;
       this.fillingByTask.set(task.name, batch);
       this.held++;
     }
     batch.entered.add(id);
+    batch.alive++;
     if (batch.entered.size + batch.members.length >= task.batch!.maxBatch) this.fillingByTask.delete(task.name);
     return { batch, id };
   }
@@ -107,9 +110,11 @@ export class Batches {
     });
   }
 
-  /** The job's run ended: if it never joined (its args no longer matched, a hook threw), its place is given up. */
+  /** The job's run ended (if it never joined, as when its args no longer matched or a hook threw, its place is given up). */
   leave(ticket: BatchTicket): void {
-    if (ticket.batch.entered.delete(ticket.id)) this.consider(ticket.batch);
+    ticket.batch.alive--;
+    ticket.batch.entered.delete(ticket.id);
+    this.consider(ticket.batch);
   }
 
   /** Looks at every filling batch again (the engine's state changed: it may start no more of a task). */
@@ -140,9 +145,12 @@ export class Batches {
     if (this.fillingByTask.get(batch.task.name) === batch) this.fillingByTask.delete(batch.task.name);
   }
 
-  /** Gives the batch's slot back once it is closed and nothing of it runs or is on its way. */
+  /**
+   * Gives the batch's slot back once it is closed and nothing of it runs or is on its way: its calls ended, or
+   * (a call that ignores its jobs' timeouts) every job's run ended, abandoning the call as a plain job's body is.
+   */
   private release(batch: Batch): void {
-    if (!batch.closed || batch.calls > 0 || batch.entered.size > 0 || batch.released) return;
+    if (!batch.closed || (batch.calls > 0 && batch.alive > 0) || batch.entered.size > 0 || batch.released) return;
     batch.released = true;
     this.held--;
     this.o.freed();
