@@ -11,6 +11,7 @@
  */
 export { App, createApp, type AppOptions } from "./app/app.js";
 export { Task, type TaskOptions, type Handler, type JobContext, type Enqueuer, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS } from "./app/task.js";
+export { BatchOutcomeMissing, MAX_BATCH_JOBS, DEFAULT_BATCH_WAIT, type BatchTaskOptions, type BatchJob, type BatchHandler, type BatchOutcomes } from "./app/batch.js";
 export { DebouncedTask, type DebouncedOptions, type DebouncedHandler, type DebouncedEnqueuer, type DebouncedEnqueueOptions } from "./app/debounce.js";
 export {
   type EnqueueOptions, MAX_NAME_LENGTH, EARLIEST_TIMESTAMP_MS, LATEST_TIMESTAMP_MS, MAX_SPAN_MS, MAX_TIMER_MS, MIN_PRIORITY, MAX_PRIORITY,

@@ -1,9 +1,10 @@
-import { InvalidInput } from "../core/errors.js";
+import { AkadzeError, InvalidInput } from "../core/errors.js";
 import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type SchedulePolicy, type ScheduleTiming } from "../schedules/definition.js";
 import { DEFAULT_TRANSITION_HOOK_TIMEOUT, Hooks } from "./hooks.js";
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { workflowBody, type WorkflowHandler, type WorkflowOptions } from "../workflow/define.js";
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
+import { batchDefinition, type BatchHandler, type BatchTaskOptions } from "./batch.js";
 import { debounceTiming, DebouncedTask, type DebouncedHandler, type DebouncedOptions } from "./debounce.js";
 import { sendAppEvent, sendAppEventQuery, Subscriptions, type AppEventOptions, type SentAppEvent } from "./events.js";
 import type { BatchItem, Db } from "../db/query.js";
@@ -112,6 +113,25 @@ export class App {
     // The job's args are the list of payloads, checked again at run time as any task's args are.
     const task = this.task(name, { ...taskOptions, args: v.array(payload) } as TaskOptions<any>, handler as Handler<any>);
     return new DebouncedTask<S>(task.definition, payload, timing, this.sqlClock, this.tracing);
+  }
+
+  /**
+   * Declares a batch task: its handler gets up to `maxBatch` started jobs at once (waiting at most `maxWait` for
+   * them) and answers each job's outcome, by position or in a Map by id: a result, or an Error for that job
+   * alone; a thrown error is every job's. Each job keeps its own attempts, retries, timeout and history (see
+   * docs/batches.md).
+   * @example const digest = app.batchTask("mail.digest", { args: Mail, maxBatch: 100, maxWait: "2s" }, async (jobs) => jobs.map((job) => ({ to: job.args.to })));
+   */
+  batchTask<S extends ArgsSchema, R>(name: string, options: BatchTaskOptions<S>, handler: BatchHandler<S, R>): Task<S, R> {
+    if (typeof options !== "object" || options === null) throw new InvalidInput(`batch task ${name}: give { maxBatch }`);
+    const { maxBatch: _maxBatch, maxWait: _maxWait, ...taskOptions } = options;
+    // The engine joins each job to a batch (runtime/batches.ts) instead of calling this.
+    const alone: Handler<S, R> = () => { throw new AkadzeError(`batch task ${name}: its jobs run in batches, through runOnce or runWorker`); };
+    if (this.tasks.has(name)) throw new InvalidInput(`task ${name} is already registered`);
+    const definition = defineTask(name, taskOptions as TaskOptions<S>, alone);
+    const batch = batchDefinition(name, options, handler as BatchHandler<any, unknown>, definition.timeoutMs);
+    this.tasks.set(name, { ...definition, batch });
+    return new Task<S, R>(this.tasks.get(name) as TaskDefinition<R>, this.sqlClock, this.tracing);
   }
 
   /**

@@ -8,6 +8,7 @@ import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
 import { storedFairKey } from "../core/fair-key.js";
 import type { TraceCarrier, Tracing } from "../core/tracing.js";
+import type { BatchDefinition } from "./batch.js";
 import {
   assertStorableJson, describeIssues, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,
 } from "../core/validate.js";
@@ -98,6 +99,8 @@ export interface TaskDefinition<R = unknown> {
   priority: number;
   limitWaitMs: number | undefined;
   handler: Handler<any, R>;
+  /** A batch task's batching (`app.batchTask`): its jobs' bodies share handler calls. */
+  batch?: BatchDefinition;
 }
 
 const EMPTY_ARGS = v.object({});

@@ -173,6 +173,11 @@ function asLeaseLost(error: unknown, jobId: number): unknown {
 
 const storage = new AsyncLocalStorage<CurrentJob>();
 
+/** Runs `fn` outside any job's `current()` (a batch task's handler serves many jobs, so none is current). */
+export function outsideCurrentJob<T>(fn: () => T): T {
+  return storage.exit(fn);
+}
+
 /** Runs `fn` with `job` as `current()`. */
 export function withCurrentJob<T>(job: CurrentJob, fn: () => T): T {
   return storage.run(job, fn);

@@ -88,6 +88,8 @@ export class Engine {
       engine: o, jobs: this.jobs, settler: this.settler, summary: this.summary, unreported: this.unreported, pace: this.pace,
       budget: this.budget,
       ended: () => { this.endedSinceClaim++; this.change.notify(); },
+      freed: () => { this.change.notify(); },
+      mayGrow: (task) => this.mayStartMore(task),
     });
     this.unheld = new UnheldJobs({
       db: o.db, owner: o.owner, requestTimeoutMs: () => this.requestTimeoutMs(), onError: o.onError,
@@ -174,6 +176,8 @@ export class Engine {
   private async loop(): Promise<void> {
     for (;;) {
       this.dispatch();
+      // What changed may leave a filling batch nothing more to wait for.
+      this.runs.batches.review();
       const phase = this.cycle.phase;
       const quiet = this.jobs.running === 0 && this.jobs.queued === 0 && phase !== "claiming" && phase !== "backoff" && !this.settler.startPending;
       if (quiet && (!this.policy.idles || phase === "ended" || this.stopping())) return;
@@ -191,6 +195,18 @@ export class Engine {
       .finally(() => { this.change.notify(); });
   }
 
+  /**
+   * Whether jobs of `task` may still start here soon, so that a batch of it waits for them: some are held and
+   * not started, a claim may come (or a worker lane may be woken), and the engine is not stopping. Not while
+   * every slot is taken and another task's job is the next to start (jobs start in claim order).
+   */
+  private mayStartMore(task: string): boolean {
+    if (this.stopping()) return false;
+    if (this.runs.slotsTaken >= this.o.slots && (this.jobs.firstQueued()?.task ?? task) !== task) return false;
+    const phase = this.cycle.phase;
+    return this.policy.idles || phase === "open" || phase === "claiming" || phase === "backoff" || this.jobs.holdsUnstarted(task);
+  }
+
   private dispatch(): void {
     if (this.stopping()) {
       // A job whose start is on its way waits for the answer: denied or stopped, it is back in the queue
@@ -205,7 +221,8 @@ export class Engine {
       // needs the least its task takes (untimedFloorMs).
       for (const job of this.jobs.takeUnstarted((j) => (timeoutOf(j) ?? this.runs.floorMs(j.task)) > remaining)) this.runs.release(job);
     }
-    while (this.jobs.running < this.o.slots) {
+    // (A job that joins a filling batch takes no slot of its own.)
+    while (this.runs.slotsTaken < this.o.slots || this.runs.joinsBatch(() => this.jobs.peekReady())) {
       const local = this.jobs.nextReady();
       if (!local) break;
       const { job, startBy } = local;
@@ -215,7 +232,8 @@ export class Engine {
       } else this.runs.start(job, timeoutOf(job) ?? remaining);
     }
     if (!this.settler.startPending) {
-      const next = this.jobs.pickStarts(this.o.slots - this.jobs.running, this.pace.lookahead());
+      const free = this.o.slots - this.runs.slotsTaken;
+      const next = this.jobs.pickStarts(free + this.runs.batches.room, this.pace.lookahead(), free);
       if (next.length > 0) this.settler.requestStart({ ids: next.map((j) => j.id), limited: next.some((j) => j.limited) });
     }
     // A claim that came back short while bodies still ran gets one more look once everything is done:
@@ -230,7 +248,7 @@ export class Engine {
     this.endedSinceClaim = 0;
     const first = !this.claimedOnce;
     // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
-    const starts = Math.max(0, this.o.slots - this.jobs.running - this.jobs.queued) + Math.max(0, this.pace.lookahead() - this.jobs.queued);
+    const starts = Math.max(0, this.o.slots - this.runs.slotsTaken - this.jobs.queued) + Math.max(0, this.pace.lookahead() - this.jobs.queued);
     const size = first ? this.policy.firstSize(this.view()) : this.policy.nextSize(this.view());
     const sent = performance.now();
     const extras = first ? this.o.firstClaimExtras : this.o.laterClaimExtras?.() ?? [];

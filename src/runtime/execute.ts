@@ -15,6 +15,11 @@ import type { Db } from "../db/query.js";
 import { CurrentJob, withCurrentJob } from "./context.js";
 import type { JobAbort } from "./signal.js";
 import type { RunTrace } from "../core/tracing.js";
+import { BatchOutcomeMissing, type BatchJob } from "../app/batch.js";
+import type { Batches, BatchTicket } from "./batches.js";
+
+/** A batch task's job: its body joins its batch (batches.ts) instead of calling the handler alone. */
+export interface BatchSeat { batches: Batches; ticket: BatchTicket }
 
 /** Everything one run of one job needs. */
 export interface JobRun {
@@ -32,6 +37,7 @@ export interface JobRun {
   timeoutFrom?: "task" | "budget";
   /** Told when the outcome is decided (a timeout) while the body still runs, with a promise of its end. */
   lingering?: (body: Promise<unknown>) => void;
+  batch?: BatchSeat;
 }
 
 /** What the engine hands over to run one claimed job. */
@@ -48,6 +54,8 @@ export interface JobStart {
   lingering?: (body: Promise<unknown>) => void;
   /** The run's span, when the app traces: the body runs inside it. */
   trace?: RunTrace | null;
+  /** See JobRun.batch. */
+  batch?: BatchSeat;
 }
 
 /**
@@ -63,7 +71,7 @@ export function runJob(start: JobStart): Promise<Outcome | null> {
     timeoutMs: start.timeoutMs, monotonic: start.monotonic, trace: start.trace ?? null,
   });
   const run: JobRun = { job, owner: start.owner, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
-    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering };
+    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering, batch: start.batch };
   const failed = (error: unknown): Outcome | null => current.completed ? null
     : { id: job.id, kind: "error", attempt: job.attempt, delayMs: backoffMs(job.attempt, task.backoff), error: errorEntry(run, error) };
   try {
@@ -198,11 +206,29 @@ function jobContext(run: JobRun): JobContext {
   return new RunContext(run.job, run.controller, run.owner ?? "", run.current);
 }
 
+/** Calls the task's handler for this job, or joins the job's batch (a batch task's handler gets many jobs at once). */
+function callHandler(run: JobRun, args: unknown): unknown {
+  const context = jobContext(run);
+  if (!run.batch) return run.task.handler(args, context);
+  const { batches, ticket } = run.batch;
+  return batches.join(ticket, batchJob(context, args), run.controller);
+}
+
+/** A job as a batch handler sees it: its context and its args. */
+function batchJob(c: JobContext, args: unknown): BatchJob {
+  return {
+    id: c.id, task: c.task, queue: c.queue, attempt: c.attempt, maxAttempts: c.maxAttempts, invocation: c.invocation, db: c.db, args,
+    get signal() { return c.signal; },
+    progress: (value) => c.progress(value),
+    log: (...parts) => c.log(...parts),
+  };
+}
+
 /** The body and, when the app has any, its beforeRun and afterRun hooks; rejects with whatever the body threw. */
 function runBody(run: JobRun, args: unknown, overran: () => boolean): Promise<unknown> {
   if (run.hooks.before.length > 0 || run.hooks.after.length > 0) return runBodyWithHooks(run, args, overran);
   try {
-    return Promise.resolve(run.task.handler(args, jobContext(run))).then((result) => returned(run, result, overran));
+    return Promise.resolve(callHandler(run, args)).then((result) => returned(run, result, overran));
   } catch (error) {
     return Promise.reject(error);
   }
@@ -211,7 +237,7 @@ function runBody(run: JobRun, args: unknown, overran: () => boolean): Promise<un
 async function runBodyWithHooks(run: JobRun, args: unknown, overran: () => boolean): Promise<unknown> {
   const hookJob: HookJob = new HookContext(run.job, run.controller, run.owner ?? "", run.current, run.job.args);
   for (const hook of run.hooks.before) await hook(hookJob);
-  const result = returned(run, await run.task.handler(args, jobContext(run)), overran);
+  const result = returned(run, await callHandler(run, args), overran);
   if (run.current.completed) return result;
   for (const hook of run.hooks.after) await hook(hookJob, result);
   return result;
@@ -234,7 +260,8 @@ function outcomeOfError(run: JobRun, error: unknown): Outcome {
   if (error instanceof Snooze) return { id, kind: "snooze", attempt, delayMs: error.delayMs, error: errorEntry(run, error) };
   if (error instanceof Retry) return { id, kind: "error", attempt, delayMs: error.delayMs, error: errorEntry(run, error) };
   if (error instanceof Fail) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
-  const retryable = !run.task.retryOn || error instanceof ResultNotJson || error instanceof JobTimeout || safePredicate(run.task.retryOn, error);
+  const retryable = !run.task.retryOn || error instanceof ResultNotJson || error instanceof JobTimeout || error instanceof BatchOutcomeMissing
+    || safePredicate(run.task.retryOn, error);
   if (!retryable) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
   return { id, kind: "error", attempt, delayMs: backoffMs(run.job.attempt, run.task.backoff), error: errorEntry(run, error) };
 }

@@ -115,13 +115,38 @@ export class HeldJobs {
     return undefined;
   }
 
+  /** The job `nextReady` would hand over, left in the queue. */
+  peekReady(): ClaimedJob | undefined {
+    if (this.counts.ready === 0) return undefined;
+    const head = this.head();
+    return head?.state === "ready" ? head.job : undefined;
+  }
+
+  /** The first queued job in claim order, whatever its start's state: no other job starts before it. */
+  firstQueued(): ClaimedJob | undefined {
+    return this.head()?.job;
+  }
+
+  private head(): JobLife | undefined {
+    for (const [, life] of this.queuedInOrder()) return life;
+    return undefined;
+  }
+
+  /** Whether a job of `task` is held and not started (a look that stops at the first one). */
+  holdsUnstarted(task: string): boolean {
+    if (this.queued === 0) return false;
+    for (const [, life] of this.queuedInOrder()) if (life.job.task === task) return true;
+    return false;
+  }
+
   /**
    * The waiting jobs to ask the next statement to start, now `requested`: those that would start within the free
    * slots plus `lookahead` more (what starts within one round trip), counting the queued jobs ahead of each (they
    * start before it: jobs start in claim order). A limited job is asked for only into a free slot (its
    * `maxStarts` token is stamped when it is started), except the first queued job, which everything waits for.
+   * `slotsForLimited`: the slots truly free, when `freeSlots` also counts the room of filling batches (batches.ts).
    */
-  pickStarts(freeSlots: number, lookahead: number): ClaimedJob[] {
+  pickStarts(freeSlots: number, lookahead: number, slotsForLimited = freeSlots): ClaimedJob[] {
     if (this.counts.waiting === 0) return [];
     const next: ClaimedJob[] = [];
     let ahead = 0;
@@ -130,7 +155,7 @@ export class HeldJobs {
       if (!life || !isQueued(life)) continue;
       if (ahead >= freeSlots + lookahead && !(ahead === 0 && freeSlots > 0)) break;
       if (life.state === "waiting") {
-        const room = life.job.limited ? freeSlots : freeSlots + lookahead;
+        const room = life.job.limited ? slotsForLimited : freeSlots + lookahead;
         if (ahead >= room && !(ahead === 0 && freeSlots > 0)) continue;
         next.push(life.job);
       }

@@ -13,6 +13,7 @@ import { sleep } from "./signal.js";
 import type { Settler } from "./settler.js";
 import type { Unreported } from "./summary.js";
 import type { RunTrace } from "../core/tracing.js";
+import { Batches, type BatchTicket } from "./batches.js";
 
 /** Tries an engine gives its unanswered outcomes at its end (at most about 1.5 s of backoff between them). */
 const END_RESENDS = 5;
@@ -28,6 +29,10 @@ export interface JobRunsOptions {
   budget: BudgetClock;
   /** Told once a run has ended and its outcome is on its way (or, succeeded, counted). */
   ended: () => void;
+  /** Told when a batch gave back its slot. */
+  freed: () => void;
+  /** Whether the engine may still start more jobs of `task` soon: a batch of it waits for them (batches.ts). */
+  mayGrow: (task: string) => boolean;
 }
 
 /** Ends a run's span with its outcome (`null`: the body completed the job itself); a tracer's failure stays its own. */
@@ -53,8 +58,26 @@ export function lingerGraceMs(timeoutMs: number, leaseMs: number): number {
  */
 export class JobRuns {
   private readonly runTimes = new RunTimes();
+  /** The batch tasks' batches: each holds one slot, however many jobs it gathers. */
+  readonly batches: Batches;
+  /** Bodies of batch tasks' jobs running: they hold no slot of their own. */
+  private batchRuns = 0;
 
-  constructor(private readonly o: JobRunsOptions) {}
+  constructor(private readonly o: JobRunsOptions) {
+    this.batches = new Batches({ budget: o.budget, mayGrow: o.mayGrow, freed: o.freed });
+  }
+
+  /** Slots taken: a body each, except a batch task's jobs, whose batch takes one for all of them. */
+  get slotsTaken(): number {
+    return this.o.jobs.running - this.batchRuns + this.batches.slotsHeld;
+  }
+
+  /** Whether the job `next` names would start into a batch that is filling, taking no slot (`next` is read only if one is). */
+  joinsBatch(next: () => ClaimedJob | undefined): boolean {
+    if (!this.batches.filling) return false;
+    const job = next();
+    return job !== undefined && this.batches.takes(job.task);
+  }
 
   /** The least a run of `task` takes, as far as its runs so far tell. */
   floorMs(task: string): number {
@@ -116,6 +139,12 @@ export class JobRuns {
     const controller = jobs.controllerOf(job.id)!;
     if (controller.aborted) return this.notRun(job, controller.reason instanceof LeaseLost ? "release" : "cancel");
     jobs.apply(job.id, { kind: "bodyStarted" });
+    const task = e.app.tasks.get(job.task);
+    let ticket: BatchTicket | undefined;
+    if (task?.batch) {
+      ticket = this.batches.enter(task, job.id, timeoutMs);
+      this.batchRuns++;
+    }
     const began = performance.now();
     const ran = this.o.budget.mark();
     let lingering: Promise<unknown> | null = null;
@@ -123,6 +152,10 @@ export class JobRuns {
     const ended = (outcome: Outcome | null) => {
       try {
         jobs.apply(job.id, { kind: "bodyEnded", outcome });
+        if (ticket) {
+          this.batchRuns--;
+          this.batches.leave(ticket);
+        }
         if (outcome === null) {
           this.o.summary.succeeded++;
           this.o.unreported.add(1);
@@ -135,7 +168,7 @@ export class JobRuns {
       }
     };
     void runJob({ app: e.app, db: e.db, owner: e.owner, job, controller, timeoutMs, now: e.now, sqlNow: e.sqlNow,
-      monotonic: e.monotonic, trace,
+      monotonic: e.monotonic, trace, batch: ticket && { batches: this.batches, ticket },
       keepSucceeded: e.keepSucceeded !== false,
       lingering: (body) => { lingering = body; } })
       // A body running on past its timeout keeps its slot, its limit slot and its lease until it ends, within
