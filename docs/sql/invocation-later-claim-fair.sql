@@ -86,16 +86,15 @@ with sched_runtime_due as (
         from fair_walk w left join akadze.fair_sub_cursors c on c.tenant = w.tenant
         cross join lateral (select case when c.key is not null then (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > c.key and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) end as key) a
         union all
-        select s.tenant, x.key, s.m + 1, s.share, s.cur, s.first_key, x.wrapped
+        -- One probe a step: the next key before the range's end (the tenant's, or once wrapped, up to and with
+        -- its cursor: no key lies between cur and cur ); none found before wrapping, its first key again if
+        -- the walk began after it.
+        select s.tenant, coalesce(p.key, case when not s.wrapped and s.first_key collate "C" <= s.cur then s.first_key end),
+          s.m + 1, s.share, s.cur, s.first_key, s.wrapped or p.key is null
         from walk s cross join lateral (
-          select * from (
-            select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > s.key and j.fair_key collate "C" < s.tenant || chr(2) order by j.fair_key collate "C" limit 1) as key, false as wrapped where not s.wrapped
-            union all select s.first_key, true where not s.wrapped and s.first_key collate "C" <= s.cur
-            union all select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > s.key and j.fair_key collate "C" < s.tenant || chr(2) order by j.fair_key collate "C" limit 1), true where s.wrapped and s.cur is null
-            union all select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > s.key and j.fair_key collate "C" <= s.cur order by j.fair_key collate "C" limit 1), true where s.wrapped and s.cur is not null
-          ) z where z.key is not null limit 1
-        ) x
-        where s.m < s.share
+          select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > s.key and j.fair_key collate "C" < case when s.wrapped then coalesce(s.cur || chr(1), s.tenant || chr(2)) else s.tenant || chr(2) end order by j.fair_key collate "C" limit 1) as key
+        ) p
+        where s.m < s.share and s.key is not null
       )
       -- (Passed through json only for the planner: it estimates a recursive walk at thousands of keys, each
       -- with its lateral probe, and a plan costed that high is compiled by JIT at ten times the claim's cost.

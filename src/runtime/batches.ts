@@ -119,6 +119,7 @@ export class Batches {
 
   /** Looks at every filling batch again (the engine's state changed: it may start no more of a task). */
   review(): void {
+    if (this.fillingByTask.size === 0) return;
     for (const batch of [...this.fillingByTask.values()]) this.consider(batch);
   }
 

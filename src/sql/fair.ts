@@ -105,23 +105,22 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
     )`,
     // Each walked tenant's keys, from its own cursor (after it, then from its first key up to it), at most its
     // share of them. A tenant without sub-keys has one key: the walk's first probe found it, and with a share of
-    // one no more is asked. (Each branch's condition on the step's own columns only decides whether it runs.)
+    // one no more is asked.
     sql`fair_keys as (
       with recursive walk(tenant, key, m, share, cur, first_key, wrapped) as (
         select w.tenant, coalesce(a.key, w.first_key), 1, w.share, c.key, w.first_key, a.key is null
         from fair_walk w left join akadze.fair_sub_cursors c on c.tenant = w.tenant
         cross join lateral (select case when c.key is not null then ${nextKey(sql`c.key`, before(sql`w.tenant || chr(2)`))} end as key) a
         union all
-        select s.tenant, x.key, s.m + 1, s.share, s.cur, s.first_key, x.wrapped
+        -- One probe a step: the next key before the range's end (the tenant's, or once wrapped, up to and with
+        -- its cursor: no key lies between cur and cur \x01); none found before wrapping, its first key again if
+        -- the walk began after it.
+        select s.tenant, coalesce(p.key, case when not s.wrapped and ${byBytes(sql`s.first_key`)} <= s.cur then s.first_key end),
+          s.m + 1, s.share, s.cur, s.first_key, s.wrapped or p.key is null
         from walk s cross join lateral (
-          select * from (
-            select ${nextKey(sql`s.key`, before(sql`s.tenant || chr(2)`))} as key, false as wrapped where not s.wrapped
-            union all select s.first_key, true where not s.wrapped and ${byBytes(sql`s.first_key`)} <= s.cur
-            union all select ${nextKey(sql`s.key`, before(sql`s.tenant || chr(2)`))}, true where s.wrapped and s.cur is null
-            union all select ${nextKey(sql`s.key`, sql`${key} <= s.cur`)}, true where s.wrapped and s.cur is not null
-          ) z where z.key is not null limit 1
-        ) x
-        where s.m < s.share
+          select ${nextKey(sql`s.key`, before(sql`case when s.wrapped then coalesce(s.cur || chr(1), s.tenant || chr(2)) else s.tenant || chr(2) end`))} as key
+        ) p
+        where s.m < s.share and s.key is not null
       )
       -- (Passed through json only for the planner: it estimates a recursive walk at thousands of keys, each
       -- with its lateral probe, and a plan costed that high is compiled by JIT at ten times the claim's cost.
