@@ -256,7 +256,7 @@ forEachDriver((h) => {
     expect(badEdit.status).toBe(400);
     expect(await badEdit.text()).toMatch(/args must be JSON.*name="every" value="1h"/s);
     // Without the session's CSRF token: refused, nothing made, changed or deleted.
-    for (const csrf of [{}, { _csrf: "x".repeat(24) }]) {
+    for (const csrf of [{}, { _csrf: "x".repeat(24) }] as Record<string, string>[]) {
       const { _csrf: _, ...rest } = good;
       expect((await t.request("/akadze/ui/schedules/new", t.form({ ...rest, ...csrf }))).status).toBe(403);
       expect((await t.request("/akadze/ui/schedules/taken/edit", t.form({ ...rest, name: "taken", every: "5m", cron: "", ...csrf }))).status).toBe(403);
