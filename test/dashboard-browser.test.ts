@@ -1,12 +1,12 @@
 // The dashboard driven in headless Chromium (through playwright-core) against real Postgres: sign in, read a
-// failure, requeue it, pause a queue, and the refusals. The Chromium is the one @sparticuz/chromium ships in
+// failure, requeue it, pause a queue, make, edit and delete a runtime schedule, and the refusals. The Chromium is the one @sparticuz/chromium ships in
 // its npm package (test/support/chromium.ts), so a fresh machine needs no install step; CHROMIUM_PATH picks
 // another. AKADZE_DASHBOARD_SCREENSHOT=docs/dashboard-overview.png also saves the overview the docs show.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { Hono } from "hono";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { createApp, Fail, pauseQueue, runOnce, setLimit } from "akadze";
+import { createApp, Fail, listSchedules, pauseQueue, runOnce, setLimit } from "akadze";
 import { akadzeRoutes } from "akadze/hono";
 import { akadzeDashboard } from "akadze/dashboard";
 import type { Served } from "../src/dev/serve.js";
@@ -103,6 +103,37 @@ describe("the dashboard in Chromium", () => {
     await clickAndLoad(page, '#queues tr[data-queue="mail"] button:has-text("Resume")');
     expect(await page.locator('#queues tr[data-queue="mail"] .badge.paused').count()).toBe(0);
     expect((await run()).succeeded).toBe(1);
+  });
+
+  it("makes a runtime schedule with the New schedule form, shows a refusal, edits it and deletes it", async () => {
+    await signIn(page);
+    await clickAndLoad(page, "#new-schedule");
+    await page.fill('input[name="name"]', "t7.mail");
+    await page.fill('input[name="tenant"]', "t7");
+    await page.selectOption('select[name="task"]', "mail.send");
+    await page.fill('input[name="cron"]', "0 9 * * *");
+    await page.fill('input[name="timezone"]', "Europe/Berlin");
+    await page.fill('textarea[name="args"]', '{"to": 7}'); // the task's schema wants a string
+    await clickAndLoad(page, "button:has-text('Create schedule')");
+    expect(await page.locator(".notice.problem").textContent()).toContain("args of schedule");
+    expect(await page.inputValue('input[name="name"]')).toBe("t7.mail"); // what was typed stays
+    await page.fill('textarea[name="args"]', '{"to": "ops@example.com"}');
+    await clickAndLoad(page, "button:has-text('Create schedule')");
+    expect(await page.locator(".notice").textContent()).toContain("Schedule created");
+    expect(await page.locator('#schedules tr[data-schedule="t7.mail"]').textContent()).toContain('cron "0 9 * * *" Europe/Berlin');
+
+    await clickAndLoad(page, '#schedules tr[data-schedule="t7.mail"] a:has-text("Edit")');
+    expect(await page.inputValue('select[name="task"]')).toBe("mail.send");
+    await page.fill('input[name="cron"]', "30 8 * * 1-5");
+    await page.selectOption('select[name="overlap"]', "skip");
+    await clickAndLoad(page, "button:has-text('Save changes')");
+    expect(await page.locator(".notice").textContent()).toContain("Schedule saved");
+    expect((await listSchedules(h.db, { tenant: "t7" }))[0]).toMatchObject({ schedule: 'cron "30 8 * * 1-5" Europe/Berlin', overlap: "skip" });
+
+    await clickAndLoad(page, '#schedules tr[data-schedule="t7.mail"] a:has-text("Edit")');
+    await clickAndLoad(page, "button:has-text('Delete schedule t7.mail')");
+    expect(await page.locator(".notice").textContent()).toContain("Schedule deleted");
+    expect(await listSchedules(h.db, { tenant: "t7" })).toEqual([]);
   });
 
   it("refuses a wrong secret, a browser without the cookie, and a POST without the CSRF token", async () => {

@@ -188,6 +188,96 @@ forEachDriver((h) => {
     expect((await t.request("/akadze/ui/schedules/t2.mail/pause", t.form({ _csrf: "x".repeat(24) }))).status).toBe(403);
   });
 
+  it("a runtime schedule is created, edited and deleted through the dashboard's forms", async () => {
+    const t = setup(h);
+    await t.signIn();
+    const token = await t.csrf();
+    const blank = await (await t.request("/akadze/ui/schedules/new?tenant=t1")).text();
+    expect(blank).toMatch(/<select name="task"[^>]*><option value="mail.send"[^>]*>mail.send<\/option><option value="report.build"/);
+    expect(blank).toContain('name="tenant" value="t1"');
+    const fields = { _csrf: token, name: "t1.mail", tenant: "t1", task: "mail.send", cron: "", timezone: "", every: "1h",
+      args: '{"to": "ops@example.com"}', catchUp: "3", overlap: "allow" };
+    const created = await t.request("/akadze/ui/schedules/new", t.form(fields));
+    expect(created.status, await created.clone().text()).toBe(303);
+    expect(await (await t.request(created.headers.get("location")!)).text()).toMatch(/Schedule created.*<tr data-schedule="t1.mail">.*?every 3600000 ms.*?catch up 3.*?>Edit<\/a>/s);
+    const [made] = await listSchedules(h().db, { tenant: "t1" });
+    expect(made).toMatchObject({ name: "t1.mail", task: "mail.send", runtime: true, args: { to: "ops@example.com" }, catchUp: { all: 3 }, overlap: "allow" });
+
+    const edit = await (await t.request("/akadze/ui/schedules/t1.mail/edit")).text();
+    expect(edit).toContain('name="every" value="3600000"');
+    expect(edit).toContain('name="catchUp" value="3"');
+    expect(edit).toMatch(/Delete schedule t1.mail/);
+    const saved = await t.request("/akadze/ui/schedules/t1.mail/edit", t.form({ ...fields, name: "", cron: "0 9 * * *", timezone: "Europe/Berlin", every: "" }));
+    expect(saved.status, await saved.clone().text()).toBe(303);
+    expect(saved.headers.get("location")).toBe("/akadze/ui?done=scheduleUpdated");
+    expect((await listSchedules(h().db, { tenant: "t1" }))[0]).toMatchObject({ name: "t1.mail", schedule: 'cron "0 9 * * *" Europe/Berlin', catchUp: { all: 3 } });
+    // An edit that leaves the timing as it was keeps the pending slot, even later.
+    const before = (await listSchedules(h().db, { tenant: "t1" }))[0].nextSlot;
+    t.clock.advance(26 * 3_600_000);
+    await t.signIn(); // the session lasts 12 h
+    const token2 = await t.csrf();
+    const argsOnly = await t.request("/akadze/ui/schedules/t1.mail/edit", t.form({ ...fields, _csrf: token2, cron: "0 9 * * *", timezone: "Europe/Berlin", every: "", args: "{}" }));
+    expect(argsOnly.status).toBe(303);
+    expect((await listSchedules(h().db, { tenant: "t1" }))[0]).toMatchObject({ args: {}, nextSlot: before });
+
+    const deleted = await t.request("/akadze/ui/schedules/t1.mail/delete", t.form({ _csrf: token2 }));
+    expect(deleted.status).toBe(303);
+    expect(await (await t.request(deleted.headers.get("location")!)).text()).toContain("Schedule deleted");
+    expect(await listSchedules(h().db, { tenant: "t1" })).toEqual([]);
+    expect((await t.request("/akadze/ui/schedules/t1.mail/delete", t.form({ _csrf: token2 }))).status).toBe(404);
+    expect((await t.request("/akadze/ui/schedules/t1.mail/edit")).status).toBe(404);
+  });
+
+  it("bad schedule input sends the form back with the reason and changes nothing; schedules in code are not the dashboard's", async () => {
+    const t = setup(h);
+    t.app.periodic("report.hourly", { cron: "0 * * * *" }, async () => {});
+    await createSchedule(h().db, { name: "taken", tenant: "t1", task: "mail.send", every: "1h" }, { app: t.app });
+    await t.signIn();
+    const token = await t.csrf();
+    const good = { _csrf: token, name: "fresh", tenant: "t1", task: "mail.send", cron: "0 9 * * *", timezone: "", every: "", args: "{}", catchUp: "latest", overlap: "allow" };
+    const stored = async () => (await listSchedules(h().db, { tenant: "t1" })).map((s) => [s.name, s.schedule, s.args]);
+    const was = await stored();
+    for (const [change, status, message] of [
+      [{ args: "{to: 1" }, 400, "args must be JSON"],
+      [{ task: "no.such.task" }, 400, "which is not registered in this app"],
+      [{ cron: "every day at nine" }, 400, "bad cron expression"],
+      [{ cron: "", every: "" }, 400, "give either cron or every"],
+      [{ catchUp: "3", overlap: "skip" }, 400, "which overlap &quot;skip&quot; forbids"],
+      [{ name: "taken" }, 409, "already exists"],
+      [{ name: "report.hourly" }, 400, "defined in the app&#39;s code"],
+    ] as [Record<string, string>, number, string][]) {
+      const res = await t.request("/akadze/ui/schedules/new", t.form({ ...good, ...change }));
+      const page = await res.text();
+      expect(res.status, `${JSON.stringify(change)}: ${page}`).toBe(status);
+      expect(page).toContain(message);
+      expect(page).toContain(`name="name" value="${change.name ?? "fresh"}"`); // the form keeps what was typed
+    }
+    const badEdit = await t.request("/akadze/ui/schedules/taken/edit", t.form({ ...good, every: "1h", cron: "", args: "[1," }));
+    expect(badEdit.status).toBe(400);
+    expect(await badEdit.text()).toMatch(/args must be JSON.*name="every" value="1h"/s);
+    // Without the session's CSRF token: refused, nothing made, changed or deleted.
+    for (const csrf of [{}, { _csrf: "x".repeat(24) }] as Record<string, string>[]) {
+      const { _csrf: _, ...rest } = good;
+      expect((await t.request("/akadze/ui/schedules/new", t.form({ ...rest, ...csrf }))).status).toBe(403);
+      expect((await t.request("/akadze/ui/schedules/taken/edit", t.form({ ...rest, name: "taken", every: "5m", cron: "", ...csrf }))).status).toBe(403);
+      expect((await t.request("/akadze/ui/schedules/taken/delete", t.form(csrf))).status).toBe(403);
+    }
+    expect(await stored()).toEqual(was);
+
+    // A schedule in code has no Edit link, and its edit page, edit and delete say why not.
+    const page = await (await t.request("/akadze/ui")).text();
+    const row = /<tr data-schedule="report.hourly">.*?<\/tr>/s.exec(page)![0];
+    expect(row).not.toMatch(/Edit|Delete|Pause/);
+    expect(page).toMatch(/<tr data-schedule="taken">.*?>Edit<\/a>.*?<\/tr>/s);
+    for (const res of [await t.request("/akadze/ui/schedules/report.hourly/edit"),
+      await t.request("/akadze/ui/schedules/report.hourly/edit", t.form({ ...good, name: "report.hourly" })),
+      await t.request("/akadze/ui/schedules/report.hourly/delete", t.form({ _csrf: token }))]) {
+      expect(res.status, await res.clone().text()).toBe(409);
+      expect(await res.text()).toContain("is defined in the app&#39;s code: change or remove it there");
+    }
+    expect((await listSchedules(h().db, { app: t.app })).map((s) => s.name)).toEqual(["report.hourly", "taken"]);
+  });
+
   it("throughput counts the jobs finished in each slice of the last hour", async () => {
     const t = setup(h);
     await t.ok.using(h().db).enqueue({});

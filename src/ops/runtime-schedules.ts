@@ -142,6 +142,16 @@ export async function deleteSchedule(db: Db, name: string): Promise<boolean> {
   return queryJson<boolean>(db, deleteScheduleStatement(parseOrThrow(NameSchema, name, "schedule name")));
 }
 
+/**
+ * One stored schedule by name: a runtime schedule as stored, "code" for a schedule defined in an app's code
+ * (its row only records its last slot), null when there is none.
+ * @example const s = await readSchedule(db, "tenant-7.report"); if (s && s !== "code") console.log(s.cron);
+ */
+export async function readSchedule(db: Db, name: string): Promise<RuntimeSchedule | "code" | null> {
+  const row = await queryJson<StoredSchedule | null>(db, readScheduleStatement(parseOrThrow(NameSchema, name, "schedule name")));
+  return !row ? null : row.runtime ? runtimeScheduleOf(row) : "code";
+}
+
 async function setPaused(db: Db, name: string, paused: boolean, options: PauseOptions): Promise<RuntimeSchedule | null> {
   parseOrThrow(NameSchema, name, "schedule name");
   const { app, now } = parseOrThrow(ClockSchema, options, paused ? "pauseSchedule options" : "resumeSchedule options");

@@ -1,6 +1,6 @@
 /**
  * akadze's web dashboard: queues, throughput, limits, schedules, workers and jobs, with requeue, cancel, replay
- * (one job, or every job a filter shows) and pause/resume, server-rendered with Hono's JSX (no script, no external asset). Opt in by passing it to
+ * (one job, or every job a filter shows), pause/resume, and runtime schedules made, changed and deleted, server-rendered with Hono's JSX (no script, no external asset). Opt in by passing it to
  * `akadzeRoutes`; an app that does not import it bundles none of it.
  *
  * @example
@@ -24,7 +24,7 @@ import { listQueues } from "../../ops/queues.js";
 import { readThroughput } from "../../ops/throughput.js";
 import { listWorkers } from "../../ops/workers.js";
 import { listSchedules } from "../../ops/schedules.js";
-import { pauseSchedule, resumeSchedule } from "../../ops/runtime-schedules.js";
+import { createSchedule, deleteSchedule, pauseSchedule, readSchedule, resumeSchedule, updateSchedule } from "../../ops/runtime-schedules.js";
 import { sessionSignedOut, signOutSession } from "../../ops/dashboard-sessions.js";
 import { secretProblem, secretMatches } from "../auth.js";
 import { parseRequest, problemOf, RouteProblem } from "../problems.js";
@@ -36,6 +36,7 @@ import { BULK_OPERATIONS } from "../bulk-routes.js";
 import { replayJob } from "../../ops/replay.js";
 import { LoginPage, ProblemPage, type PageContext } from "./layout.js";
 import { OverviewPage } from "./overview.js";
+import { changeOfFields, entryOfFields, fieldsOfSchedule, NEW_SCHEDULE_FIELDS, ScheduleFormPage, scheduleFieldsOf, type ScheduleFields } from "./schedule-form.js";
 import { CSRF_FIELD, csrfMatches, endSession, readSession, startSession, type Session } from "./session.js";
 
 /** Where the dashboard is mounted inside `akadzeRoutes`. */
@@ -72,6 +73,9 @@ const NOTICES: Record<string, string> = {
   replayed: "Replayed: this is the new job; the finished one stays as it was.",
   schedulePaused: "Schedule paused: none of its slots fires until it is resumed.",
   scheduleResumed: "Schedule resumed: it fires from its next slot on.",
+  scheduleCreated: "Schedule created: it fires from its first slot after now.",
+  scheduleUpdated: "Schedule saved: a new timing fires from its first slot after now.",
+  scheduleDeleted: "Schedule deleted: its jobs already enqueued stay.",
 };
 
 /** A bulk action's notice: its fixed text and a count read as digits only. */
@@ -217,6 +221,52 @@ export function akadzeDashboard(options: DashboardOptions = {}): Dashboard {
       const back = new URLSearchParams({ ...selection.state ? { state: String(selection.state) } : {}, ...selection.queue ? { queue: selection.queue } : {},
         ...selection.task ? { task: selection.task } : {}, done: action, count: String(count) });
       return c.redirect(`${ctx.base}/jobs?${back}`, 303);
+    }, true));
+    // Runtime schedules: the same functions as `akadze schedules create|update|delete`. Input they refuse sends the
+    // form back with their sentence (400, or 409 for a taken name) and changes nothing; schedules in code are not theirs.
+    const tasks = () => [...host.app.tasks.keys()].sort();
+    const formPage = async (c: Context<E>, ctx: PageContext, fields: ScheduleFields, editing?: string, error?: unknown) => {
+      const problem = error === undefined ? undefined : problemOf(error);
+      if (problem && problem.status >= 500) throw error;
+      return html(c, <ScheduleFormPage ctx={ctx} fields={fields} tasks={tasks()} editing={editing} problem={problem?.body.error.message} />, problem?.status ?? 200);
+    };
+    const runtimeSchedule = async (db: Db, name: string) => {
+      const found = await readSchedule(db, name);
+      if (found === "code" || (found === null && host.app.schedules.has(name))) {
+        throw new RouteProblem(409, "defined_in_code", `schedule ${JSON.stringify(name)} is defined in the app's code: change or remove it there`);
+      }
+      if (found === null) throw new RouteProblem(404, "not_found", `no runtime schedule ${JSON.stringify(name)}`);
+      return found;
+    };
+    ui.get("/schedules/new", signedIn(async (c, ctx) =>
+      formPage(c, ctx, { ...NEW_SCHEDULE_FIELDS, tenant: c.req.query("tenant")?.trim() ?? "", task: tasks()[0] ?? "" })));
+    ui.post("/schedules/new", signedIn(async (c, ctx, db) => {
+      const fields = scheduleFieldsOf(await c.req.parseBody());
+      try {
+        await createSchedule(db, entryOfFields(fields), { app: host.app, now: ctx.now });
+      } catch (error) {
+        return formPage(c, ctx, fields, undefined, error);
+      }
+      return c.redirect(`${ctx.base}?done=scheduleCreated`, 303);
+    }, true));
+    ui.get("/schedules/:name/edit", signedIn(async (c, ctx, db) => {
+      const schedule = await runtimeSchedule(db, c.req.param("name") ?? "");
+      return formPage(c, ctx, fieldsOfSchedule(schedule), schedule.name);
+    }));
+    ui.post("/schedules/:name/edit", signedIn(async (c, ctx, db) => {
+      const current = await runtimeSchedule(db, c.req.param("name") ?? "");
+      const fields = { ...scheduleFieldsOf(await c.req.parseBody()), name: current.name };
+      try {
+        if (!(await updateSchedule(db, current.name, changeOfFields(fields, current), { app: host.app, now: ctx.now }))) await runtimeSchedule(db, current.name);
+      } catch (error) {
+        return formPage(c, ctx, fields, current.name, error);
+      }
+      return c.redirect(`${ctx.base}?done=scheduleUpdated`, 303);
+    }, true));
+    ui.post("/schedules/:name/delete", signedIn(async (c, ctx, db) => {
+      const name = c.req.param("name") ?? "";
+      if (!(await deleteSchedule(db, name))) await runtimeSchedule(db, name); // says why: defined in code, or none
+      return c.redirect(`${ctx.base}?done=scheduleDeleted`, 303);
     }, true));
     // The same functions as `akadze schedules pause|resume`, for runtime schedules.
     for (const [name, operation, done] of [["pause", pauseSchedule, "schedulePaused"], ["resume", resumeSchedule, "scheduleResumed"]] as const) {

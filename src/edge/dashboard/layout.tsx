@@ -29,7 +29,7 @@ button{font:inherit;font-size:13px;padding:4px 12px;border-radius:6px;border:1px
 button:hover{background:#eef2f6}button.primary{background:#2159c4;border-color:#2159c4;color:#fff}button.danger{color:#a61b1b;border-color:#e5a5a3}
 form.inline{display:inline;margin:0}
 header button{background:transparent;color:#c3cfdb;border-color:#3e4c59}
-input,select{font:inherit;padding:4px 8px;border:1px solid #b8c4d0;border-radius:6px;background:#fff}
+input,select,textarea{font:inherit;padding:4px 8px;border:1px solid #b8c4d0;border-radius:6px;background:#fff}
 .filters{display:flex;gap:10px;align-items:end;flex-wrap:wrap}.filters label{display:flex;flex-direction:column;font-size:12px;color:#5b6b7b;gap:3px}
 pre{margin:0;padding:10px;background:#f6f8fa;border:1px solid #e4e8ed;border-radius:6px;overflow:auto;font:12px/1.5 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;word-break:break-word}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}dt{color:#5b6b7b}dd{margin:0}
@@ -41,6 +41,8 @@ details summary{cursor:pointer;color:#5b6b7b;margin:4px 0}
 .axis{display:flex;justify-content:space-between;font-size:11px;color:#7b8794;margin-top:3px}
 .legend{font-size:13px}.legend b{font-size:20px;display:block}.ok{color:#17643a}.bad{color:#a61b1b}
 .login{max-width:360px;margin:12vh auto}.login input{width:100%;margin:8px 0 12px}
+form.schedule{display:grid;gap:10px;max-width:640px}form.schedule label{display:flex;flex-direction:column;font-size:12px;color:#5b6b7b;gap:3px}
+textarea{font:12px/1.5 ui-monospace,Menlo,Consolas,monospace}
 .pager{display:flex;gap:14px;margin-top:10px}time{white-space:nowrap}
 `;
 

@@ -127,11 +127,14 @@ function SchedulesCard(props: { schedules: ScheduleInfo[]; ctx: PageContext; ten
             {(s.catchUp !== "latest" || s.overlap === "skip") && <div class="muted">{s.catchUp === "latest" ? "" : `catch up ${s.catchUp.all}`}{s.overlap === "skip" ? " skip overlap" : ""}</div>}</td>
           <td><Ago at={s.lastSlot} now={now} /></td>
           <td>{s.paused ? <span class="muted">-</span> : <Ago at={s.nextSlot} now={now} />}</td>
-          <td class="n">{s.runtime && <Post ctx={ctx} action={`${ctx.base}/schedules/${encodeURIComponent(s.name)}/${s.paused ? "resume" : "pause"}`}
-            label={s.paused ? "Resume" : "Pause"} kind={s.paused ? "primary" : undefined} />}</td>
+          <td class="n">{s.runtime && <><a href={`${ctx.base}/schedules/${encodeURIComponent(s.name)}/edit`}>Edit</a>{" "}
+            <Post ctx={ctx} action={`${ctx.base}/schedules/${encodeURIComponent(s.name)}/${s.paused ? "resume" : "pause"}`}
+              label={s.paused ? "Resume" : "Pause"} kind={s.paused ? "primary" : undefined} /></>}</td>
         </tr>
       ))}>
       {more > 0 && <p class="muted">and {more} more: narrow to one tenant with ?tenant=, or use `akadze schedules list`.</p>}
+      <p><a href={`${ctx.base}/schedules/new${props.tenant === undefined ? "" : `?tenant=${encodeURIComponent(props.tenant)}`}`} id="new-schedule">New schedule</a>
+        <span class="muted"> (made at runtime; edit or delete one from its Edit link. Schedules in code change in code.)</span></p>
     </TableCard>
   );
 }
