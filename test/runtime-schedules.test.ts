@@ -119,12 +119,15 @@ forEachDriver((h) => {
     expect(created).toMatchObject({ name: "t7.report", tenant: "t7", task: "report", cron: "0 * * * *", timezone: "Europe/Berlin", everyMs: null,
       catchUp: "latest", overlap: "allow", paused: false, lastSlot: null, nextSlot: new Date("2026-06-01T13:00:00Z") });
     // 12:00 came before it was created: it does not fire.
-    expect(await runAt(app, clock, "2026-06-01T12:59:00Z")).toMatchObject({ claimed: 0, roundTrips: 1 });
+    // (Round trips are not counted: the history's maintenance may ride beside the claim, as a process sees fit.)
+    expect(await runAt(app, clock, "2026-06-01T12:59:00Z")).toMatchObject({ claimed: 0 });
+    expect(await h().rows(`select id from akadze.all_jobs`)).toEqual([]);
     // Due: the first claim learns the definition, the second fires the slot and claims its job.
     expect(await runAt(app, clock, "2026-06-01T13:00:05Z")).toMatchObject({ claimed: 1, succeeded: 1 });
     expect(ran).toEqual(["7@2026-06-01T13:00:05.000Z"]);
     expect(await h().rows(`select queue, args from akadze.all_jobs`)).toEqual([{ queue: "reports", args: { tenant: 7 } }]);
-    expect(await runAt(app, clock, "2026-06-01T13:30:00Z")).toMatchObject({ claimed: 0, roundTrips: 1 });
+    expect(await runAt(app, clock, "2026-06-01T13:30:00Z")).toMatchObject({ claimed: 0 });
+    expect(await h().rows(`select count(*)::int as n from akadze.all_jobs`)).toEqual([{ n: 1 }]);
   });
 
   it("update, pause, resume and delete: each takes effect at the next slot, and a paused schedule's slots are not caught up", async () => {
