@@ -250,15 +250,8 @@ export const RuntimeScheduleSchema = v.strictObject({
 
 /** `updateSchedule`'s change: any field of a runtime schedule but its name; `cron` and `every` replace each other. */
 export const ScheduleChangeSchema = v.strictObject({
+  ...v.omit(RuntimeScheduleSchema, ["name"]).entries,
   task: v.optional(NameSchema),
-  cron: v.optional(v.unknown()),
-  every: v.optional(v.unknown()),
-  timezone: v.optional(v.unknown()),
-  args: v.optional(v.unknown()),
-  catchUp: v.optional(v.unknown()),
-  overlap: v.optional(v.unknown()),
-  tenant: v.optional(v.nullable(NameSchema)),
-  paused: v.optional(v.boolean("paused must be true or false")),
 });
 
 /** `setLimit` options: positive counts up to MAX_LIMIT_COUNT, a window up to MAX_LIMIT_WINDOW_MS; `null` removes one. */

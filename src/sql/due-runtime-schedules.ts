@@ -1,20 +1,11 @@
 import { sql, type SQL } from "drizzle-orm";
+import type { StoredSchedule } from "./list-schedules.js";
 
 /** The most runtime schedule definitions one claim brings back; the rest come with the next claims. */
 export const RUNTIME_DUE_BATCH = 100;
 
 /** A runtime schedule's definition as a claim brings it back once a slot of it is due. */
-export interface StoredDefinition {
-  name: string;
-  task: string;
-  args: unknown;
-  cron: string | null;
-  timezone: string | null;
-  everyMs: number | null;
-  catchUp: number;
-  skip: boolean;
-  revision: number;
-}
+export type StoredDefinition = Pick<StoredSchedule, "name" | "task" | "args" | "cron" | "timezone" | "everyMs" | "catchUp" | "skip" | "revision">;
 
 /**
  * A CTE for the claim's round trip: the runtime schedules (of the app's `tasks`) with a slot due at `now`

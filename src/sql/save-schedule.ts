@@ -1,21 +1,10 @@
 import { sql, type SQL } from "drizzle-orm";
-import { SCHEDULE_JSON } from "./list-schedules.js";
+import { SCHEDULE_JSON, type StoredSchedule } from "./list-schedules.js";
 
-/** A runtime schedule's definition as stored. */
-export interface ScheduleRow {
-  name: string;
-  task: string;
-  tenant: string | null;
-  args: unknown;
-  cron: string | null;
-  timezone: string | null;
-  everyMs: number | null;
-  catchUp: number;
-  skip: boolean;
-  paused: boolean;
-  /** The earliest slot that may fire. */
+/** A runtime schedule's definition as stored, with the earliest slot that may fire (`nextSlot`). */
+export type ScheduleRow = Pick<StoredSchedule, "name" | "task" | "tenant" | "args" | "cron" | "timezone" | "everyMs" | "catchUp" | "skip" | "paused"> & {
   nextSlot: Date | null;
-}
+};
 
 const values = (r: ScheduleRow) => ({
   args: JSON.stringify(r.args), nextSlot: r.nextSlot?.toISOString() ?? null,
