@@ -26,11 +26,20 @@ async function enqueue(db: Db, work: Task, tenant: string, sub: string, count: n
 
 const count = (ran: { tenant: string }[], tenant: string) => ran.filter((r) => r.tenant === tenant).length;
 
+/**
+ * A claim that takes nothing (no job is in its queue) but walks the tenants: a process walks sub-keys once one of
+ * its fair claims has met a tenant that has them (before that, a tenant offers its first key's jobs).
+ */
+async function learnSubKeys(app: ReturnType<typeof createApp>, db: Db) {
+  expect(await runOnce(app, { db, queues: ["no-such-queue"], drain: false })).toMatchObject({ claimed: 0 });
+}
+
 forEachDriver((h) => {
   it("a tenant that spreads 1,000 jobs over 100 sub-keys gets one tenant's share: a claim of 10 beside 4 small tenants gives each small tenant 2", async () => {
     const { app, work, ran } = tenantApp();
     for (let i = 0; i < 100; i++) await enqueue(h().db, work, "acme", `repo-${String(i).padStart(3, "0")}`, 10);
     for (const tenant of ["beta", "gamma", "delta", "omega"]) await enqueue(h().db, work, tenant, "", 5);
+    await learnSubKeys(app, h().db);
 
     await runOnce(app, { db: h().db, batchSize: 10, slots: 10, drain: false });
     expect(ran).toHaveLength(10);
@@ -45,6 +54,7 @@ forEachDriver((h) => {
     const { app, work, ran } = tenantApp();
     for (let i = 0; i < 60; i++) await enqueue(h().db, work, "acme", `repo-${String(i).padStart(2, "0")}`, 3);
     await enqueue(h().db, work, "beta", "", 200);
+    await learnSubKeys(app, h().db);
 
     for (let claim = 0; claim < 30; claim++) await runOnce(app, { db: h().db, batchSize: 4, slots: 4, drain: false });
     const acme = ran.filter((r) => r.tenant === "acme").map((r) => r.sub);
@@ -59,9 +69,21 @@ forEachDriver((h) => {
     await enqueue(h().db, work, "acme", "", 1);
     await enqueue(h().db, work, "acme", "bulk", 500);
     await enqueue(h().db, work, "acme", "urgent", 2);
+    await learnSubKeys(app, h().db);
     await runOnce(app, { db: h().db, batchSize: 3, slots: 3, drain: false });
     // One tenant walked (share 3): its three keys, its own jobs without a sub-key among them, one each.
     expect(ran.map((r) => r.sub).sort()).toEqual(["", "bulk", "urgent"]);
+  });
+
+  it("a process's first fair claim offers a tenant's first key; once it has met sub-keys, its claims walk them", async () => {
+    const { app, work, ran } = tenantApp();
+    for (const repo of ["a", "b", "c"]) await enqueue(h().db, work, "acme", repo, 5);
+    await runOnce(app, { db: h().db, batchSize: 3, slots: 3, drain: false });
+    // The walk found acme's first key; the rest of the batch came from the plain scan, in claim order (key a's).
+    expect(ran.map((r) => r.sub)).toEqual(["a", "a", "a"]);
+    ran.length = 0;
+    await runOnce(app, { db: h().db, batchSize: 3, slots: 3, drain: false });
+    expect(ran.map((r) => r.sub).sort()).toEqual(["a", "b", "c"]);
   });
 
   it("weights: a tenant of weight 3 gets 3 jobs of a claim for each of another's 1; null takes it back to 1", async () => {
@@ -87,6 +109,7 @@ forEachDriver((h) => {
     await enqueue(h().db, work, "acme", "limited", 20, { limitKey: "vendor" });
     await enqueue(h().db, work, "acme", "free", 20);
     await enqueue(h().db, work, "beta", "", 20);
+    await learnSubKeys(app, h().db);
     const summary = await runOnce(app, { db: h().db, batchSize: 10, slots: 10, drain: false });
     expect(summary.claimed).toBe(10);
     expect(ran.filter((r) => r.sub === "limited")).toHaveLength(1);

@@ -92,29 +92,7 @@ with akadze_pruned_workers as (
       weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
         from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1))
       select tenant, first_key, n, weight, ceil($14::float8 * weight / sum(weight) over ())::int as share from weighed
-    ), fair_keys as (
-      with recursive walk(tenant, key, m, share, cur, first_key, wrapped) as (
-        select w.tenant, coalesce(a.key, w.first_key), 1, w.share, c.key, w.first_key, a.key is null
-        from fair_walk w left join akadze.fair_sub_cursors c on c.tenant = w.tenant
-        cross join lateral (select case when c.key is not null then (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > c.key and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) end as key) a
-        union all
-        -- One probe a step: the next key before the range's end (the tenant's, or once wrapped, up to and with
-        -- its cursor: no key lies between cur and cur ); none found before wrapping, its first key again if
-        -- the walk began after it.
-        select s.tenant, coalesce(p.key, case when not s.wrapped and s.first_key collate "C" <= s.cur then s.first_key end),
-          s.m + 1, s.share, s.cur, s.first_key, s.wrapped or p.key is null
-        from walk s cross join lateral (
-          select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > s.key and j.fair_key collate "C" < case when s.wrapped then coalesce(s.cur || chr(1), s.tenant || chr(2)) else s.tenant || chr(2) end order by j.fair_key collate "C" limit 1) as key
-        ) p
-        where s.m < s.share and s.key is not null
-      )
-      -- (Passed through json only for the planner: it estimates a recursive walk at thousands of keys, each
-      -- with its lateral probe, and a plan costed that high is compiled by JIT at ten times the claim's cost.
-      -- A set from json is estimated at 100 rows.)
-      select * from jsonb_to_recordset((select jsonb_agg(jsonb_build_object('tenant', tenant, 'key', key, 'm', m, 'share', share))
-          from (select tenant, key, m, ceil(share::float8 / count(*) over (partition by tenant))::int as share from walk where key is not null) w))
-        as k(tenant text, key text, m int, share int)
-    ), fair_candidates as (
+    ), fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk), fair_candidates as (
       select x.* from fair_keys k cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
@@ -204,20 +182,6 @@ with akadze_pruned_workers as (
       insert into akadze.fair_cursor (id, key) select 1, key from fair_next where not exists (select 1 from akadze.fair_cursor)
       on conflict do nothing
       returning id
-    ), fair_sub_next as (
-      select distinct on (tenant) tenant, key from fair_keys
-      where tenant in (select tenant from fair_keys where key <> tenant)
-      order by tenant, m desc
-    ), fair_sub_moved as (
-      update akadze.fair_sub_cursors c set key = n.key from fair_sub_next n
-      where c.tenant = n.tenant and c.tenant in (select tenant from akadze.fair_sub_cursors
-        where tenant in (select tenant from fair_sub_next) for update skip locked)
-      returning c.tenant
-    ), fair_sub_first as (
-      insert into akadze.fair_sub_cursors (tenant, key) select tenant, key from fair_sub_next n
-      where not exists (select 1 from akadze.fair_sub_cursors c where c.tenant = n.tenant)
-      on conflict do nothing
-      returning tenant
     ),
     akadze_seen as (
     insert into akadze.workers as w (id, kind, queues, started_at, last_seen_at)
@@ -248,7 +212,8 @@ with akadze_pruned_workers as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $32::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', exists (select 1 from fair_walk w where (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null
+        and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null), $32::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
       'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $33::text, (select count(*) from claimed) >= $34 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144

@@ -54,12 +54,12 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
  * plainly or walks no key), and when it last let a claim carry
  * retention and last started an ANALYZE of the jobs table.
  */
-interface ProcessHints { limits: boolean; fair: boolean; fairSeenAt: number; prunedAt: number; analyzedAt: number; vacuumedAt: number }
+interface ProcessHints { limits: boolean; fair: boolean; fairSeenAt: number; fairSubKeys: boolean; fairSubKeysSeenAt: number; prunedAt: number; analyzedAt: number; vacuumedAt: number }
 const hints = new WeakMap<App, ProcessHints>();
 
 function hintsOf(app: App): ProcessHints {
   let h = hints.get(app);
-  if (!h) hints.set(app, (h = { limits: true, fair: true, fairSeenAt: -Infinity, prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity }));
+  if (!h) hints.set(app, (h = { limits: true, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity, prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity }));
   return h;
 }
 
@@ -130,7 +130,7 @@ export class Claimer {
     const withLimits = hintsOf(this.o.app).limits;
     const statement = claimJobsStatement({
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, fair: hintsOf(this.o.app).fair, maxBytes: traitsOf(this.o.db).maxClaimBytes,
+      queues: this.o.queues, limits: withLimits, fair: hintsOf(this.o.app).fair, fairSubKeys: hintsOf(this.o.app).fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes,
       extra: [...extra, ...schedules.extra], afterClaim: this.o.afterClaim?.(), backlog: this.o.backlog?.(!this.claimedOnce, batchSize), traced: !!this.o.trace,
       report: {
         ...schedules.report, stale: statisticsStale(batchSize), ...this.o.history?.report(),
@@ -157,6 +157,10 @@ export class Claimer {
     if (result.fair) h.fairSeenAt = Date.now();
     // Sticky for a while: a tenant's burst right after a moment without keyed jobs is still claimed fairly.
     h.fair = result.fair || Date.now() - h.fairSeenAt < FAIR_HINT_MS;
+    // Sub-keys likewise, learned from a fair claim: off until one is seen, so a process whose tenants have none
+    // never sends the sub-key walk (its recursive estimate alone would cost a claim JIT's compilation).
+    if (result.fairSubKeys) h.fairSubKeysSeenAt = Date.now();
+    if (result.fairSubKeys !== undefined) h.fairSubKeys = result.fairSubKeys || Date.now() - h.fairSubKeysSeenAt < FAIR_HINT_MS;
     if (result.vacuum) this.vacuum();
     else if (result.stale) this.analyze();
     this.o.history?.answered(result.historyDue, this.o.count);

@@ -8,7 +8,7 @@ import type { SlotReport } from "./enqueue-due-slots.js";
 import type { StoredDefinition } from "./due-runtime-schedules.js";
 import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
-import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan } from "./fair.js";
+import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, fairSubKeysSeen } from "./fair.js";
 import { CTE, cte } from "./cte-names.js";
 import type { TraceCarrier } from "../core/tracing.js";
 
@@ -41,6 +41,11 @@ export interface ClaimParams {
    * plain order (fair jobs too: fairness orders a claim, it never keeps a job from one).
    */
   fair?: boolean;
+  /**
+   * With `fair`: walk each tenant's sub-keys too (`fair.ts`). Off, a tenant offers its first key's jobs; the claim
+   * reports whether it met a tenant with sub-keys (`fairSubKeys`), so a process walks them once it has seen one.
+   */
+  fairSubKeys?: boolean;
   /**
    * The most bytes of args one claim may return (over neon-http, whose responses are capped), or null.
    * Jobs past it wait for the next claim; a job whose args alone exceed it fails with a sentence naming the cap.
@@ -114,6 +119,8 @@ export interface ClaimResult {
   limits: boolean;
   /** Whether any queued job has a fairness key: the next claim includes the fair CTEs only then. */
   fair: boolean;
+  /** A fair claim met a tenant with sub-keys: the next fair claims walk them (absent from a plain claim). */
+  fairSubKeys?: boolean;
   /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
   scheduled?: number;
   /** What the schedules' CTEs found due, on the statement's clock (`slotReport`), when they rode along. */
@@ -237,7 +244,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   return sql`
     with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
     ${sql.join(recoverExpiredLeasesCtes(now, p.owner), sql`, `)},${fair ? sql`
-    ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
+    ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
     ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
       select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
       from akadze.jobs j
@@ -269,7 +276,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       from ${cte("due")} d where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
     ),${p.fair ? sql`
-    ${sql.join(fairCursorCtes(), sql`, `)},` : sql``}
+    ${sql.join(fairCursorCtes(p.fairSubKeys === true), sql`, `)},` : sql``}
     ${sql.join((p.afterClaim ?? []).map((cte) => sql`${cte},`), sql` `)}
     -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
@@ -288,6 +295,6 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       'tooLarge', ${movedJobsJson("too_large", "queued", sql`'failed'`)},
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', ${ANY_FAIR_JOB}${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}
+      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${fairSubKeysSeen(p.fairSubKeys === true)}` : sql``}${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}
     ) as r`;
 }

@@ -53,6 +53,17 @@ export function claimOrder(fair: boolean, alias = ""): SQL {
  */
 export const ANY_FAIR_JOB = sql`(select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null`;
 
+/**
+ * Whether a fair claim met a tenant with sub-keys (the next claims then walk each tenant's sub-keys: `subKeys`):
+ * among the walked keys when it walked them, else one probe per walked tenant for a key after its own.
+ */
+export function fairSubKeysSeen(subKeys: boolean): SQL {
+  return subKeys
+    ? sql`exists (select 1 from fair_keys where strpos(key, chr(1)) > 0)`
+    : sql`exists (select 1 from fair_walk w where (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null
+        and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)`;
+}
+
 /** The most jobs one walked key offers a claim (see `fair_candidates`). */
 const KEY_OFFER_BOUND = 64;
 
@@ -67,7 +78,7 @@ function walkBound(batchSize: number): SQL {
  * walked tenant's keys in its own walk order `m`, and how many jobs each offers; and `fair_candidates`, each
  * walked key's next due jobs. They come before the plain scan, which offers the rest (`fairPlainScan`).
  */
-export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
+export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number; subKeys: boolean }): SQL[] {
   const bound = walkBound(o.batchSize);
   // (run_at is a column of jobs_fair_idx, so the scan checks it in the index: a delayed job costs no row read.
   // Jobs due only because they expired or a cancel was asked are not looked for: the plain scan ends them.)
@@ -103,10 +114,12 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
         from walked w left join akadze.fair_weights fw on fw.key = ${tenantOf(sql`w.key`)})
       select tenant, first_key, n, weight, ceil(${o.batchSize}::float8 * weight / sum(weight) over ())::int as share from weighed
     )`,
+    // Without sub-keys (the process has seen none: `subKeys`), each walked tenant offers its first key's jobs.
+    ...(o.subKeys ? [] : [sql`fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk)`]),
     // Each walked tenant's keys, from its own cursor (after it, then from its first key up to it), at most its
     // share of them. A tenant without sub-keys has one key: the walk's first probe found it, and with a share of
     // one no more is asked.
-    sql`fair_keys as (
+    ...(!o.subKeys ? [] : [sql`fair_keys as (
       with recursive walk(tenant, key, m, share, cur, first_key, wrapped) as (
         select w.tenant, coalesce(a.key, w.first_key), 1, w.share, c.key, w.first_key, a.key is null
         from fair_walk w left join akadze.fair_sub_cursors c on c.tenant = w.tenant
@@ -128,7 +141,7 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
       select * from jsonb_to_recordset((select jsonb_agg(jsonb_build_object('tenant', tenant, 'key', key, 'm', m, 'share', share))
           from (select tenant, key, m, ceil(share::float8 / count(*) over (partition by tenant))::int as share from walk where key is not null) w))
         as k(tenant text, key text, m int, share int)
-    )`,
+    )`]),
     // (As for limited keys: the constant inner limit lets the planner walk jobs_fair_idx; the outer one stops
     // it, and so the locking, after the key's share. A key offers at most KEY_OFFER_BOUND jobs however large its
     // share: the plain scan offers the rest of a batch that few keys share, and the planner costs each key's
@@ -186,8 +199,8 @@ export function fairCandidates(offered: SQL, batchSize: number): SQL {
  * the cursor's own tenant leaves the row alone. Each walked tenant with sub-keys gets its own cursor moved the
  * same way to its last walked key (tenants without sub-keys have one key and need none).
  */
-export function fairCursorCtes(): SQL[] {
-  return [
+export function fairCursorCtes(subKeys: boolean): SQL[] {
+  const tenants = [
     sql`fair_next as (select tenant as key from (select tenant from fair_walk order by n desc limit 1) l where tenant <> (select key from fair_from))`,
     sql`fair_moved as (
       update akadze.fair_cursor f set key = n.key from fair_next n
@@ -199,6 +212,9 @@ export function fairCursorCtes(): SQL[] {
       on conflict do nothing
       returning id
     )`,
+  ];
+  if (!subKeys) return tenants;
+  return [...tenants,
     sql`fair_sub_next as (
       select distinct on (tenant) tenant, key from fair_keys
       where tenant in (select tenant from fair_keys where key <> tenant)
