@@ -16,8 +16,9 @@ export { DebouncedTask, type DebouncedOptions, type DebouncedHandler, type Debou
 export {
   type EnqueueOptions, MAX_NAME_LENGTH, EARLIEST_TIMESTAMP_MS, LATEST_TIMESTAMP_MS, MAX_SPAN_MS, MAX_TIMER_MS, MIN_PRIORITY, MAX_PRIORITY,
   MAX_ATTEMPTS_BOUND, MIN_LEASE_MS, MAX_LEASE_MS, MIN_HEARTBEAT_MS, MAX_SLOTS, MAX_BATCH_SIZE, MAX_LIMIT_COUNT, MAX_LIMIT_WINDOW_MS,
-  MAX_RETENTION_BATCH, MAX_CATCH_UP,
+  MAX_RETENTION_BATCH,
 } from "./core/validate.js";
+export { MAX_CATCH_UP } from "./core/schedule-input.js";
 export { MAX_JSON_DEPTH } from "./core/json.js";
 export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRunHook, type TransitionHook } from "./app/hooks.js";
 export type { Tracing, TraceCarrier } from "./core/tracing.js";

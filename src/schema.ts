@@ -140,35 +140,6 @@ export const queues = akadze.table("queues", {
   updatedAt: tz("updated_at").notNull().defaultNow(),
 });
 
-/** A limit per key: `maxStarts` per sliding `windowMs` and/or `maxRunning`. */
-export const limits = akadze.table("limits", {
-  key: text("key").primaryKey(),
-  maxStarts: integer("max_starts"),
-  windowMs: bigint("window_ms", { mode: "number" }),
-  maxRunning: integer("max_running"),
-  updatedAt: tz("updated_at").notNull().defaultNow(),
-});
-
-/**
- * One row per concurrent run a key allows. A claim takes a free slot (row lock + skip locked),
- * completion frees it; row-level locking makes `maxRunning` hold under concurrent claims.
- */
-export const limitSlots = akadze.table("limit_slots", {
-  key: text("key").notNull(),
-  slot: integer("slot").notNull(),
-  jobId: bigint("job_id", { mode: "number" }),
-}, (t) => [primaryKey({ columns: [t.key, t.slot] }), index("limit_slots_job_idx").on(t.jobId)]);
-
-/**
- * One row per start a key allows inside its window: a claim reuses a token only once its last
- * start has left the window, which is exactly a sliding-window rate limit.
- */
-export const limitTokens = akadze.table("limit_tokens", {
-  key: text("key").notNull(),
-  slot: integer("slot").notNull(),
-  lastStart: tz("last_start"),
-}, (t) => [primaryKey({ columns: [t.key, t.slot] })]);
-
 /**
  * One row per schedule, the last slot enqueued in it: inserting a slot is a compare-and-set on this row.
  * A schedule defined in code gets its row from the first invocation that sees it; a runtime schedule
@@ -230,31 +201,6 @@ export const allJobs = akadze.view("all_jobs", {
   // A live job has not finished.
   finishedAt: tz("finished_at"),
 }).existing();
-
-/**
- * Where fair claims go on walking the fairness keys: the key after the last one a claim served. One row (id 1),
- * written by a claim that finds it unlocked; a claim that meets another's lock leaves it (the other moves it on).
- */
-export const fairCursor = akadze.table("fair_cursor", {
-  id: smallint("id").primaryKey().default(1),
-  key: text("key").notNull(),
-}, (t) => [check("fair_cursor_one_row", sql`${t.id} = 1`)]);
-
-/**
- * Where fair claims go on walking one tenant's sub-keys (`fairSubKey`): the last key of the tenant a claim walked.
- * Only tenants with sub-keys have a row; a claim that meets another's lock on one leaves it.
- */
-export const fairSubCursors = akadze.table("fair_sub_cursors", {
-  tenant: text("tenant").primaryKey(),
-  key: text("key").notNull(),
-});
-
-/** Tenants that weigh more (or less) than 1 in a fair claim's shares (`setFairWeight`); a tenant without a row weighs 1. */
-export const fairWeights = akadze.table("fair_weights", {
-  key: text("key").primaryKey(),
-  weight: integer("weight").notNull(),
-  updatedAt: tz("updated_at").notNull().defaultNow(),
-}, (t) => [check("fair_weights_weight_check", sql`${t.weight} between 1 and 1000`)]);
 
 /**
  * Fan-out's cluster-wide cap: slots 1..maxInvocations per scope, each held by at most one live invocation (the
@@ -326,3 +272,5 @@ export const childWaits = akadze.table("child_waits", {
 
 // The tables beside a job (replays, progress, logs) and what events and debounced enqueues keep: schema-beside.ts.
 export * from "./schema-beside.js";
+// What claims share across the cluster to hold limits and fairness: schema-flow.ts.
+export * from "./schema-flow.js";

@@ -31,9 +31,10 @@ function importsOf(): [string, string][] {
 const ALLOWED: Record<string, string[]> = {
   core: [],
   sql: ["core"],
-  schema: ["core", "schema-base", "schema-beside"],
+  schema: ["core", "schema-base", "schema-beside", "schema-flow"],
   "schema-base": [],
   "schema-beside": ["schema-base"],
+  "schema-flow": ["schema-base"],
   db: ["core", "sql"],
   connect: ["core", "db"],
   migrate: ["core", "db", "sql"],

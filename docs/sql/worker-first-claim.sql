@@ -75,17 +75,21 @@ with akadze_pruned_workers as (
     ),
     fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
       with recursive after_cursor(key, n) as (
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), 1
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
+    and j.fair_key collate "C" > (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), 1
         union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > split_part(a.key, chr(1), 1) || chr(2) order by j.fair_key collate "C" limit 1), a.n + 1
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
+    and j.fair_key collate "C" > split_part(a.key, chr(1), 1) || chr(2) order by j.fair_key collate "C" limit 1), a.n + 1
         from after_cursor a where a.key is not null and a.n < 8
       ),
       walked_after as (select count(*)::int as n from after_cursor where key is not null),
       from_start(key, n) as (
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > '' and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), (select n from walked_after) + 1
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
+    and j.fair_key collate "C" > '' and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), (select n from walked_after) + 1
         where (select n from walked_after) < 8
         union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now() and j.fair_key collate "C" > split_part(s.key, chr(1), 1) || chr(2) and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), s.n + 1
+        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
+    and j.fair_key collate "C" > split_part(s.key, chr(1), 1) || chr(2) and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), s.n + 1
         from from_start s where s.key is not null and s.n < 8
       ),
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
@@ -206,8 +210,8 @@ with akadze_pruned_workers as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', exists (select 1 from fair_walk w where (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null
-        and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null), $28::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', exists (select 1 from fair_walk w where (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null), $28::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
       'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $29::text, (select count(*) from claimed) >= $30 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144

@@ -1,8 +1,6 @@
 import * as v from "valibot";
 import { queryJson, type Db } from "../db/query.js";
-import { InvalidInput } from "../core/errors.js";
-import { NameSchema, parseOrThrow } from "../core/validate.js";
-import { fairKeyProblem } from "../core/fair-key.js";
+import { FairNameSchema, parseOrThrow } from "../core/validate.js";
 import { listFairWeightsStatement, setFairWeightStatement } from "../sql/fair-weights.js";
 
 /** A tenant's weight in fair claims. */
@@ -26,9 +24,7 @@ const WeightSchema = v.nullable(v.pipe(v.number("must be a number or null"), v.i
  * @example await setFairWeight(db, "acme", 3);
  */
 export async function setFairWeight(db: Db, key: string, weight: number | null): Promise<FairWeight> {
-  const k = parseOrThrow(NameSchema, key, "fairness key");
-  const problem = fairKeyProblem(k);
-  if (problem !== null) throw new InvalidInput(`Invalid fairness key: ${problem}`);
+  const k = parseOrThrow(FairNameSchema, key, "fairness key");
   const w = parseOrThrow(WeightSchema, weight, `weight for ${JSON.stringify(key)}`);
   await db.execute(setFairWeightStatement(k, w === 1 ? null : w));
   return { key: k, weight: w ?? 1 };

@@ -1,7 +1,8 @@
 import * as v from "valibot";
 import type { App } from "../app/app.js";
 import { AkadzeError, DuplicateSchedule, InvalidInput } from "../core/errors.js";
-import { NameSchema, parseOrThrow, RuntimeScheduleSchema, ScheduleChangeSchema } from "../core/validate.js";
+import { NameSchema, parseOrThrow } from "../core/validate.js";
+import { RuntimeScheduleSchema, ScheduleChangeSchema } from "../core/schedule-input.js";
 import { queryJson, type Db } from "../db/query.js";
 import type { Duration } from "../core/duration.js";
 import { defineSchedule, policyOf, storedSchedule, type Schedule, type ScheduleEntry, type SchedulePolicy } from "../schedules/definition.js";

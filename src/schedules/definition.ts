@@ -1,7 +1,8 @@
 import { Cron } from "croner";
 import type { Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
-import { assertStorableJson, NameSchema, parseOrThrow, ScheduleEntrySchema, SchedulePolicySchema, ScheduleTimingSchema } from "../core/validate.js";
+import { assertStorableJson, NameSchema, parseOrThrow } from "../core/validate.js";
+import { ScheduleEntrySchema, SchedulePolicySchema, ScheduleTimingSchema } from "../core/schedule-input.js";
 import type { TaskDefinition } from "../app/task.js";
 
 /**

@@ -295,6 +295,6 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       'tooLarge', ${movedJobsJson("too_large", "queued", sql`'failed'`)},
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${fairSubKeysSeen(p.fairSubKeys === true)}` : sql``}${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}
+      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${fairSubKeysSeen(p.fairSubKeys === true, now)}` : sql``}${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}
     ) as r`;
 }

@@ -57,11 +57,27 @@ export const ANY_FAIR_JOB = sql`(select fair_key from akadze.jobs where state = 
  * Whether a fair claim met a tenant with sub-keys (the next claims then walk each tenant's sub-keys: `subKeys`):
  * among the walked keys when it walked them, else one probe per walked tenant for a key after its own.
  */
-export function fairSubKeysSeen(subKeys: boolean): SQL {
+export function fairSubKeysSeen(subKeys: boolean, now: SQL): SQL {
   return subKeys
     ? sql`exists (select 1 from fair_keys where strpos(key, chr(1)) > 0)`
-    : sql`exists (select 1 from fair_walk w where (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null
-        and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)`;
+    : sql`exists (select 1 from fair_walk w where ${nextKey(now, sql`w.tenant`, keyBefore(sql`w.tenant || chr(2)`))} is not null)`;
+}
+
+/** The job's key as jobs_fair_idx orders it. */
+const KEY = sql`j.fair_key collate "C"`;
+
+/**
+ * The first key with due jobs (at `now`) after `after`, and within `upTo` (a condition on it), as a scalar probe of
+ * jobs_fair_idx. (run_at is a column of the index, so the scan checks it there: a delayed job costs no row read.)
+ */
+function nextKey(now: SQL, after: SQL, upTo?: SQL): SQL {
+  return sql`(select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= ${now}
+    and ${KEY} > ${after}${upTo ? sql` and ${upTo}` : sql``} order by ${KEY} limit 1)`;
+}
+
+/** The condition: the key sorts before `end`. */
+function keyBefore(end: SQL): SQL {
+  return sql`${KEY} < ${end}`;
 }
 
 /** The most jobs one walked key offers a claim (see `fair_candidates`). */
@@ -82,13 +98,11 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
   const bound = walkBound(o.batchSize);
   // (run_at is a column of jobs_fair_idx, so the scan checks it in the index: a delayed job costs no row read.
   // Jobs due only because they expired or a cancel was asked are not looked for: the plain scan ends them.)
-  const queuedKey = sql`j.state = 'queued' and j.fair_key is not null and j.run_at <= ${o.now}`;
-  const key = byBytes(sql`j.fair_key`);
+  const key = KEY;
   // (A scalar subquery, not a join: only as a parameter can the cursor bound the index scan.)
   const cursor = sql`(select key from fair_from)`;
-  // The first key with due jobs after `after` (and within `upTo`, a condition on it), as a scalar probe.
-  const nextKey = (after: SQL, upTo?: SQL) => sql`(select j.fair_key from akadze.jobs j where ${queuedKey} and ${key} > ${after}${upTo ? sql` and ${upTo}` : sql``} order by ${key} limit 1)`;
-  const before = (end: SQL) => sql`${key} < ${end}`;
+  const next = (after: SQL, upTo?: SQL) => nextKey(o.now, after, upTo);
+  const before = keyBefore;
   const tenantOf = (k: SQL) => sql`split_part(${k}, chr(1), 1)`;
   return [
     sql`fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key)`,
@@ -96,17 +110,17 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
     // probe a tenant however many jobs and sub-keys it holds. After the cursor first; then from the start up to it.
     sql`fair_walk as (
       with recursive after_cursor(key, n) as (
-        select ${nextKey(sql`${cursor} || chr(2)`)}, 1
+        select ${next(sql`${cursor} || chr(2)`)}, 1
         union all
-        select ${nextKey(sql`${tenantOf(sql`a.key`)} || chr(2)`)}, a.n + 1
+        select ${next(sql`${tenantOf(sql`a.key`)} || chr(2)`)}, a.n + 1
         from after_cursor a where a.key is not null and a.n < ${bound}
       ),
       walked_after as (select count(*)::int as n from after_cursor where key is not null),
       from_start(key, n) as (
-        select ${nextKey(sql`''`, before(sql`${cursor} || chr(2)`))}, (select n from walked_after) + 1
+        select ${next(sql`''`, before(sql`${cursor} || chr(2)`))}, (select n from walked_after) + 1
         where (select n from walked_after) < ${bound}
         union all
-        select ${nextKey(sql`${tenantOf(sql`s.key`)} || chr(2)`, before(sql`${cursor} || chr(2)`))}, s.n + 1
+        select ${next(sql`${tenantOf(sql`s.key`)} || chr(2)`, before(sql`${cursor} || chr(2)`))}, s.n + 1
         from from_start s where s.key is not null and s.n < ${bound}
       ),
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
@@ -123,7 +137,7 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
       with recursive walk(tenant, key, m, share, cur, first_key, wrapped) as (
         select w.tenant, coalesce(a.key, w.first_key), 1, w.share, c.key, w.first_key, a.key is null
         from fair_walk w left join akadze.fair_sub_cursors c on c.tenant = w.tenant
-        cross join lateral (select case when c.key is not null then ${nextKey(sql`c.key`, before(sql`w.tenant || chr(2)`))} end as key) a
+        cross join lateral (select case when c.key is not null then ${next(sql`c.key`, before(sql`w.tenant || chr(2)`))} end as key) a
         union all
         -- One probe a step: the next key before the range's end (the tenant's, or once wrapped, up to and with
         -- its cursor: no key lies between cur and cur \x01); none found before wrapping, its first key again if
@@ -131,7 +145,7 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
         select s.tenant, coalesce(p.key, case when not s.wrapped and ${byBytes(sql`s.first_key`)} <= s.cur then s.first_key end),
           s.m + 1, s.share, s.cur, s.first_key, s.wrapped or p.key is null
         from walk s cross join lateral (
-          select ${nextKey(sql`s.key`, before(sql`case when s.wrapped then coalesce(s.cur || chr(1), s.tenant || chr(2)) else s.tenant || chr(2) end`))} as key
+          select ${next(sql`s.key`, before(sql`case when s.wrapped then coalesce(s.cur || chr(1), s.tenant || chr(2)) else s.tenant || chr(2) end`))} as key
         ) p
         where s.m < s.share and s.key is not null
       )
