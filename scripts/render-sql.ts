@@ -7,7 +7,14 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle } from "drizzle-orm/pglite";
 import * as v from "valibot";
-import { createApp, migrate, runOnce, runWorker, setLimit, type Db } from "../src/index.js";
+import { sql, type SQL } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
+import { createApp, migrate, parseDuration, runOnce, runWorker, setLimit, type Db } from "../src/index.js";
+import { claimCore } from "../src/sql/claim.js";
+import { timestamp } from "../src/sql/time.js";
+import { resolveRetention } from "../src/core/retention.js";
+import { HistoryKeeper } from "../src/runtime/history.js";
+import { claimRiders } from "../src/runtime/riders.js";
 
 /** The rendered statements, by file name. */
 export async function renderStatements(): Promise<Record<string, string>> {
@@ -53,10 +60,43 @@ export async function renderStatements(): Promise<Record<string, string>> {
       "invocation-later-claim-fair.sql": pick(fair, isClaim, 1),
       "worker-first-claim.sql": pick(texts, isClaim, 0),
       "settle.sql": pick(plain, isSettle, 0),
+      ...renderRiders(db),
     };
   } finally {
     await client.close();
   }
+}
+
+/**
+ * What each rider adds to a claim (src/runtime/riders.ts), apart from the core: an invocation's first claim of 100
+ * with every rider riding (a fan-out backlog, a schedule due, retention and the history on a caller's clock).
+ */
+function renderRiders(db: Db): Record<string, string> {
+  const app = createApp();
+  app.task("render.noop", { args: v.object({}) }, async () => {});
+  app.periodic("render.every-minute", { every: "1m" }, async () => {});
+  const now = () => new Date(0);
+  const sqlNow = () => timestamp(null);
+  const plan = resolveRetention(undefined)!;
+  const riders = claimRiders({
+    app, db, now, retention: { plan, due: () => true },
+    history: new HistoryKeeper({ app, db, plan, sqlNow, callerClock: true }),
+    registry: { id: "inv-1", queues: null, startedAt: now() }, backlog: () => 1000,
+  });
+  const core = claimCore({ owner: "inv-1#owner", now: sqlNow(), leaseMs: parseDuration("30s"), batchSize: 100, startCount: 10, tasks: ["render.noop"], queues: null, limits: false });
+  const dialect = new PgDialect();
+  const text = (part: SQL) => dialect.sqlToQuery(part).sql;
+  return Object.fromEntries(riders.map((rider) => {
+    const ride = rider.ride({ first: true, batchSize: 100, core });
+    if (!ride) throw new Error(`render-sql: the ${rider.name} rider did not ride`);
+    const parts = [
+      `-- The ${rider.name} rider: what it adds to a claim (src/runtime/riders.ts); $n are bound per claim.`,
+      ...(ride.before?.length ? ["-- Before the core's CTEs:", ride.before.map(text).join(",\n")] : []),
+      ...(ride.after?.length ? ["-- After the core's `claimed`:", ride.after.map(text).join(",\n")] : []),
+      ...(ride.report ? ["-- Reported in the answer:", Object.entries(ride.report).map(([name, value]) => text(sql`${sql.raw(`'${name}'`)}, ${value}`)).join(",\n")] : []),
+    ];
+    return [`rider-${rider.name}.sql`, `${parts.join("\n")}\n`];
+  }));
 }
 
 export const RENDERED_DIR = "docs/sql";

@@ -1,58 +1,13 @@
 -- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.
-with akadze_pruned_workers as (
-    delete from akadze.workers where id in (
-      select id from akadze.workers where last_seen_at < $1::timestamptz
-      limit $2 for update skip locked)
-    returning id), akadze_pruned_events as (
-    delete from akadze.sent_events where (name, id) in (
-      select name, id from akadze.sent_events where sent_at < $3::timestamptz
-      limit $4 for update skip locked)
-    returning id), akadze_pruned_windows as (
-    delete from akadze.debounce_windows where (task, key) in (
-      select task, key from akadze.debounce_windows where quiet_at < $5::timestamptz
-      limit $6 for update skip locked)
-    returning key), sched_runtime_due as (
-    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
-    from akadze.schedules s
-    where s.runtime and not s.paused and s.next_slot <= now()
-      and s.task = any(array(select jsonb_array_elements_text($7::jsonb)))
-      and not exists (select 1 from jsonb_to_recordset($8::jsonb) as o(name text, revision int)
-        where o.name = s.name and o.revision = s.revision)
-    order by s.next_slot
-    limit 100
-  ), limit_full as (
-      select l.key from akadze.limits l
-      where (l.max_running is not null
-          and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
-        or (l.max_starts is not null and not exists (select 1 from akadze.limit_tokens t where t.key = l.key
-          and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')))
-    ),
-    rate_limited as (
-      delete from akadze.jobs j
-      using (select j.id from akadze.jobs j
-            where j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
-    and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
-    and j.limit_key in (select key from limit_full))
-            order by j.run_at limit $10 for update of j skip locked) x
-      where j.id = x.id
-      returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
-    ),
-    "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
-    recover_expired as (
+with recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_expires_at < now() and lease_owner <> $11
-      order by lease_expires_at limit $12 for update skip locked
+      where state = 'running' and lease_expires_at < now() and lease_owner <> $1
+      order by lease_expires_at limit $2 for update skip locked
     ), recover_requeued as (
       update akadze.jobs j set
         state = 'queued',
         attempt = case when x.started then j.attempt else j.attempt - 1 end,
-        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($13, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
+        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($3, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
         started_at = case when x.started then j.started_at end,
         lease_owner = null, lease_expires_at = null,
         errors = case when not x.started then j.errors else j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
@@ -72,7 +27,51 @@ with akadze_pruned_workers as (
       union all select id, task, queue, attempt, state, error from recover_failed
     ), recover_freed as (
       update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
+    ), sched_runtime_due as (
+    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
+    from akadze.schedules s
+    where s.runtime and not s.paused and s.next_slot <= now()
+      and s.task = any(array(select jsonb_array_elements_text($4::jsonb)))
+      and not exists (select 1 from jsonb_to_recordset($5::jsonb) as o(name text, revision int)
+        where o.name = s.name and o.revision = s.revision)
+    order by s.next_slot
+    limit 100
+  ), akadze_pruned_workers as (
+    delete from akadze.workers where id in (
+      select id from akadze.workers where last_seen_at < $6::timestamptz
+      limit $7 for update skip locked)
+    returning id), akadze_pruned_events as (
+    delete from akadze.sent_events where (name, id) in (
+      select name, id from akadze.sent_events where sent_at < $8::timestamptz
+      limit $9 for update skip locked)
+    returning id), akadze_pruned_windows as (
+    delete from akadze.debounce_windows where (task, key) in (
+      select task, key from akadze.debounce_windows where quiet_at < $10::timestamptz
+      limit $11 for update skip locked)
+    returning key), limit_full as (
+      select l.key from akadze.limits l
+      where (l.max_running is not null
+          and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
+        or (l.max_starts is not null and not exists (select 1 from akadze.limit_tokens t where t.key = l.key
+          and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')))
     ),
+    rate_limited as (
+      delete from akadze.jobs j
+      using (select j.id from akadze.jobs j
+            where j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($12::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
+    and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
+    and j.limit_key in (select key from limit_full))
+            order by j.run_at limit $13 for update of j skip locked) x
+      where j.id = x.id
+      returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
+    ),
+    "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
     fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
       with recursive after_cursor(key, n) as (
         select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
@@ -164,7 +163,6 @@ with akadze_pruned_workers as (
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
-    
     due as (
       select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $25 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
@@ -206,8 +204,6 @@ with akadze_pruned_workers as (
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
         order by priority desc, fair_rank, walk nulls last, run_at, id) from claimed), '[]'::json),
-      'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json),
       'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from "cancelled" ), '[]'::json),
       'rateLimited', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
@@ -217,11 +213,12 @@ with akadze_pruned_workers as (
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', exists (select 1 from fair_walk w where (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null), $32::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $33::text, (select count(*) from claimed) >= $34 and exists (
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null), $32::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $33::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $34::text, akadze.history_due(now(), $35::float8, $36::bigint), $37::text, (select count(*) from claimed) >= $38 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $35::text, akadze.history_due(now(), $36::float8, $37::bigint), $38::text, (pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $39::text, (pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

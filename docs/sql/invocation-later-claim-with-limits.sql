@@ -1,46 +1,13 @@
 -- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.
-with sched_runtime_due as (
-    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
-    from akadze.schedules s
-    where s.runtime and not s.paused and s.next_slot <= now()
-      and s.task = any(array(select jsonb_array_elements_text($1::jsonb)))
-      and not exists (select 1 from jsonb_to_recordset($2::jsonb) as o(name text, revision int)
-        where o.name = s.name and o.revision = s.revision)
-    order by s.next_slot
-    limit 100
-  ), limit_full as (
-      select l.key from akadze.limits l
-      where (l.max_running is not null
-          and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
-        or (l.max_starts is not null and not exists (select 1 from akadze.limit_tokens t where t.key = l.key
-          and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')))
-    ),
-    rate_limited as (
-      delete from akadze.jobs j
-      using (select j.id from akadze.jobs j
-            where j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($3::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
-    and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
-    and j.limit_key in (select key from limit_full))
-            order by j.run_at limit $4 for update of j skip locked) x
-      where j.id = x.id
-      returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
-    ),
-    "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
-    recover_expired as (
+with recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_expires_at < now() and lease_owner <> $5
-      order by lease_expires_at limit $6 for update skip locked
+      where state = 'running' and lease_expires_at < now() and lease_owner <> $1
+      order by lease_expires_at limit $2 for update skip locked
     ), recover_requeued as (
       update akadze.jobs j set
         state = 'queued',
         attempt = case when x.started then j.attempt else j.attempt - 1 end,
-        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($7, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
+        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($3, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
         started_at = case when x.started then j.started_at end,
         lease_owner = null, lease_expires_at = null,
         errors = case when not x.started then j.errors else j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
@@ -60,7 +27,39 @@ with sched_runtime_due as (
       union all select id, task, queue, attempt, state, error from recover_failed
     ), recover_freed as (
       update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
+    ), sched_runtime_due as (
+    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
+    from akadze.schedules s
+    where s.runtime and not s.paused and s.next_slot <= now()
+      and s.task = any(array(select jsonb_array_elements_text($4::jsonb)))
+      and not exists (select 1 from jsonb_to_recordset($5::jsonb) as o(name text, revision int)
+        where o.name = s.name and o.revision = s.revision)
+    order by s.next_slot
+    limit 100
+  ), limit_full as (
+      select l.key from akadze.limits l
+      where (l.max_running is not null
+          and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
+        or (l.max_starts is not null and not exists (select 1 from akadze.limit_tokens t where t.key = l.key
+          and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')))
     ),
+    rate_limited as (
+      delete from akadze.jobs j
+      using (select j.id from akadze.jobs j
+            where j.state = 'queued'
+        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text($6::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
+    and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
+    and j.limit_key in (select key from limit_full))
+            order by j.run_at limit $7 for update of j skip locked) x
+      where j.id = x.id
+      returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
+    ),
+    "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
     unlimited_candidates as (
       select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
       from akadze.jobs j
@@ -105,7 +104,6 @@ with sched_runtime_due as (
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
-    
     due as (
       select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $15 and not c.limited as start
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
@@ -132,8 +130,6 @@ with sched_runtime_due as (
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
         order by priority desc, run_at, id) from claimed), '[]'::json),
-      'recovered', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json),
       'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from "cancelled" ), '[]'::json),
       'rateLimited', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
@@ -142,8 +138,9 @@ with sched_runtime_due as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $18::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $19::text, (select count(*) from claimed) >= $20 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $18::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $19::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $20::text, (select count(*) from claimed) >= $21 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

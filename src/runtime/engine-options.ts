@@ -2,7 +2,7 @@ import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
 import type { Claim } from "./claimer.js";
-import type { HistoryKeeper } from "./history.js";
+import type { ClaimRider } from "./rider.js";
 import type { ClaimPolicy } from "./claim-policy.js";
 import type { EngineTrace } from "../core/tracing.js";
 
@@ -43,14 +43,8 @@ export interface EngineOptions {
   signal?: AbortSignal;
   /** How it claims: an invocation's or a worker lane's (claim-policy.ts). */
   policy: ClaimPolicy;
-  /** CTEs for the first claim's round trip (registry, retention). */
-  firstClaimExtras: SQL[];
-  /** CTEs for claims after the first (a worker's retention, when due). */
-  laterClaimExtras?: () => SQL[];
-  /** CTEs for every claim that read the jobs it took (`ClaimParams.afterClaim`): runOnce's registry row, until a claim took one. */
-  afterClaim?: () => SQL[];
-  /** The history's retention, checked in claims and maintained beside them. */
-  history?: HistoryKeeper;
+  /** What rides on each claim (riders.ts: recovery, schedules, retention, history, registry, backlog, upkeep). */
+  riders: ClaimRider[];
   /** False: a succeeded job keeps no row (`retention.keepSucceeded`). Default true. */
   keepSucceeded?: boolean;
   /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
@@ -62,8 +56,6 @@ export interface EngineOptions {
   reportUncounted?: (uncounted: number) => SQL | null;
   /** A claim that failed after the first (the first one's error is thrown). */
   onError?: (error: unknown) => void;
-  /** How far each claim also counts the due jobs (`Claim.backlog`), for fan-out; see ClaimerOptions.backlog. */
-  backlog?: (first: boolean, batchSize: number) => number | undefined;
   /** Told of every claim's answer and the size it asked for (fan-out watches them). */
   onClaim?: (claim: Claim, asked: number) => void;
   /** The spans of this engine's claims, settles and runs, when the app traces; null or absent: none. */

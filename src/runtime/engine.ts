@@ -41,7 +41,7 @@ export class Engine {
   /** In the backoff phase: the timer that ends it (the drain goes on while budget remains). */
   private claimRetry: ReturnType<typeof setTimeout> | undefined;
   private claimFailures = 0;
-  /** No claim was answered yet: the next one is the first (its extras: registry, retention). */
+  /** No claim was answered yet: the next one is the first (what rides on it may differ: retention, its backlog). */
   private claimedOnce = false;
   private lastClaimError: unknown;
   /** Jobs a claim whose answer was lost may have leased to this owner (unheld-jobs.ts). */
@@ -65,8 +65,7 @@ export class Engine {
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
       remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
-      roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), history: o.history, backlog: o.backlog,
-      afterClaim: o.afterClaim, trace: o.trace,
+      roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), riders: o.riders, trace: o.trace,
     });
     this.settler = new Settler({
       db: o.db, hooks: o.app.hooks, owner: o.owner, sqlNow: o.sqlNow, now: o.now, keepSucceeded: o.keepSucceeded !== false, wakeParents: o.app.hasWorkflows(),
@@ -243,7 +242,7 @@ export class Engine {
     this.waitForWork();
   }
 
-  /** Sends a claim (the first one, until one was answered, carries the first claim's extras and size). */
+  /** Sends a claim (the first one, until one was answered, has the first claim's size and riders). */
   private claimNext(): void {
     this.endedSinceClaim = 0;
     const first = !this.claimedOnce;
@@ -251,10 +250,9 @@ export class Engine {
     const starts = Math.max(0, this.o.slots - this.runs.slotsTaken - this.jobs.queued) + Math.max(0, this.pace.lookahead() - this.jobs.queued);
     const size = first ? this.policy.firstSize(this.view()) : this.policy.nextSize(this.view());
     const sent = performance.now();
-    const extras = first ? this.o.firstClaimExtras : this.o.laterClaimExtras?.() ?? [];
     this.on({ kind: "sent" });
     void this.unheld.release(() => this.jobs.known())
-      .then(() => this.claimer.claim(size, starts, extras))
+      .then(() => this.claimer.claim(size, starts, first))
       .then((claim) => {
         this.claimFailures = 0;
         this.claimedOnce = true;

@@ -3,6 +3,7 @@ import type { App } from "../app/app.js";
 import { historyPartitioning, type HistoryPartitioning, type RetentionPlan } from "../core/retention.js";
 import { queryJson, type Db } from "../db/query.js";
 import { historyDue, maintainHistoryStatement, type HistoryMaintenance } from "../sql/maintain-history.js";
+import type { ClaimRider, Ride } from "./rider.js";
 
 /** When one process last had a claim check the history, per app (on the real clock). */
 const checkedAt = new WeakMap<App, number>();
@@ -16,7 +17,8 @@ let deniedSaid = false;
  * the horizon dropped, partitions made ahead, leftover rows deleted. A role that may not create or drop
  * tables falls back to row deletes, and this says so once in the log.
  */
-export class HistoryKeeper {
+export class HistoryKeeper implements ClaimRider {
+  readonly name = "history";
   private readonly partitioning: HistoryPartitioning;
   private running: Promise<void> | null = null;
   private firstDone = false;
@@ -29,19 +31,22 @@ export class HistoryKeeper {
     this.partitioning = historyPartitioning(o.plan.finishedMs);
   }
 
-  /** The claim report that asks whether the history has work, when this claim should ask. */
-  report(): Record<string, SQL> {
+  /** Rides on a claim that should ask whether the history has work; the answer runs the maintenance if it has. */
+  ride(): Ride | null {
     const first = !this.firstDone;
     this.firstDone = true;
-    if (this.running) return {};
+    if (this.running) return null;
     const last = checkedAt.get(this.o.app) ?? -Infinity;
-    if (!(first && this.o.callerClock) && Date.now() - last < this.partitioning.everyMs) return {};
+    if (!(first && this.o.callerClock) && Date.now() - last < this.partitioning.everyMs) return null;
     checkedAt.set(this.o.app, Date.now());
-    return { historyDue: historyDue(this.o.sqlNow(), this.o.plan.finishedMs, this.partitioning) };
+    return {
+      report: { historyDue: historyDue(this.o.sqlNow(), this.o.plan.finishedMs, this.partitioning) },
+      answered: (answer, count) => { this.maintain(answer.historyDue, count); },
+    };
   }
 
-  /** A claim's answer: runs the maintenance when the history had work (`count` is told of the statement). */
-  answered(due: boolean | undefined, count: () => void): void {
+  /** Runs the maintenance when the history had work (`count` is told of the statement). */
+  private maintain(due: boolean | undefined, count: () => void): void {
     if (!due || this.running) return;
     count();
     const statement = maintainHistoryStatement(this.o.sqlNow(), this.o.plan.finishedMs, this.partitioning, this.o.plan.batch);

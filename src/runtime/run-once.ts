@@ -3,11 +3,9 @@ import { inTimestampRange, parseOrThrow, RunOptionsSchema } from "../core/valida
 import { InvalidInput } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import { resolveRetention } from "../core/retention.js";
-import { retentionCtes } from "../sql/retention.js";
 import { invocationDoneCte, invocationEndedStatement } from "../sql/mark-invocation-done.js";
-import { invocationSeenCte } from "../sql/register-worker.js";
 import { timestamp } from "../sql/time.js";
-import { Claimer } from "./claimer.js";
+import { claimRiders, invocationRetention } from "./riders.js";
 import { Engine } from "./engine.js";
 import { leaseOwnerFor } from "./engine-options.js";
 import { invocationPolicy } from "./claim-policy.js";
@@ -67,8 +65,6 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
   const queues = options.queues ?? null;
   /** When a settle last carried the registry update (performance.now()), or null. */
   let reportedAt: number | null = null;
-  /** The registry row exists: written by the first claim that took a job. */
-  let listed = false;
   const sqlNow = () => timestamp(sqlClock?.() ?? null);
   const history = retention ? new HistoryKeeper({ app, db: options.db, plan: retention, sqlNow, callerClock: sqlClock !== null }) : undefined;
   const monotonic = options.now === undefined && app.sqlClock === null;
@@ -84,17 +80,15 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
   const engine = new Engine({
     app, db: options.db, id, owner, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, budgetMs: o.budgetMs, monotonic, signal: options.signal,
-    policy: invocationPolicy({ batchSize: o.batchSize, drain: options.drain !== false }), history, keepSucceeded: retention ? retention.keepSucceeded : true,
-    backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined,
-    onClaim: (claim, asked) => {
-      if (claim.claimed.length > 0) listed = true;
-      fan?.claimed(claim, asked);
-    },
-    // Retention rides along with the first claim: no extra round trip.
-    // With the real clock a process prunes at most every RETENTION_EVERY_MS, so a burst of invocations does not repeat it.
-    firstClaimExtras: retention && (sqlClock !== null || Claimer.pruneDue(app)) ? retentionCtes(retention, startedAt) : [],
-    // The registry row rides along with the claims until one took a job: an idle tick leaves no row.
-    afterClaim: () => register && !listed ? [invocationSeenCte(id, queues, startedAt, now())] : [],
+    policy: invocationPolicy({ batchSize: o.batchSize, drain: options.drain !== false }), keepSucceeded: retention ? retention.keepSucceeded : true,
+    // Retention rides along with the first claim (no extra round trip), the registry row with the claims until one took a job.
+    riders: claimRiders({
+      app, db: options.db, now, history,
+      retention: retention ? invocationRetention(app, retention, sqlClock !== null) : undefined,
+      registry: register ? { id, queues, startedAt } : undefined,
+      backlog: fan ? (first, size) => fan.backlogBound(first, size) : undefined,
+    }),
+    onClaim: (claim, asked) => { fan?.claimed(claim, asked); },
     // The registry is updated by the first settle, then at most every REGISTRY_EVERY_MS, and by any that may be the last.
     settleAfter: (unreported, final) => {
       if (!register || (!final && reportedAt !== null && performance.now() - reportedAt < REGISTRY_EVERY_MS)) return [];

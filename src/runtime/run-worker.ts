@@ -5,7 +5,7 @@ import type { App } from "../app/app.js";
 import { driverName, queryJson, type Db } from "../db/query.js";
 import { WORKER_SEEN_INTERVAL, workerStatements } from "../sql/report-worker.js";
 import { resolveRetention, type Retention } from "../core/retention.js";
-import { retentionCtes } from "../sql/retention.js";
+import { claimRiders } from "./riders.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
 import { leaseOwnerFor } from "./engine-options.js";
@@ -125,10 +125,11 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const seen = setInterval(report, parseDuration(WORKER_SEEN_INTERVAL));
   options.onStart?.(id);
 
+  // Retention rides on any lane's claim once per WORKER_RETENTION_INTERVAL.
   const pruneDue = () => {
-    if (!retention || Date.now() - lastPrune < parseDuration(WORKER_RETENTION_INTERVAL)) return [];
+    if (Date.now() - lastPrune < parseDuration(WORKER_RETENTION_INTERVAL)) return false;
     lastPrune = Date.now();
-    return retentionCtes(retention, now());
+    return true;
   };
 
   const sqlNow = () => timestamp(sqlClock?.() ?? null);
@@ -157,8 +158,11 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
       engine = new Engine({
         app, db, id, owner: leaseOwnerFor(id), queues: queue === null ? null : [queue], slots, batchSize: prefetch,
         leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow,
-        budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping, firstClaimExtras: pruneDue(), laterClaimExtras: pruneDue,
-        history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,
+        budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping,
+        riders: claimRiders({
+          app, db, now, retention: retention ? { plan: retention, due: pruneDue } : undefined,
+          history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,
+        }),
         keepSucceeded: retention ? retention.keepSucceeded : true,
         settleAfter: () => [], onError, trace,
         policy: workerLanePolicy({

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { cte } from "./cte-names.js";
+import type { ClaimCore, RideSql } from "./ride.js";
 
 /**
  * `backlog`: how many due jobs this claim could have taken, counted up to `bound` (so its cost never grows
@@ -7,7 +8,7 @@ import { cte } from "./cte-names.js";
  * took (each key brings at most what it has room for, so more of them would wait anyway). It reads the same
  * snapshot as the claim, so the batch just claimed is part of it. Fan-out sizes the invocations on it.
  */
-export function backlogCte(o: { eligible: SQL; unlimited: SQL; bound: number; limits: boolean }): SQL {
+function backlogCte(o: { eligible: SQL; unlimited: SQL; bound: number; limits: boolean }): SQL {
   // A literal, rounded up to a power of two: a prepared claim keeps few texts, as with its lock limit.
   const bound = 2 ** Math.ceil(Math.log2(Math.max(1, o.bound)));
   return sql`backlog as (
@@ -16,5 +17,7 @@ export function backlogCte(o: { eligible: SQL; unlimited: SQL; bound: number; li
     )`;
 }
 
-/** The claim's `backlog` output column (null when the claim did not count it). */
-export const BACKLOG_REPORT = sql`(select n from backlog)`;
+/** The backlog as it rides on a claim built on `core`: counted up to `bound`, reported as `backlog`. */
+export function backlogRide(core: ClaimCore, bound: number): RideSql {
+  return { after: [backlogCte({ ...core, bound })], report: { backlog: sql`(select n from backlog)` } };
+}

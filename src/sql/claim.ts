@@ -1,18 +1,18 @@
 import { sql, type SQL } from "drizzle-orm";
-import { recoverExpiredLeasesCtes } from "./recover.js";
 import { tokenFree } from "./start.js";
 import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
 import { archiveCtes } from "./archive.js";
 import { msInterval, mustStop } from "./time.js";
 import type { SlotReport } from "./enqueue-due-slots.js";
 import type { StoredDefinition } from "./due-runtime-schedules.js";
-import { BACKLOG_REPORT, backlogCte } from "./backlog.js";
 import { movedJobsJson, type MovedJob } from "./changed-job.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, fairSubKeysSeen } from "./fair.js";
-import { CTE, cte } from "./cte-names.js";
+import { cte } from "./cte-names.js";
+import type { ClaimCore, RideSql } from "./ride.js";
+
+export type { ClaimCore, RideSql } from "./ride.js";
 import type { TraceCarrier } from "../core/tracing.js";
 
-export { RECOVER_LIMIT } from "./recover.js";
 
 export interface ClaimParams {
   owner: string;
@@ -51,20 +51,6 @@ export interface ClaimParams {
    * Jobs past it wait for the next claim; a job whose args alone exceed it fails with a sentence naming the cap.
    */
   maxBytes?: number | null;
-  /**
-   * More work for the same round trip, as CTEs `name as (...)` (schedules, registry, retention).
-   * They run in the same snapshot, so they must not touch the queued or running jobs the claim moves.
-   */
-  extra?: SQL[];
-  /**
-   * CTEs placed after the claim's `claimed` CTE (the jobs it took, `id` first), which they may read: the
-   * registry records an invocation only once a claim took a job (register-worker.ts).
-   */
-  afterClaim?: SQL[];
-  /** Also count the due claimable jobs, up to this many (`backlog.ts`), for fan-out. */
-  backlog?: number;
-  /** Values the extra CTEs report, as `name: (select ... from some_cte)`; they appear under those names in the result. */
-  report?: Record<string, SQL>;
   /** The app traces: each claimed job comes with the trace context it was enqueued in (`ClaimedJob.trace`). */
   traced?: boolean;
 }
@@ -93,7 +79,7 @@ export interface ClaimedJob {
 export type ClaimedRow = [number | string, string, string, unknown, number, number, number, boolean, boolean, (TraceCarrier | null)?];
 
 /** The claim statement's answer: `claimed` as rows (see `claimResultOf`). */
-export type ClaimAnswer = Omit<ClaimResult, "claimed"> & { claimed: ClaimedRow[] };
+export type ClaimAnswer = Omit<ClaimResult, "claimed" | "recovered"> & { claimed: ClaimedRow[]; recovered?: MovedJob[] };
 
 /** The claim's answer with its rows as jobs (`traced`: the claim was, and each job has its trace context). */
 export function claimResultOf(answer: ClaimAnswer, traced = false): ClaimResult {
@@ -102,11 +88,12 @@ export function claimResultOf(answer: ClaimAnswer, traced = false): ClaimResult 
       ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited, trace: trace ?? null }))
     : answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited]): ClaimedJob =>
       ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited }));
-  return { ...answer, claimed };
+  return { ...answer, claimed, recovered: answer.recovered ?? [] };
 }
 
 export interface ClaimResult {
   claimed: ClaimedJob[];
+  /** Jobs whose lease expired, back to `queued` or `failed` (the recovery rider's report; empty without it). */
   recovered: MovedJob[];
   cancelled: MovedJob[];
   /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this claim. */
@@ -121,7 +108,7 @@ export interface ClaimResult {
   fair: boolean;
   /** A fair claim met a tenant with sub-keys: the next fair claims walk them (absent from a plain claim). */
   fairSubKeys?: boolean;
-  /** Jobs the schedules' extra CTEs enqueued in the same statement (see `report`). */
+  /** Jobs the schedules' rider enqueued in the same statement. */
   scheduled?: number;
   /** What the schedules' CTEs found due, on the statement's clock (`slotReport`), when they rode along. */
   schedules?: SlotReport;
@@ -133,7 +120,7 @@ export interface ClaimResult {
   vacuum?: boolean;
   /** The history has retention work (`historyDue`), when the claim was asked. */
   historyDue?: boolean;
-  /** Due claimable jobs, the claimed ones included, counted up to `ClaimParams.backlog` (only when asked). */
+  /** Due claimable jobs, the claimed ones included, counted up to the backlog rider's bound (only when it rode). */
   backlog?: number;
 }
 
@@ -216,25 +203,36 @@ function sizedCtes(p: ClaimParams, order: SQL): SQL {
     ${sql.join(archiveCtes("too_large", sql`select * from too_large`, "failed"), sql`, `)}`;
 }
 
-/**
- * One atomic statement, composed of named fragments: recover expired leases (recover.ts), turn due jobs
- * that were cancelled or expired into `cancelled`, and claim a batch in priority order from unpaused
- * queues for the tasks given, marking the first `startCount` started. Extra CTEs (schedules, registry,
- * retention) ride along in the same round trip.
- */
-export function claimJobsStatement(p: ClaimParams): SQL {
+/** The core's shared fragments for `p` (what riders may build on). */
+export function claimCore(p: ClaimParams): ClaimCore {
   const now = p.now;
-  const extra = (p.extra ?? []).map((cte) => sql`${cte},`);
-  // The result is built as json, not jsonb: it is only sent, and json costs Postgres a third of jsonb to build.
-  const report = Object.entries(p.report ?? {}).map(([name, value]) => sql`, ${name}::text, ${value}`);
-  const stop = mustStop(now);
-  const eligible = sql`j.state = 'queued'
+  return {
+    now, owner: p.owner, limits: p.limits,
+    eligible: sql`j.state = 'queued'
         and (j.run_at <= ${now} or j.expires_at <= ${now} or j.cancel_requested)
         and j.task = any(array(select jsonb_array_elements_text(${JSON.stringify(p.tasks)}::jsonb)))
         and ${queueCondition(p.queues)}
-        and j.queue not in (select name from akadze.queues where paused)`;
-  // Without the limit CTEs a job qualifies only if no limit applies to it; a key with a limit row waits for a full claim.
-  const unlimited = sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`;
+        and j.queue not in (select name from akadze.queues where paused)`,
+    // Without the limit CTEs a job qualifies only if no limit applies to it; a key with a limit row waits for a full claim.
+    unlimited: sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`,
+  };
+}
+
+/**
+ * One atomic statement: the core picks due jobs in priority order (fairly, by limit keys, within a size cap)
+ * from unpaused queues for the tasks given, leases them and marks the first `startCount` started, and turns due
+ * jobs that were cancelled or expired into `cancelled`. What rides along (`rides`: recovery, schedules, the
+ * registry...; see runtime/riders.ts) adds its CTEs before or after the core's and its values to the answer,
+ * in the same round trip.
+ */
+export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
+  const now = p.now;
+  const { eligible, unlimited } = claimCore(p);
+  const before = rides.flatMap((r) => r.before ?? []).map((cte) => sql`${cte},`);
+  const after = rides.flatMap((r) => r.after ?? []).map((cte) => sql`${cte},`);
+  // The result is built as json, not jsonb: it is only sent, and json costs Postgres a third of jsonb to build.
+  const report = rides.flatMap((r) => Object.entries(r.report ?? {})).map(([name, value]) => sql`, ${name}::text, ${value}`);
+  const stop = mustStop(now);
   const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
   const order = claimOrder(p.fair === true);
   // A fair claim walks the keys first; its plain scan then offers what the batch still lacks (fair.ts).
@@ -242,8 +240,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
   // The plain scan's candidates and the limited keys' ones, which the batch is cut from.
   const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`;
   return sql`
-    with ${sql.join(extra, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}
-    ${sql.join(recoverExpiredLeasesCtes(now, p.owner), sql`, `)},${fair ? sql`
+    with ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}${fair ? sql`
     ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
     ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
       select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
@@ -262,7 +259,6 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       limit ${p.batchSize}`}
     ),
     ${sizedCtes(p, claimOrder(p.fair === true, "c"))},
-    ${p.backlog === undefined ? sql`` : sql`${backlogCte({ eligible, unlimited, bound: p.backlog, limits: p.limits })},`}
     ${cte("due")} as (
       select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk, c.fair_key` : sql``}
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
@@ -277,7 +273,7 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
     ),${p.fair ? sql`
     ${sql.join(fairCursorCtes(p.fairSubKeys === true), sql`, `)},` : sql``}
-    ${sql.join((p.afterClaim ?? []).map((cte) => sql`${cte},`), sql` `)}
+    ${sql.join(after, sql` `)}
     -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
       delete from akadze.jobs j using candidates c where j.id = c.id and c.stop
@@ -289,12 +285,11 @@ export function claimJobsStatement(p: ClaimParams): SQL {
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited${p.traced ? sql`, trace_context` : sql``})
         order by ${order}) from ${cte("claimed")}), '[]'::json),
-      'recovered', ${movedJobsJson(CTE.recovered, "running", sql`state`)},
       'cancelled', ${movedJobsJson("cancelled", "queued", sql`'cancelled'`)},
       'rateLimited', ${p.limits ? rateLimitedTransitions() : sql`'[]'::json`},
       'tooLarge', ${movedJobsJson("too_large", "queued", sql`'failed'`)},
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${fairSubKeysSeen(p.fairSubKeys === true, now)}` : sql``}${p.backlog === undefined ? sql`` : sql`, 'backlog', ${BACKLOG_REPORT}`}${sql.join(report, sql``)}
+      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${fairSubKeysSeen(p.fairSubKeys === true, now)}` : sql``}${sql.join(report, sql``)}
     ) as r`;
 }

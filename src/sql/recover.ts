@@ -1,7 +1,9 @@
 import { sql, type SQL } from "drizzle-orm";
 import { archiveCtes } from "./archive.js";
 import { defaultBackoffSql } from "./time.js";
-import { cte } from "./cte-names.js";
+import { CTE, cte } from "./cte-names.js";
+import { movedJobsJson } from "./changed-job.js";
+import type { RideSql } from "./ride.js";
 
 /** How many expired leases one claim recovers at most; the rest wait for the next claim. */
 export const RECOVER_LIMIT = 500;
@@ -57,4 +59,9 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
       update akadze.limit_slots s set job_id = null from ${cte("recovered")} r where s.job_id = r.id
     )`,
   ];
+}
+
+/** Recovery as it rides on a claim: the CTEs above, and the jobs it moved reported as `recovered`. */
+export function recoveryRide(now: SQL, owner: string): RideSql {
+  return { before: recoverExpiredLeasesCtes(now, owner), report: { recovered: movedJobsJson(CTE.recovered, "running", sql`state`) } };
 }

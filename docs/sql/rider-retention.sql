@@ -1,0 +1,18 @@
+-- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.
+-- The retention rider: what it adds to a claim (src/runtime/riders.ts); $n are bound per claim.
+-- Before the core's CTEs:
+akadze_pruned_workers as (
+    delete from akadze.workers where id in (
+      select id from akadze.workers where last_seen_at < $1::timestamptz
+      limit $2 for update skip locked)
+    returning id),
+akadze_pruned_events as (
+    delete from akadze.sent_events where (name, id) in (
+      select name, id from akadze.sent_events where sent_at < $1::timestamptz
+      limit $2 for update skip locked)
+    returning id),
+akadze_pruned_windows as (
+    delete from akadze.debounce_windows where (task, key) in (
+      select task, key from akadze.debounce_windows where quiet_at < $1::timestamptz
+      limit $2 for update skip locked)
+    returning key)

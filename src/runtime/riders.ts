@@ -1,0 +1,178 @@
+// What rides on a claim. The core claim (sql/claim.ts) picks due jobs and leases them; everything else an
+// engine does in the same round trip is a rider, listed here in the order its CTEs are written:
+//
+// | rider      | rides on                               | before the core / after it             | reports        | with the answer                     |
+// |------------|----------------------------------------|----------------------------------------|----------------|-------------------------------------|
+// | recovery   | every claim                            | expired leases back to queued (before) | recovered      | (the claim's transitions)           |
+// | schedules  | every claim                            | due slots enqueued, runtime probe      | schedules, ... | learns the clock, next slots; more  |
+// | retention  | when due (per process, per worker)     | finished rows pruned (before)          |                |                                     |
+// | history    | when due (per process)                 |                                        | historyDue     | one maintenance statement beside    |
+// | registry   | runOnce, until a claim took a job      | the invocation's row (after)           |                | stops once listed                   |
+// | backlog    | fan-out                                | due jobs counted (after)               | backlog        | (fan-out reads it)                  |
+// | upkeep     | every claim; the vacuum check when due |                                        | stale, vacuum  | ANALYZE or VACUUM beside the claims |
+//
+// A rider's CTEs run in the claim's snapshot and must not touch the queued or running jobs the core moves.
+// docs/sql/riders/ holds each rider's SQL as rendered (scripts/render-sql.ts); test/claim-riders.test.ts
+// runs each one alone on the core.
+import type { App } from "../app/app.js";
+import type { RetentionPlan } from "../core/retention.js";
+import { query, type Db } from "../db/query.js";
+import { analyzeJobsStatement, statisticsStale, vacuumDue, vacuumJobsStatement } from "../sql/analyze.js";
+import { backlogRide } from "../sql/backlog.js";
+import { recoveryRide } from "../sql/recover.js";
+import { invocationSeenCte } from "../sql/register-worker.js";
+import { retentionCtes } from "../sql/retention.js";
+import { ScheduleSlots } from "../schedules/enqueue.js";
+import type { ClaimRider, Ride, RideContext } from "./rider.js";
+
+export type { ClaimRider, Ride, RideContext } from "./rider.js";
+
+/** What the riders of one engine are made from; the optional ones ride only when given. */
+export interface RiderSetup {
+  app: App;
+  db: Db;
+  /** The local clock (schedules' first guess of the database's, retention's horizons). */
+  now: () => Date;
+  /** Row-by-row retention, and whether a claim carries it. */
+  retention?: { plan: RetentionPlan; due: (first: boolean) => boolean };
+  /** The history's retention, checked in claims and maintained beside them. */
+  history?: ClaimRider;
+  /** runOnce's registry row, written by the first claim that takes a job. */
+  registry?: { id: string; queues: string[] | null; startedAt: Date };
+  /** Fan-out: how far a claim counts the due jobs, given whether it is the first and its size; undefined: not this one. */
+  backlog?: (first: boolean, batchSize: number) => number | undefined;
+}
+
+/** The riders of one engine, in the order of the table above. */
+export function claimRiders(s: RiderSetup): ClaimRider[] {
+  return [
+    recoveryRider(),
+    schedulesRider(s.app, s.now),
+    ...(s.retention ? [retentionRider(s.retention, s.now)] : []),
+    ...(s.history ? [s.history] : []),
+    ...(s.registry ? [registryRider(s.registry, s.now)] : []),
+    ...(s.backlog ? [backlogRider(s.backlog)] : []),
+    new Upkeep(s.app, s.db),
+  ];
+}
+
+/** Jobs whose lease expired (another engine's) go back to queued, or fail on their last attempt. */
+export function recoveryRider(): ClaimRider {
+  return { name: "recovery", ride: ({ core }) => recoveryRide(core.now, core.owner) };
+}
+
+/** Code and runtime schedules: due slots enqueued once each (schedules/enqueue.ts). */
+export function schedulesRider(app: App, now: () => Date): ClaimRider {
+  const slots = new ScheduleSlots(app);
+  return {
+    name: "schedules",
+    ride: ({ core }) => {
+      const offer = slots.forClaim(now(), core.now);
+      return { before: offer.extra, report: offer.report, answered: (answer) => offer.answered(answer.schedules, answer.runtimeDue) };
+    },
+  };
+}
+
+/** How often one process lets an invocation's first claim carry retention. */
+export const RETENTION_EVERY_MS = 10_000;
+/** When one process last let an invocation's first claim carry retention, per app (on the real clock). */
+const prunedAt = new WeakMap<App, number>();
+
+/**
+ * An invocation's retention: its first claim carries it, at most once per RETENTION_EVERY_MS per app in this
+ * process (so a burst of invocations does not repeat it), or always on a caller's clock (tests move it by days).
+ */
+export function invocationRetention(app: App, plan: RetentionPlan, callerClock: boolean): RiderSetup["retention"] {
+  let carries: boolean | undefined;
+  return {
+    plan,
+    due: (first) => {
+      if (!first) return false;
+      if (carries === undefined) {
+        carries = callerClock || Date.now() - (prunedAt.get(app) ?? -Infinity) >= RETENTION_EVERY_MS;
+        if (carries && !callerClock) prunedAt.set(app, Date.now());
+      }
+      return carries;
+    },
+  };
+}
+
+/** Failed jobs, registry rows, event ids and closed debounce windows past their horizon, in bounded batches. */
+export function retentionRider(r: { plan: RetentionPlan; due: (first: boolean) => boolean }, now: () => Date): ClaimRider {
+  return { name: "retention", ride: ({ first }) => r.due(first) ? { before: retentionCtes(r.plan, now()) } : null };
+}
+
+/** An invocation's registry row, once a claim took a job: an idle tick leaves none. */
+export function registryRider(r: { id: string; queues: string[] | null; startedAt: Date }, now: () => Date): ClaimRider {
+  let listed = false;
+  return {
+    name: "registry",
+    ride: () => listed ? null : {
+      after: [invocationSeenCte(r.id, r.queues, r.startedAt, now())],
+      answered: (answer) => { if (answer.claimed.length > 0) listed = true; },
+    },
+  };
+}
+
+/** The due jobs counted up to a bound, for fan-out to size the invocations on. */
+export function backlogRider(bound: (first: boolean, batchSize: number) => number | undefined): ClaimRider {
+  return {
+    name: "backlog",
+    ride: ({ first, batchSize, core }) => {
+      const n = bound(first, batchSize);
+      return n === undefined ? null : backlogRide(core, n);
+    },
+  };
+}
+
+/** When one process last started an ANALYZE of the jobs table, and last asked whether it needs a vacuum, per app. */
+const upkeptAt = new WeakMap<App, { analyzed: number; vacuumed: number }>();
+/** How often one process may start an ANALYZE of the jobs table: a role that may not analyze (Postgres skips it with a warning) then adds no statement to every full claim. */
+const ANALYZE_EVERY_MS = 60_000;
+/** How often one process may ask whether the queue table needs a vacuum, and start one. */
+const VACUUM_EVERY_MS = 5_000;
+
+/**
+ * The queue table's upkeep beside the claims: a full claim asks whether the planner's statistics are stale and
+ * starts an ANALYZE (at most every ANALYZE_EVERY_MS per process); every VACUUM_EVERY_MS a claim asks whether
+ * the table holds a vacuum's worth of dead rows and starts a VACUUM. Their failure only leaves things as they were.
+ */
+export class Upkeep implements ClaimRider {
+  readonly name = "upkeep";
+  /** The statement this rider started, if any: the invocation waits for it before it returns. */
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(private readonly app: App, private readonly db: Db) {}
+
+  private at(): { analyzed: number; vacuumed: number } {
+    let at = upkeptAt.get(this.app);
+    if (!at) upkeptAt.set(this.app, (at = { analyzed: -Infinity, vacuumed: -Infinity }));
+    return at;
+  }
+
+  ride({ batchSize }: RideContext): Ride {
+    const at = this.at();
+    const askVacuum = Date.now() - at.vacuumed >= VACUUM_EVERY_MS;
+    if (askVacuum) at.vacuumed = Date.now();
+    return {
+      report: { stale: statisticsStale(batchSize), ...(askVacuum ? { vacuum: vacuumDue() } : {}) },
+      answered: (answer, count) => {
+        if (answer.vacuum) this.start(vacuumJobsStatement(), count);
+        else if (answer.stale && Date.now() - at.analyzed >= ANALYZE_EVERY_MS) {
+          at.analyzed = Date.now();
+          this.start(analyzeJobsStatement(), count);
+        }
+      },
+    };
+  }
+
+  private start(statement: Parameters<typeof query>[1], count: () => void): void {
+    count();
+    const before = this.running;
+    this.running = Promise.all([before, query(this.db, statement).then(() => {}, () => {})]).then(() => {});
+  }
+
+  finished(): Promise<void> {
+    return this.running;
+  }
+}
