@@ -64,6 +64,17 @@ forEachDriver((h) => {
     expect(count(ran, "beta")).toBe(60);
   });
 
+  it("a process learns sub-keys from one claim that walks 40 tenants, from a tenant far down the walk whose keys are all sub-keys", async () => {
+    const { app, work, ran } = tenantApp();
+    for (let i = 0; i < 39; i++) await enqueue(h().db, work, `t${String(i).padStart(2, "0")}`, "", 3);
+    await enqueue(h().db, work, "zeta", "a", 5);
+    await enqueue(h().db, work, "zeta", "b", 5);
+    await learnSubKeys(app, h().db); // zeta is walked 40th: seen by its first key, not by a sampled probe
+    await runOnce(app, { db: h().db, batchSize: 80, slots: 80, drain: false });
+    // Each tenant's share is 2; zeta's two come from its two sub-keys (unlearned, both would be its first key's).
+    expect(ran.filter((r) => r.tenant === "zeta").map((r) => r.sub).sort()).toEqual(["a", "b"]);
+  });
+
   it("a tenant's first sub-key with one job and a sub-key with a burst share the tenant's turns", async () => {
     const { app, work, ran } = tenantApp();
     await enqueue(h().db, work, "acme", "", 1);

@@ -206,8 +206,10 @@ with recover_expired as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', exists (select 1 from fair_walk w where (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null), $28::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
+      or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
+        and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $28::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $29::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
       'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $30::text, akadze.history_due(now(), $31::float8, $32::bigint), $33::text, (select count(*) from claimed) >= $34 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
