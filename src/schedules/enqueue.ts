@@ -60,7 +60,7 @@ export class ScheduleSlots {
   }
 
   /**
-   * What a claim sent now carries: its extra CTEs and report entries, and `answered`, to call with the report
+   * What a claim sent now carries (the schedules rider, runtime/riders.ts): its CTEs and report entries, and `answered`, to call with the report
    * of the claim once it succeeded; it returns true when the claim brought back runtime schedules with a slot
    * due (the caller claims again to fire them).
    */

@@ -14,7 +14,7 @@ const SEEN_AGAIN = sql`on conflict (id) do update set last_seen_at = greatest(w.
 
 /**
  * The upsert as a CTE for a claim's round trip: the invocation records itself as it claims, once that claim
- * took a job (it reads the claim's `claimed` CTE, so it goes in `ClaimParams.afterClaim`). An invocation
+ * took a job (it reads the claim's `claimed` CTE, so the registry rider puts it after the core, runtime/riders.ts). An invocation
  * that claims nothing leaves no row: idle cron ticks would otherwise fill the registry with empty ones.
  */
 export function invocationSeenCte(id: string, queues: string[] | null, startedAt: Date, now: Date): SQL {

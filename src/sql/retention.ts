@@ -7,7 +7,7 @@ import { msBefore } from "./time.js";
 const CLOSED_WINDOW_GRACE_MS = 60_000;
 
 /**
- * The row-by-row retention work of one invocation as CTEs for the claim's round trip (`ClaimParams.extra`):
+ * The row-by-row retention work of one invocation as CTEs for the claim's round trip (the retention rider, runtime/riders.ts):
  * failed jobs past their own horizon, long-gone registry rows, event ids older than the finished jobs' horizon
  * and closed debounce windows, each in a bounded batch. They never touch
  * queued or running jobs, which is what the claim moves. The history is pruned by `maintainHistoryStatement`
