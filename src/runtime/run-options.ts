@@ -3,7 +3,7 @@ import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/query.js";
 import type { JobState } from "../core/states.js";
 import type { Retention } from "../core/retention.js";
-import type { FanOutOptions, FanOutReport } from "./fan-out.js";
+import type { FanOutOptions, FanOutReport } from "./fan-out-options.js";
 
 /** Jobs an invocation runs at once unless told. @example runOnce(app, { db, slots: DEFAULT_SLOTS * 2 }) */
 export const DEFAULT_SLOTS = 8;
