@@ -1,8 +1,9 @@
-import type * as v from "valibot";
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { AkadzeError, InvalidInput } from "../core/errors.js";
 import { MAX_SPAN_MS } from "../core/validate.js";
-import type { ArgsSchema, JobContext, TaskOptions } from "./task.js";
+import type { ArgsSchema, BatchDefinition, BatchHandler, TaskOptions } from "./task.js";
+
+export type { BatchDefinition, BatchHandler, BatchJob, BatchOutcomes } from "./task.js";
 
 /** The most jobs one call of a batch handler may get. @example app.batchTask("t", { maxBatch: MAX_BATCH_JOBS }, handle); */
 export const MAX_BATCH_JOBS = 1000;
@@ -30,28 +31,7 @@ export interface BatchTaskOptions<S extends ArgsSchema = ArgsSchema> extends Tas
   maxWait?: Duration;
 }
 
-/** One job of a batch as its handler sees it: its context, with its validated args. @example jobs.map((job) => job.args.userId) */
-export interface BatchJob<A = unknown> extends JobContext {
-  args: A;
-}
 
-/**
- * What a batch handler returns: an array with one entry per job, in the order of the jobs, or a Map from job id
- * to its entry; an entry is the job's result (JSON), or an Error for that job alone (`Retry`, `Snooze`, `Fail`
- * and `Cancel` included). Nothing (`undefined`): every job succeeds with no result.
- * @example return jobs.map((job) => job.args.to.endsWith("@") ? new Fail("bad address") : { sent: true });
- */
-export type BatchOutcomes<R = unknown> = (R | Error)[] | ReadonlyMap<number, R | Error> | void;
-
-/** A batch task's handler: the jobs of one batch, in the order they started. */
-export type BatchHandler<S extends ArgsSchema, R = unknown> = (jobs: BatchJob<v.InferOutput<S>>[]) => BatchOutcomes<R> | Promise<BatchOutcomes<R>>;
-
-/** A batch task's batching, resolved. */
-export interface BatchDefinition {
-  maxBatch: number;
-  maxWaitMs: number;
-  handler: BatchHandler<any, unknown>;
-}
 
 /**
  * A batch handler's answer gave no outcome for a job (a short array, a Map without its id), or could not be

@@ -8,7 +8,6 @@ import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
 import { storedFairKey } from "../core/fair-key.js";
 import type { TraceCarrier, Tracing } from "../core/tracing.js";
-import type { BatchDefinition } from "./batch.js";
 import {
   assertStorableJson, describeIssues, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,
 } from "../core/validate.js";
@@ -274,4 +273,29 @@ async function insertRows(db: Db, statement: SQL, uniqueKey: string | undefined)
     if (isUniqueKeyViolation(error)) throw new DuplicateJob(uniqueKey ?? "?", { cause: error });
     throw error;
   }
+}
+
+// A batch task's definition (app.batchTask, batch.ts): its handler's types live here, beside the task definition that holds them.
+
+/** One job of a batch as its handler sees it: its context, with its validated args. @example jobs.map((job) => job.args.userId) */
+export interface BatchJob<A = unknown> extends JobContext {
+  args: A;
+}
+
+/**
+ * What a batch handler returns: an array with one entry per job, in the order of the jobs, or a Map from job id
+ * to its entry; an entry is the job's result (JSON), or an Error for that job alone (`Retry`, `Snooze`, `Fail`
+ * and `Cancel` included). Nothing (`undefined`): every job succeeds with no result.
+ * @example return jobs.map((job) => job.args.to.endsWith("@") ? new Fail("bad address") : { sent: true });
+ */
+export type BatchOutcomes<R = unknown> = (R | Error)[] | ReadonlyMap<number, R | Error> | void;
+
+/** A batch task's handler: the jobs of one batch, in the order they started. */
+export type BatchHandler<S extends ArgsSchema, R = unknown> = (jobs: BatchJob<v.InferOutput<S>>[]) => BatchOutcomes<R> | Promise<BatchOutcomes<R>>;
+
+/** A batch task's batching, resolved. */
+export interface BatchDefinition {
+  maxBatch: number;
+  maxWaitMs: number;
+  handler: BatchHandler<any, unknown>;
 }

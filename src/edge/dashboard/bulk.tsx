@@ -5,10 +5,12 @@ import type { JobState } from "../../core/states.js";
 import type { Db } from "../../db/query.js";
 import type { JobSelection } from "../../ops/job-selection.js";
 import { BULK_OPERATIONS, type BulkOperation } from "../bulk-routes.js";
-import type { JobsQuery } from "./jobs.js";
 import { Post, type PageContext } from "./layout.js";
 
 /** What each bulk operation's button and notice say. */
+/** The jobs list's filters as the query string carries them (bulk actions select by them). */
+export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }
+
 export const BULK_ACTIONS: Record<BulkAction, { label: string; done: string }> = {
   cancel: { label: "Cancel", done: "cancelled or asked to stop" },
   requeue: { label: "Requeue", done: "queued again" },
