@@ -9,6 +9,7 @@ import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";
 import type { ClaimRider, Ride } from "./rider.js";
+import { memoryOf } from "./process-memory.js";
 import type { EngineTrace } from "../core/tracing.js";
 
 /** The least room a claim leaves for its own round trip once round trips were measured. */
@@ -39,22 +40,6 @@ export interface ClaimerOptions {
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
 export interface Claim extends ClaimResult { noTaskFits: boolean }
-
-/**
- * What a process learned about the database from its last claims, shared by the invocations of one app:
- * whether any limit exists (a claim without the limit CTEs never takes a limited job, so a stale `false`
- * only leaves limited jobs for the next claim, which reports the truth), and whether any queued job has a
- * fairness key (kept for FAIR_HINT_MS after the last claim that saw one: a stale answer only orders one claim
- * plainly or walks no key), and sub-keys likewise.
- */
-interface ProcessHints { limits: boolean; fair: boolean; fairSeenAt: number; fairSubKeys: boolean; fairSubKeysSeenAt: number }
-const hints = new WeakMap<App, ProcessHints>();
-
-function hintsOf(app: App): ProcessHints {
-  let h = hints.get(app);
-  if (!h) hints.set(app, (h = { limits: true, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity }));
-  return h;
-}
 
 /** How long after its last claim that saw a job with a fairness key a process still walks the keys. */
 const FAIR_HINT_MS = 60_000;
@@ -93,13 +78,13 @@ export class Claimer {
     const { fit, tooLong } = this.fittingTasks();
     this.tooLongForBudget ??= tooLong;
     if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: hintsOf(this.o.app).limits, fair: hintsOf(this.o.app).fair, noTaskFits: true };
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memoryOf(this.o.app).limits, fair: memoryOf(this.o.app).fair, noTaskFits: true };
     }
-    const h = hintsOf(this.o.app);
-    const withLimits = h.limits;
+    const memory = memoryOf(this.o.app);
+    const withLimits = memory.limits;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, fair: h.fair, fairSubKeys: h.fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
+      queues: this.o.queues, limits: withLimits, fair: memory.fair, fairSubKeys: memory.fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
     };
     const core = claimCore(params);
     const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, core })).filter((ride): ride is Ride => ride !== null);
@@ -117,14 +102,14 @@ export class Claimer {
       throw error;
     }
     traced?.end(result.claimed.length);
-    hintsOf(this.o.app).limits = result.limits;
-    if (result.fair) h.fairSeenAt = Date.now();
+    memory.limits = result.limits;
+    if (result.fair) memory.fairSeenAt = Date.now();
     // Sticky for a while: a tenant's burst right after a moment without keyed jobs is still claimed fairly.
-    h.fair = result.fair || Date.now() - h.fairSeenAt < FAIR_HINT_MS;
+    memory.fair = result.fair || Date.now() - memory.fairSeenAt < FAIR_HINT_MS;
     // Sub-keys likewise, learned from a fair claim: off until one is seen, so a process whose tenants have none
     // never sends the sub-key walk (its recursive estimate alone would cost a claim JIT's compilation).
-    if (result.fairSubKeys) h.fairSubKeysSeenAt = Date.now();
-    if (result.fairSubKeys !== undefined) h.fairSubKeys = result.fairSubKeys || Date.now() - h.fairSubKeysSeenAt < FAIR_HINT_MS;
+    if (result.fairSubKeys) memory.fairSubKeysSeenAt = Date.now();
+    if (result.fairSubKeys !== undefined) memory.fairSubKeys = result.fairSubKeys || Date.now() - memory.fairSubKeysSeenAt < FAIR_HINT_MS;
     // A rider with more to carry (runtime schedules learned with a slot due) asks for the next claim at once.
     let more = false;
     for (const ride of rides) if (ride.answered?.(result, this.o.count) === true) more = true;

@@ -4,9 +4,8 @@ import { historyPartitioning, type HistoryPartitioning, type RetentionPlan } fro
 import { queryJson, type Db } from "../db/query.js";
 import { historyDue, maintainHistoryStatement, type HistoryMaintenance } from "../sql/maintain-history.js";
 import type { ClaimRider, Ride } from "./rider.js";
+import { memoryOf } from "./process-memory.js";
 
-/** When one process last had a claim check the history, per app (on the real clock). */
-const checkedAt = new WeakMap<App, number>();
 /** Said once per process: the role may not create or drop the history's partitions. */
 let deniedSaid = false;
 
@@ -36,9 +35,9 @@ export class HistoryKeeper implements ClaimRider {
     const first = !this.firstDone;
     this.firstDone = true;
     if (this.running) return null;
-    const last = checkedAt.get(this.o.app) ?? -Infinity;
-    if (!(first && this.o.callerClock) && Date.now() - last < this.partitioning.everyMs) return null;
-    checkedAt.set(this.o.app, Date.now());
+    const memory = memoryOf(this.o.app);
+    if (!(first && this.o.callerClock) && Date.now() - memory.historyCheckedAt < this.partitioning.everyMs) return null;
+    memory.historyCheckedAt = Date.now();
     return {
       report: { historyDue: historyDue(this.o.sqlNow(), this.o.plan.finishedMs, this.partitioning) },
       answered: (answer, count) => { this.maintain(answer.historyDue, count); },

@@ -24,6 +24,7 @@ import { invocationSeenCte } from "../sql/register-worker.js";
 import { retentionCtes } from "../sql/retention.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
 import type { ClaimRider, Ride, RideContext } from "./rider.js";
+import { memoryOf } from "./process-memory.js";
 
 export type { ClaimRider, Ride, RideContext } from "./rider.js";
 
@@ -75,8 +76,6 @@ export function schedulesRider(app: App, now: () => Date): ClaimRider {
 
 /** How often one process lets an invocation's first claim carry retention. */
 export const RETENTION_EVERY_MS = 10_000;
-/** When one process last let an invocation's first claim carry retention, per app (on the real clock). */
-const prunedAt = new WeakMap<App, number>();
 
 /**
  * An invocation's retention: its first claim carries it, at most once per RETENTION_EVERY_MS per app in this
@@ -89,8 +88,9 @@ export function invocationRetention(app: App, plan: RetentionPlan, callerClock: 
     due: (first) => {
       if (!first) return false;
       if (carries === undefined) {
-        carries = callerClock || Date.now() - (prunedAt.get(app) ?? -Infinity) >= RETENTION_EVERY_MS;
-        if (carries && !callerClock) prunedAt.set(app, Date.now());
+        const memory = memoryOf(app);
+        carries = callerClock || Date.now() - memory.prunedAt >= RETENTION_EVERY_MS;
+        if (carries && !callerClock) memory.prunedAt = Date.now();
       }
       return carries;
     },
@@ -125,8 +125,6 @@ export function backlogRider(bound: (first: boolean, batchSize: number) => numbe
   };
 }
 
-/** When one process last started an ANALYZE of the jobs table, and last asked whether it needs a vacuum, per app. */
-const upkeptAt = new WeakMap<App, { analyzed: number; vacuumed: number }>();
 /** How often one process may start an ANALYZE of the jobs table: a role that may not analyze (Postgres skips it with a warning) then adds no statement to every full claim. */
 const ANALYZE_EVERY_MS = 60_000;
 /** How often one process may ask whether the queue table needs a vacuum, and start one. */
@@ -144,22 +142,16 @@ export class Upkeep implements ClaimRider {
 
   constructor(private readonly app: App, private readonly db: Db) {}
 
-  private at(): { analyzed: number; vacuumed: number } {
-    let at = upkeptAt.get(this.app);
-    if (!at) upkeptAt.set(this.app, (at = { analyzed: -Infinity, vacuumed: -Infinity }));
-    return at;
-  }
-
   ride({ batchSize }: RideContext): Ride {
-    const at = this.at();
-    const askVacuum = Date.now() - at.vacuumed >= VACUUM_EVERY_MS;
-    if (askVacuum) at.vacuumed = Date.now();
+    const memory = memoryOf(this.app);
+    const askVacuum = Date.now() - memory.vacuumedAt >= VACUUM_EVERY_MS;
+    if (askVacuum) memory.vacuumedAt = Date.now();
     return {
       report: { stale: statisticsStale(batchSize), ...(askVacuum ? { vacuum: vacuumDue() } : {}) },
       answered: (answer, count) => {
         if (answer.vacuum) this.start(vacuumJobsStatement(), count);
-        else if (answer.stale && Date.now() - at.analyzed >= ANALYZE_EVERY_MS) {
-          at.analyzed = Date.now();
+        else if (answer.stale && Date.now() - memory.analyzedAt >= ANALYZE_EVERY_MS) {
+          memory.analyzedAt = Date.now();
           this.start(analyzeJobsStatement(), count);
         }
       },

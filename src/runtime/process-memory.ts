@@ -1,0 +1,39 @@
+import type { App } from "../app/app.js";
+
+/**
+ * What one process remembers of an app between its engines (invocations, worker lanes): what the last claims
+ * said of the database, and when it last let a claim carry periodic work. One object per app, held weakly (an
+ * app dropped by its process is forgotten), and only ever a hint: a stale value costs one claim shaped the
+ * old way, or one check made early or late, never a job.
+ */
+export interface ProcessMemory {
+  /** Whether any limit exists: a claim without the limit CTEs never takes a limited job (claimer.ts). */
+  limits: boolean;
+  /** Whether keyed jobs are queued (fair claims), and when a claim last saw one (real clock). */
+  fair: boolean;
+  fairSeenAt: number;
+  /** Whether a fair claim met a tenant with sub-keys, and when it last did. */
+  fairSubKeys: boolean;
+  fairSubKeysSeenAt: number;
+  /** When an invocation's first claim last carried retention (riders.ts). */
+  prunedAt: number;
+  /** When this process last started an ANALYZE of the jobs table, and last asked whether it needs a vacuum. */
+  analyzedAt: number;
+  vacuumedAt: number;
+  /** When a claim last asked whether the history has work (history.ts). */
+  historyCheckedAt: number;
+}
+
+const memories = new WeakMap<App, ProcessMemory>();
+
+/** This process's memory of `app`, made on first use. */
+export function memoryOf(app: App): ProcessMemory {
+  let memory = memories.get(app);
+  if (!memory) {
+    memories.set(app, (memory = {
+      limits: true, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
+      prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity,
+    }));
+  }
+  return memory;
+}
