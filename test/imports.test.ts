@@ -198,7 +198,6 @@ const KNOWN_FILE_CIRCLES = [
   ["src/workflow/define.ts", "src/workflow/versions.ts"],
   // Removed by this branch's next commits.
   ["src/app/batch.ts", "src/app/task.ts"],
-  ["src/core/error-causes.ts", "src/core/errors.ts"],
   ["src/edge/dashboard/bulk.tsx", "src/edge/dashboard/jobs.tsx"],
 ];
 
