@@ -5,8 +5,10 @@ import type { JobState } from "../../core/states.js";
 import type { Db } from "../../db/query.js";
 import type { JobSelection } from "../../ops/job-selection.js";
 import { BULK_OPERATIONS, type BulkOperation } from "../bulk-routes.js";
-import type { JobsQuery } from "./jobs.js";
 import { Post, type PageContext } from "./layout.js";
+
+/** The jobs list's filters as the query string carries them: what the list shows, and what a bulk action acts on. */
+export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }
 
 /** What each bulk operation's button and notice say. */
 export const BULK_ACTIONS: Record<BulkAction, { label: string; done: string }> = {

@@ -1,13 +1,10 @@
 // The jobs list (filtered, newest first, paged by id) and one job with its args, result and errors.
 import { stepWaitText } from "../../workflow/types.js";
 import { FINISHED_STATES, JOB_STATES } from "../../core/states.js";
-import { BulkActions, type BulkAction } from "./bulk.js";
+import { BulkActions, type BulkAction, type JobsQuery } from "./bulk.js";
 import { formatSpan, formatTime } from "../../core/time-text.js";
 import type { JobDetail, JobSummary } from "../../ops/jobs.js";
 import { Ago, Badge, Layout, Notice, Post, TableCard, type PageContext } from "./layout.js";
-
-/** The list's filters as the query string carries them. */
-export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }
 
 /** The jobs list, one page of it. @example c.html(<JobsPage ctx={ctx} query={{ state: "failed" }} jobs={jobs} pageSize={50} />) */
 export function JobsPage(props: { ctx: PageContext; query: JobsQuery; jobs: JobSummary[]; pageSize: number; bulk?: [BulkAction, number][]; notice?: string }) {
