@@ -2,7 +2,7 @@ import type * as v from "valibot";
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { AkadzeError, InvalidInput } from "../core/errors.js";
 import { MAX_SPAN_MS } from "../core/validate.js";
-import type { ArgsSchema, JobContext, TaskOptions } from "./task.js";
+import type { ArgsSchema, BatchDefinition, JobContext, TaskOptions } from "./task.js";
 
 /** The most jobs one call of a batch handler may get. @example app.batchTask("t", { maxBatch: MAX_BATCH_JOBS }, handle); */
 export const MAX_BATCH_JOBS = 1000;
@@ -45,13 +45,6 @@ export type BatchOutcomes<R = unknown> = (R | Error)[] | ReadonlyMap<number, R |
 
 /** A batch task's handler: the jobs of one batch, in the order they started. */
 export type BatchHandler<S extends ArgsSchema, R = unknown> = (jobs: BatchJob<v.InferOutput<S>>[]) => BatchOutcomes<R> | Promise<BatchOutcomes<R>>;
-
-/** A batch task's batching, resolved. */
-export interface BatchDefinition {
-  maxBatch: number;
-  maxWaitMs: number;
-  handler: BatchHandler<any, unknown>;
-}
 
 /**
  * A batch handler's answer gave no outcome for a job (a short array, a Map without its id), or could not be

@@ -8,7 +8,6 @@ import { queryJson, type BatchItem, type Db } from "../db/query.js";
 import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
 import { storedFairKey } from "../core/fair-key.js";
 import type { TraceCarrier, Tracing } from "../core/tracing.js";
-import type { BatchDefinition } from "./batch.js";
 import {
   assertStorableJson, describeIssues, inTimestampRange, NameSchema, parseEnqueueOptions, parseOrThrow, TaskOptionsSchema, type EnqueueOptions,
 } from "../core/validate.js";
@@ -101,6 +100,17 @@ export interface TaskDefinition<R = unknown> {
   handler: Handler<any, R>;
   /** A batch task's batching (`app.batchTask`): its jobs' bodies share handler calls. */
   batch?: BatchDefinition;
+}
+
+/**
+ * A batch task's batching, resolved (batch.ts checks it; here so that a task's definition does not import the
+ * kind of task built on it): how many jobs one handler call takes, how long the first waits, and the handler,
+ * whose answer batch.ts's `outcomesOf` reads.
+ */
+export interface BatchDefinition {
+  maxBatch: number;
+  maxWaitMs: number;
+  handler: (jobs: (JobContext & { args: any })[]) => unknown;
 }
 
 const EMPTY_ARGS = v.object({});
