@@ -1,15 +1,24 @@
 // Embeds drizzle/ into src/sql/migrations.generated.ts: edge runtimes have no file system, so
-// `migrate(db)` carries its SQL with it. Run after `drizzle-kit generate` (npm run generate does).
+// `migrate(db)` carries its SQL with it. Run after `drizzle-kit generate` (npm run generate does);
+// test/migrations-drift.test.ts renders it again and fails when the committed file differs.
 import { readFileSync, writeFileSync } from "node:fs";
 
-export function renderMigrations(dir = "drizzle"): string {
-  const journal = JSON.parse(readFileSync(`${dir}/meta/_journal.json`, "utf8")) as {
-    entries: { idx: number; tag: string }[];
-  };
-  const migrations = journal.entries.map((entry) => ({
-    id: entry.idx,
-    name: entry.tag,
-    statements: readFileSync(`${dir}/${entry.tag}.sql`, "utf8")
+/** Where drizzle-kit writes the migrations, and where they are embedded (paths from the repository's root). */
+export const MIGRATIONS_DIR = "drizzle";
+export const EMBEDDED_FILE = "src/sql/migrations.generated.ts";
+
+/** The migrations drizzle-kit's journal lists, in its order: `{ idx: 0, tag: "0000_init" }` for drizzle/0000_init.sql. */
+export function journalOf(dir = MIGRATIONS_DIR): { idx: number; tag: string }[] {
+  const journal = JSON.parse(readFileSync(`${dir}/meta/_journal.json`, "utf8")) as { entries: { idx: number; tag: string }[] };
+  return journal.entries;
+}
+
+/** The text of EMBEDDED_FILE for the migrations in `dir`; it writes nothing. */
+export function renderMigrations(dir = MIGRATIONS_DIR): string {
+  const migrations = journalOf(dir).map(({ idx, tag }) => ({
+    id: idx,
+    name: tag,
+    statements: readFileSync(`${dir}/${tag}.sql`, "utf8")
       .split("--> statement-breakpoint")
       .map((s) => s.trim())
       .filter((s) => s.length > 0)
@@ -21,5 +30,5 @@ export function renderMigrations(dir = "drizzle"): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  writeFileSync("src/sql/migrations.generated.ts", renderMigrations());
+  writeFileSync(EMBEDDED_FILE, renderMigrations());
 }

@@ -56,7 +56,7 @@ export {
   type RuntimeScheduleEntry, type ScheduleChange, type RuntimeSchedule, type ScheduleOptions, type PauseOptions,
 } from "./ops/runtime-schedules.js";
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
-export type { ScheduleTiming, ScheduleEntry, SchedulePolicy } from "./schedules/definition.js";
+export type { ScheduleTiming, ScheduleEntry, SchedulePolicy } from "./app/schedule.js";
 export { sendEvent, sendEventQuery, type SendEventOptions, type SentEvent } from "./workflow/events.js";
 export type { AppEventOptions, SentAppEvent } from "./app/events.js";
 export { type Step, type StepContext, type StepName, type StepOptions, type WaitForEventOptions, DEFAULT_MIN_STEP_TIME } from "./workflow/step.js";

@@ -1,4 +1,5 @@
-import { AkadzeError, causeChain } from "./core/errors.js";
+import { AkadzeError } from "./core/errors.js";
+import { causeChain } from "./core/error-causes.js";
 import { query, queryJson, runAtomically, type Db } from "./db/query.js";
 import { markSchemaComplete, missingSchemaSentence } from "./db/schema-check.js";
 import { completeDrizzleKitSchemaStatements } from "./sql/complete-drizzle-kit-schema.js";

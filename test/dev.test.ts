@@ -10,7 +10,7 @@ import pg from "pg";
 import { queryJson } from "../src/db/query.js";
 import { runDemo } from "../src/dev/demo.js";
 import { startDevServer, type DevServer } from "../src/dev/dev-server.js";
-import { banner, findDashboard } from "../src/dev/command.js";
+import { banner, findDashboard } from "../src/cli/dev-command.js";
 import * as example from "../functions/dev.js";
 import { createTestDatabase } from "./support/postgres.js";
 import { waitFor } from "./support/wait-for.js";

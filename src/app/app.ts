@@ -1,5 +1,5 @@
 import { AkadzeError, InvalidInput } from "../core/errors.js";
-import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type SchedulePolicy, type ScheduleTiming } from "../schedules/definition.js";
+import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type SchedulePolicy, type ScheduleTiming } from "./schedule.js";
 import { DEFAULT_TRANSITION_HOOK_TIMEOUT, Hooks } from "./hooks.js";
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { workflowBody, type WorkflowHandler, type WorkflowOptions } from "../workflow/define.js";

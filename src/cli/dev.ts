@@ -1,22 +1,14 @@
 import type { Command } from "commander";
-import { CliError, SaidExit } from "./errors.js";
+import { SaidExit } from "./errors.js";
 import { findAppModule } from "./load-module.js";
 import type { CliContext } from "./context.js";
 import { logLevel, port } from "./parse.js";
-import type { LogLevel } from "../ops/invocation-log.js";
+import { runDevWatch, watchRoots } from "../dev/watch.js";
 
-/** What `src/dev/command.ts` (the local development server) exports. */
-interface DevCommandModule {
-  runDevCommand(options: { database?: string; port?: number; demo?: boolean; http?: boolean; app?: string; log?: LogLevel }): Promise<void>;
-}
-
-/** What `src/dev/watch.ts` (watch mode's watcher) exports. */
-interface DevWatchModule {
-  runDevWatch(options: { command: string[]; roots: string[] }): Promise<number>;
-  watchRoots(appFile: string): string[];
-}
-
-/** `akadze dev`: the server lives in src/dev and is imported only when asked for, so other commands stay light. */
+/**
+ * `akadze dev`: the command (`dev-command.ts`) and the server it runs (src/dev, with PGlite) are imported only when
+ * asked for, so other commands start without them.
+ */
 export function registerDev(program: Command, _ctx: CliContext): void {
   program.command("dev").description("local development: embedded PGlite (or DATABASE_URL), a Neon-compatible endpoint, the app and its cron tick; the app restarts when a source file changes (--no-watch: off)")
     .option("--port <n>", "the app's port; the Neon endpoint takes the next (default 4000)", port)
@@ -37,23 +29,12 @@ export function registerDev(program: Command, _ctx: CliContext): void {
         } else {
           const spec = findAppModule(opts.app);
           const appFile = /^(.+):[A-Za-z_$][\w$]*$/.exec(spec)?.[1] ?? spec;
-          const watchSpecifier = "../dev/watch.js";
-          const watcher = (await import(watchSpecifier)) as DevWatchModule;
-          const code = await watcher.runDevWatch({ command: [process.argv[1]!, ...process.argv.slice(2)], roots: watcher.watchRoots(appFile) });
+          const code = await runDevWatch({ command: [process.argv[1]!, ...process.argv.slice(2)], roots: watchRoots(appFile) });
           if (code !== 0) throw new SaidExit(code);
           return;
         }
       }
-      const specifier = "../dev/command.js"; // not a literal: a checkout may not have the dev server yet
-      let dev: DevCommandModule;
-      try {
-        dev = (await import(specifier)) as DevCommandModule;
-      } catch (error) {
-        if ((error as { code?: string })?.code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes("dev/command")) {
-          throw new CliError("akadze dev is not available in this build");
-        }
-        throw error;
-      }
-      await dev.runDevCommand({ database, port: opts.port, demo: opts.demo, http: opts.http, app: opts.app, log: opts.logLevel });
+      const { runDevCommand } = await import("./dev-command.js");
+      await runDevCommand({ database, port: opts.port, demo: opts.demo, http: opts.http, app: opts.app, log: opts.logLevel });
     });
 }

@@ -1,4 +1,5 @@
-import { causeChain, InvalidInput, postgresErrorOf } from "../core/errors.js";
+import { InvalidInput } from "../core/errors.js";
+import { causeChain, postgresErrorOf } from "../core/error-causes.js";
 import { isMissingSchema, MIGRATE_HINT } from "../db/query.js";
 
 /** A failure the CLI reports as one line and exit code 1. */

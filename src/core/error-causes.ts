@@ -3,7 +3,7 @@
 // with Postgres's message, SQLSTATE and detail, in `.cause`. The params line is dropped (`withoutParams`). The chain is kept twice: as `causes` for
 // programs (getJob, `--json`), and as "caused by" lines at the end of the message, so that every place
 // that shows a message (the CLI, the dashboard, the log lines) shows the reason without knowing of causes.
-import { causeChain } from "./errors.js";
+// The chain is walked here, once (`causeChain`), for every reader of causes; errors.ts imports it, not the reverse.
 import { errorText } from "./json.js";
 
 /** An error the thrown one wraps through `cause`, as its errors entry keeps it; a Postgres error's fields with it. */
@@ -20,6 +20,30 @@ const CAUSED_BY = "caused by ";
 /** Postgres's own error, whatever the driver: pg, PGlite and Neon all give a SQLSTATE `code` and a `severity`. */
 function isPostgresError(e: any): boolean {
   return typeof e?.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && e.severity !== undefined;
+}
+
+/**
+ * The error and every error it wraps through `cause`, outermost first (drizzle wraps the driver's error,
+ * fetch wraps the socket's). At most 10 deep, so a cycle of causes cannot hang the caller.
+ * @example causeChain(error).some((e) => e?.code === "23505")
+ */
+export function causeChain(error: unknown): any[] {
+  const chain: any[] = [];
+  for (let e: any = error; e && chain.length < 10; e = e.cause) {
+    chain.push(e);
+    // A failed connection to several addresses is an AggregateError whose first error tells why.
+    if (e instanceof AggregateError && e.errors.length > 0 && !e.cause) chain.push(...e.errors.slice(0, 1));
+  }
+  return chain;
+}
+
+/**
+ * The Postgres error inside an error, whatever the driver (drizzle wraps it as `cause`; pg, PGlite and
+ * Neon's errors carry a five-character SQLSTATE `code` and a `severity`), or undefined.
+ * @example if (postgresErrorOf(e)?.code?.startsWith("22")) // a data exception: bad input
+ */
+export function postgresErrorOf(error: unknown): { code: string; message: string } | undefined {
+  return causeChain(error).find(isPostgresError);
 }
 
 /** A field as storable text (cleaned and cut, `errorText`), or undefined when absent or unreadable. */

@@ -1,5 +1,5 @@
 import { parseDuration, type Duration } from "./duration.js";
-import type { ErrorCause } from "./error-causes.js";
+import { causeChain, type ErrorCause } from "./error-causes.js";
 
 /** One entry of a job's `errors` history: every failed attempt appends one. @example const last = (row.errors as ErrorEntry[]).at(-1); */
 export interface ErrorEntry {
@@ -88,34 +88,10 @@ export class ResultNotJson extends AkadzeError {}
 /** A task ran past its timeout; `job.signal` aborted with it and an attempt is spent. @example app.task("t", { timeout: "5s" }, async (_a, job) => fetch(url, { signal: job.signal })); */
 export class JobTimeout extends AkadzeError {}
 
-/**
- * The error and every error it wraps through `cause`, outermost first (drizzle wraps the driver's error,
- * fetch wraps the socket's). At most 10 deep, so a cycle of causes cannot hang the caller.
- * @example causeChain(error).some((e) => e?.code === "23505")
- */
-export function causeChain(error: unknown): any[] {
-  const chain: any[] = [];
-  for (let e: any = error; e && chain.length < 10; e = e.cause) {
-    chain.push(e);
-    // A failed connection to several addresses is an AggregateError whose first error tells why.
-    if (e instanceof AggregateError && e.errors.length > 0 && !e.cause) chain.push(...e.errors.slice(0, 1));
-  }
-  return chain;
-}
-
 /** Postgres unique_violation on the active-unique-key index, from any driver's error shape. */
 export function isUniqueKeyViolation(error: unknown): boolean {
   return causeChain(error).some((e) => e.code === "23505" &&
     (e.constraint === "jobs_unique_key_active" || String(e.message).includes("jobs_unique_key_active")));
-}
-
-/**
- * The Postgres error inside an error, whatever the driver (drizzle wraps it as `cause`; pg, PGlite and
- * Neon's errors carry a five-character SQLSTATE `code` and a `severity`), or undefined.
- * @example if (postgresErrorOf(e)?.code?.startsWith("22")) // a data exception: bad input
- */
-export function postgresErrorOf(error: unknown): { code: string; message: string } | undefined {
-  return causeChain(error).find((e) => typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && e.severity !== undefined);
 }
 
 /** The key named in a unique_violation's detail ("Key (unique_key)=(k) already exists."), where the driver passes it on. */

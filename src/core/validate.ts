@@ -12,7 +12,7 @@ export const MAX_NAME_LENGTH = 200;
 /** Timestamps akadze stores (runAt, expiresAt, the clock's now) lie in [1970-01-01, 9999-12-31] UTC. */
 export const EARLIEST_TIMESTAMP_MS = Date.UTC(1970, 0, 1);
 export const LATEST_TIMESTAMP_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-/** The longest delay, retention age or schedule period: 100 years. */
+/** The longest delay (an enqueue's, or a Retry's or Snooze's, clamped to it), retention age or schedule period: 100 years. */
 export const MAX_SPAN_MS = 100 * 365 * 86_400_000;
 /** The longest timer JavaScript runtimes keep (2^31 - 1 ms, ~24.8 days): a task timeout, heartbeat or poll beyond it would fire at once. */
 export const MAX_TIMER_MS = 2_147_483_647;

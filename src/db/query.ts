@@ -1,7 +1,8 @@
 import { entityKind, type SQL } from "drizzle-orm";
 import type { BatchItem as DrizzleBatchItem } from "drizzle-orm/batch";
 import type { PgDatabase } from "drizzle-orm/pg-core";
-import { AkadzeError, causeChain } from "../core/errors.js";
+import { AkadzeError } from "../core/errors.js";
+import { causeChain } from "../core/error-causes.js";
 
 /** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. @example const db: Db = drizzle(pool); */
 export type Db = PgDatabase<any, any, any>;

@@ -1,6 +1,7 @@
 // How akadze's routes say no: one error class carrying an HTTP status, rendered as JSON.
 import * as v from "valibot";
-import { AkadzeError, DuplicateJob, DuplicateSchedule, InvalidInput, postgresErrorOf } from "../core/errors.js";
+import { AkadzeError, DuplicateJob, DuplicateSchedule, InvalidInput } from "../core/errors.js";
+import { postgresErrorOf } from "../core/error-causes.js";
 import { describeIssues, issueList, type InputIssue } from "../core/validate.js";
 
 /** One problem with a request, as the JSON body of an error response. */

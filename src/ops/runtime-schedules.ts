@@ -5,7 +5,7 @@ import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { RuntimeScheduleSchema, ScheduleChangeSchema } from "../core/schedule-input.js";
 import { queryJson, type Db } from "../db/query.js";
 import type { Duration } from "../core/duration.js";
-import { defineSchedule, policyOf, storedSchedule, type Schedule, type ScheduleEntry, type SchedulePolicy } from "../schedules/definition.js";
+import { defineSchedule, policyOf, storedSchedule, type Schedule, type ScheduleEntry, type SchedulePolicy } from "../app/schedule.js";
 import { deleteScheduleStatement } from "../sql/delete-schedule.js";
 import type { StoredSchedule } from "../sql/list-schedules.js";
 import { readScheduleStatement } from "../sql/read-schedule.js";

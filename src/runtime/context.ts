@@ -1,11 +1,11 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { SQL } from "drizzle-orm";
-import { AkadzeError, causeChain, Fail, LeaseLost } from "../core/errors.js";
+import { AkadzeError, Fail } from "../core/errors.js";
 import { emitTransitions, type Hooks } from "../app/hooks.js";
 import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
 import { isJsonValue } from "../core/json.js";
-import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.js";
+import { completeOwnedStatement, leaseLostOr } from "../sql/complete-owned.js";
 import { keepResultStatement } from "../sql/keep-result.js";
 import { timestamp } from "../sql/time.js";
 import { RunProgress } from "./progress.js";
@@ -128,7 +128,7 @@ export class CurrentJob {
         await emitTransitions(hooks, [this.transition()], this.run.db);
       }
     } catch (error) {
-      throw asLeaseLost(error, this.id);
+      throw leaseLostOr(error, this.id);
     }
     this.markCompleted(at);
   }
@@ -151,7 +151,7 @@ export class CurrentJob {
     try {
       await queryJson(tx, completeOwnedStatement(this.run.owner, this.run.attempt, timestamp(at), this.id, null, this.run.keepSucceeded !== false));
     } catch (error) {
-      throw asLeaseLost(error, this.id);
+      throw leaseLostOr(error, this.id);
     }
     await emitTransitions(this.run.hooks, [this.transition()], tx);
   }
@@ -164,11 +164,6 @@ export class CurrentJob {
   private assertOpen(): void {
     if (this.completed) throw new AkadzeError(`job ${this.id} is already completed`);
   }
-}
-
-function asLeaseLost(error: unknown, jobId: number): unknown {
-  return causeChain(error).some((e) => e.code === LEASE_LOST_CODE)
-    ? new LeaseLost(`this run no longer owns job ${jobId}; its writes were rolled back`, { cause: error }) : error;
 }
 
 const storage = new AsyncLocalStorage<CurrentJob>();

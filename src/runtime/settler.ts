@@ -1,5 +1,5 @@
 import { queryJsonWithin } from "./timed-query.js";
-import { causeChain } from "../core/errors.js";
+import { causeChain } from "../core/error-causes.js";
 import type { SQL } from "drizzle-orm";
 import type { Hooks, Transition } from "../app/hooks.js";
 import { queryJsonPrepared, type Db } from "../db/query.js";

@@ -1,9 +1,8 @@
 import { cleanText, errorText } from "../core/json.js";
 import type { Outcome } from "../sql/settle.js";
 import { noteEntry } from "../core/error-entry.js";
+import { MAX_SPAN_MS } from "../core/validate.js";
 
-/** A retry or snooze delay is clamped to this, so the next run time stays a storable timestamp. */
-export const MAX_DELAY_MS = 100 * 365 * 86_400_000;
 /** A job's result above this size (as JSON) is refused and recorded as that job's error instead. */
 export const MAX_RESULT_BYTES = 1024 * 1024;
 
@@ -19,11 +18,12 @@ export function cleanJson(value: unknown): unknown {
 
 /**
  * The outcome as the completion statement can store it: strings cleaned, delays clamped to
- * [0, MAX_DELAY_MS], a result over MAX_RESULT_BYTES refused as this job's error.
+ * [0, MAX_SPAN_MS] (so the next run time stays a storable timestamp), a result over MAX_RESULT_BYTES refused as
+ * this job's error.
  */
 export function storable(outcome: Outcome, now: () => Date): Outcome {
   const o: Outcome = { ...outcome };
-  if (o.delayMs !== undefined) o.delayMs = Number.isFinite(o.delayMs) ? Math.min(MAX_DELAY_MS, Math.max(0, o.delayMs)) : MAX_DELAY_MS;
+  if (o.delayMs !== undefined) o.delayMs = Number.isFinite(o.delayMs) ? Math.min(MAX_SPAN_MS, Math.max(0, o.delayMs)) : MAX_SPAN_MS;
   if (o.error) {
     o.error = { ...o.error, kind: errorText(String(o.error.kind)), message: errorText(String(o.error.message)),
       stack: o.error.stack === null ? null : errorText(String(o.error.stack)) };

@@ -1,8 +1,21 @@
 import { sql, type SQL } from "drizzle-orm";
+import { causeChain } from "../core/error-causes.js";
+import { LeaseLost } from "../core/errors.js";
 import { archiveCtes } from "./archive.js";
 
 export const LEASE_LOST_CODE = "AKL01";
 export const LEASE_LOST_PREFIX = "akadze: this run no longer owns job ";
+
+/**
+ * What a run throws when a statement that writes only while it owns job `jobId` (this one, a step's save, a
+ * child jobs' start) raised LEASE_LOST_CODE anywhere in the cause chain: LeaseLost, saying `writes` rolled back
+ * with it; any other error as it is.
+ * @example throw leaseLostOr(error, jobId, "the step's writes");
+ */
+export function leaseLostOr(error: unknown, jobId: number, writes = "its writes"): unknown {
+  return causeChain(error).some((e) => e.code === LEASE_LOST_CODE)
+    ? new LeaseLost(`this run no longer owns job ${jobId}; ${writes} were rolled back`, { cause: error }) : error;
+}
 
 /**
  * Marks one job `succeeded` with `result` if `owner` still holds its run of `attempt`, and raises otherwise, so that inside a

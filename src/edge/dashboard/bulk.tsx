@@ -7,6 +7,9 @@ import type { JobSelection } from "../../ops/job-selection.js";
 import { BULK_OPERATIONS, type BulkOperation } from "../bulk-routes.js";
 import { Post, type PageContext } from "./layout.js";
 
+/** The jobs list's filters as the query string carries them: what the list shows, and what a bulk action acts on. */
+export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }
+
 /** What each bulk operation's button and notice say. */
 /** The jobs list's filters as the query string carries them (bulk actions select by them). */
 export interface JobsQuery { state?: string; queue?: string; task?: string; before?: number }

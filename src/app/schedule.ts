@@ -3,7 +3,7 @@ import type { Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
 import { assertStorableJson, NameSchema, parseOrThrow } from "../core/validate.js";
 import { ScheduleEntrySchema, SchedulePolicySchema, ScheduleTimingSchema } from "../core/schedule-input.js";
-import type { TaskDefinition } from "../app/task.js";
+import type { TaskDefinition } from "./task.js";
 
 /**
  * When a schedule fires: a cron expression (5 fields, or 6 with seconds first) in an IANA time zone

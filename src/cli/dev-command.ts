@@ -1,14 +1,14 @@
-// `akadze dev`: what the CLI's `dev` subcommand runs.
+// `akadze dev`: what the CLI's `dev` subcommand runs, over the dev server of src/dev.
 import * as v from "valibot";
 import { InvalidInput } from "../core/errors.js";
 import { parseOrThrow } from "../core/validate.js";
 import type { RunSummary } from "../runtime/run-once.js";
-import { APP_MODULE_SHAPE, findAppModule, importModule } from "../cli/load-module.js";
-import { runDemo } from "./demo.js";
+import { APP_MODULE_SHAPE, findAppModule, importModule } from "./load-module.js";
+import { runDemo } from "../dev/demo.js";
 import { findMisfits, misfitWarnings } from "../ops/misfits.js";
 import { invocationLogLines, LOG_LEVELS, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
-import { DASHBOARD_PATH, DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "./dev-server.js";
-import { watchedChild } from "./watch.js";
+import { DASHBOARD_PATH, DEV_DATA_DIR, DEV_PORT, startDevServer, WORK_PATH, type DevModule, type DevServer } from "../dev/dev-server.js";
+import { watchedChild } from "../dev/watch.js";
 
 /** Ticks (seconds) between repeats of the unknown-task and unlimited-key warnings. */
 const MISFIT_EVERY_TICKS = 30;
