@@ -161,7 +161,9 @@ with recover_expired as (
         lease_expires_at = now() + ($21)::float8 * interval '1 millisecond', started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
-      from due d where j.id = d.id
+      -- (The array as well as the join: the planner reads the rows to update through the primary key, not a scan of
+      -- the whole table hashed against a batch it estimates at a quarter of its size.)
+      from due d where j.id = d.id and j.id = any(array(select id from due))
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk
     ),
     fair_next as (select tenant as key from (select tenant from fair_walk order by n desc limit 1) l where tenant <> (select key from fair_from)), fair_moved as (
@@ -176,7 +178,7 @@ with recover_expired as (
     
     -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
-      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop
+      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop and j.id = any(array(select id from candidates where stop))
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
     ),

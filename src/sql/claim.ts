@@ -269,14 +269,16 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
         lease_expires_at = ${now} + ${msInterval(sql`${p.leaseMs}`)}, started_at = case when d.start then ${now} end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
-      from ${cte("due")} d where j.id = d.id
+      -- (The array as well as the join: the planner reads the rows to update through the primary key, not a scan of
+      -- the whole table hashed against a batch it estimates at a quarter of its size.)
+      from ${cte("due")} d where j.id = d.id and j.id = any(array(select id from ${cte("due")}))
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
     ),${p.fair ? sql`
     ${sql.join(fairCursorCtes(p.fairSubKeys === true), sql`, `)},` : sql``}
     ${sql.join(after, sql` `)}
     -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
-      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop
+      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop and j.id = any(array(select id from candidates where stop))
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at, j.fair_key, j.trace_context
     ),
