@@ -15,6 +15,16 @@ export function cleanText(text: string): string {
   return text.replace(UNSTORABLE, "\ufffd");
 }
 
+/** A JSON value with every string (keys too) cleaned. */
+export function cleanJson(value: unknown): unknown {
+  if (typeof value === "string") return cleanText(value);
+  if (Array.isArray(value)) return value.map(cleanJson);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [cleanText(k), cleanJson(v)]));
+  }
+  return value;
+}
+
 /** An error message or stack is cut to this many characters. */
 export const MAX_ERROR_TEXT = 16 * 1024;
 

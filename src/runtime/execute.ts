@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { backoffMs } from "../core/backoff.js";
-import { Cancel, Fail, JobTimeout, ResultNotJson, Retry, Snooze } from "../core/errors.js";
+import { Cancel, Fail, JobTimeout, ResultNotJson, Snooze } from "../core/errors.js";
+import { retryDelay } from "../core/retry-policy.js";
 import { describeNonJson } from "../core/json.js";
 import { describeIssues } from "../core/validate.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
@@ -258,16 +259,16 @@ function outcomeOfError(run: JobRun, error: unknown): Outcome {
   const attempt = run.job.attempt;
   if (error instanceof Cancel) return { id, kind: "cancel", attempt };
   if (error instanceof Snooze) return { id, kind: "snooze", attempt, delayMs: error.delayMs, error: errorEntry(run, error) };
-  if (error instanceof Retry) return { id, kind: "error", attempt, delayMs: error.delayMs, error: errorEntry(run, error) };
   if (error instanceof Fail) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
-  const retryable = !run.task.retryOn || error instanceof ResultNotJson || error instanceof JobTimeout || error instanceof BatchOutcomeMissing
-    || safePredicate(run.task.retryOn, error);
-  if (!retryable) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
-  return { id, kind: "error", attempt, delayMs: backoffMs(run.job.attempt, run.task.backoff), error: errorEntry(run, error) };
+  // No maxAttempts: the database counts the job's attempts. The runtime's own verdicts are retried whatever retryOn says.
+  const delayMs = retryDelay(error, attempt, { backoff: run.task.backoff, retryOn: run.task.retryOn }, isRuntimeVerdict);
+  if (delayMs === null) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
+  return { id, kind: "error", attempt, delayMs, error: errorEntry(run, error) };
 }
 
-function safePredicate(predicate: (error: unknown) => boolean, error: unknown): boolean {
-  try { return Boolean(predicate(error)); } catch { return true; }
+/** An error the runtime raised about the run rather than the body's own: a timeout, a result not JSON, a batch's missing answer. */
+function isRuntimeVerdict(error: unknown): boolean {
+  return error instanceof JobTimeout || error instanceof ResultNotJson || error instanceof BatchOutcomeMissing;
 }
 
 /** The history entry for whatever was thrown, on the invocation's clock. */

@@ -1,8 +1,9 @@
-import { backoffMs } from "../core/backoff.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import type { Step, StepContext, StepName, StepOptions, WaitForEventOptions } from "./api.js";
-import { errorEntry, resolveStepPolicy, safePredicate, type ResolvedStepPolicy } from "./step-policy.js";
-import { Cancel, Fail, InvalidInput, LeaseLost, Retry, Snooze } from "../core/errors.js";
+import { resolveStepPolicy, type ResolvedStepPolicy } from "./step-policy.js";
+import { Cancel, Fail, InvalidInput, LeaseLost, Snooze } from "../core/errors.js";
+import { boundedEntry, errorEntryOf } from "../core/error-entry.js";
+import { retryDelay } from "../core/retry-policy.js";
 import { jsonProblem } from "../core/json.js";
 import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
@@ -192,15 +193,15 @@ export class StepRunner implements Step {
     if (error instanceof StepParked || error instanceof LeaseLost) return error;
     if (error instanceof Snooze) return this.park(error.delayMs); // polling inside a step: no attempt counted
     if (error instanceof Fail || error instanceof Cancel) return this.fail(error);
-    const retryable = error instanceof Retry || error instanceof StepTimeout || !policy.retryOn || safePredicate(policy.retryOn, error);
-    const spent = !retryable || attempt >= policy.maxAttempts;
+    // A step's timeout is retried whatever retryOn says, as a job's is.
+    const delayMs = retryDelay(error, attempt, policy, (e) => e instanceof StepTimeout);
     try {
-      await this.save(this.db, { name, seq, kind: "run", state: spent ? "failed" : "retrying", attempts: attempt, error: errorEntry(attempt, this.current.runtime.now(), error) });
+      await this.save(this.db, { name, seq, kind: "run", state: delayMs === null ? "failed" : "retrying", attempts: attempt, error: boundedEntry(errorEntryOf(error, attempt, this.current.runtime.now())) });
     } catch (saveError) {
       return saveError as Error; // the lease is lost or the database is away: the job's own retry handles it
     }
-    if (spent) return this.fail(new StepFailed(name, attempt, error));
-    return this.park(error instanceof Retry ? error.delayMs : backoffMs(attempt, policy.backoff));
+    if (delayMs === null) return this.fail(new StepFailed(name, attempt, error));
+    return this.park(delayMs);
   }
 
   /**
