@@ -4,8 +4,7 @@ import type { JobState } from "../core/states.js";
 import type { Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
 import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
-import { readSteps } from "../workflow/read-steps.js";
-import type { WorkflowStep } from "../workflow/types.js";
+import { readSteps, type WorkflowStep } from "./read-steps.js";
 import type { JobContext } from "./task.js";
 
 /** A job as hooks see it: its context plus its args. @example app.hooks.beforeRun((job: HookJob) => console.log(job.args)); */

@@ -3,6 +3,9 @@ export function isJsonValue(value: unknown): boolean {
   return firstNonJson(value, new Set()) === null;
 }
 
+/** A job's or a step's result above this size (as JSON) is refused and recorded as its error instead. */
+export const MAX_RESULT_BYTES = 1024 * 1024;
+
 /** Args nested deeper than this are refused: Postgres parses jsonb recursively and runs out of stack long before JS does. */
 export const MAX_JSON_DEPTH = 100;
 

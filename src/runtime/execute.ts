@@ -17,6 +17,8 @@ import { CurrentJob, withCurrentJob } from "./context.js";
 import type { JobAbort } from "./signal.js";
 import type { RunTrace } from "../core/tracing.js";
 import { BatchOutcomeMissing, type BatchJob } from "../app/batch.js";
+import type { WorkflowDefinition } from "../app/workflow.js";
+import { runWorkflow } from "../workflow/run-workflow.js";
 import type { Batches, BatchTicket } from "./batches.js";
 
 /** A batch task's job: its body joins its batch (batches.ts) instead of calling the handler alone. */
@@ -39,6 +41,8 @@ export interface JobRun {
   /** Told when the outcome is decided (a timeout) while the body still runs, with a promise of its end. */
   lingering?: (body: Promise<unknown>) => void;
   batch?: BatchSeat;
+  /** A workflow's job: its body runs the workflow with its steps instead of calling the handler. */
+  workflow?: WorkflowDefinition;
 }
 
 /** What the engine hands over to run one claimed job. */
@@ -72,7 +76,8 @@ export function runJob(start: JobStart): Promise<Outcome | null> {
     timeoutMs: start.timeoutMs, monotonic: start.monotonic, trace: start.trace ?? null,
   });
   const run: JobRun = { job, owner: start.owner, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
-    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering, batch: start.batch };
+    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering, batch: start.batch,
+    workflow: app.workflows.get(job.task) };
   const failed = (error: unknown): Outcome | null => current.completed ? null
     : { id: job.id, kind: "error", attempt: job.attempt, delayMs: backoffMs(job.attempt, task.backoff), error: errorEntry(run, error) };
   try {
@@ -207,9 +212,13 @@ function jobContext(run: JobRun): JobContext {
   return new RunContext(run.job, run.controller, run.owner ?? "", run.current);
 }
 
-/** Calls the task's handler for this job, or joins the job's batch (a batch task's handler gets many jobs at once). */
+/**
+ * Calls the task's handler for this job, runs its workflow with its steps (handing it the running job), or joins
+ * the job's batch (a batch task's handler gets many jobs at once).
+ */
 function callHandler(run: JobRun, args: unknown): unknown {
   const context = jobContext(run);
+  if (run.workflow) return runWorkflow(run.workflow, run.task, args, context, run.current);
   if (!run.batch) return run.task.handler(args, context);
   const { batches, ticket } = run.batch;
   return batches.join(ticket, batchJob(context, args), run.controller);

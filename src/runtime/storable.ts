@@ -1,11 +1,9 @@
-import { cleanJson } from "../core/json.js";
+import { cleanJson, MAX_RESULT_BYTES } from "../core/json.js";
 import type { Outcome } from "../sql/settle.js";
 import { boundedEntry, noteEntry } from "../core/error-entry.js";
 
 /** A retry or snooze delay is clamped to this, so the next run time stays a storable timestamp. */
 export const MAX_DELAY_MS = 100 * 365 * 86_400_000;
-/** A job's result above this size (as JSON) is refused and recorded as that job's error instead. */
-export const MAX_RESULT_BYTES = 1024 * 1024;
 
 /**
  * The outcome as the completion statement can store it: strings cleaned, delays clamped to

@@ -1,14 +1,17 @@
-import type { BackoffPolicy } from "../core/backoff.js";
 import { parseDuration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
-import { resolveRetryPolicy } from "../core/retry-policy.js";
+import { resolveRetryPolicy, type RetryRules } from "../core/retry-policy.js";
 import { MaxAttemptsSchema, parseOrThrow } from "../core/validate.js";
-import type { StepOptions } from "./api.js";
-import type { StepPolicy } from "./types.js";
+import type { StepOptions } from "../app/step.js";
+
+/** The retry policy steps get from their workflow task. */
+export interface StepPolicy extends RetryRules {
+  maxAttempts: number;
+}
 
 /** A step's retry policy with the workflow's defaults filled in, and its own timeout (none: undefined). */
-export interface ResolvedStepPolicy {
-  maxAttempts: number; backoff: BackoffPolicy | undefined; retryOn: ((error: unknown) => boolean) | undefined; timeoutMs?: number;
+export interface ResolvedStepPolicy extends StepPolicy {
+  timeoutMs?: number;
 }
 
 /** The step's own policy over its workflow task's (throws InvalidInput for a bad option). */
