@@ -1,11 +1,11 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { SQL } from "drizzle-orm";
-import { AkadzeError, causeChain, Fail, LeaseLost } from "../core/errors.js";
+import { AkadzeError, Fail } from "../core/errors.js";
 import { emitTransitions, type Hooks } from "../app/hooks.js";
 import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
 import { isJsonValue } from "../core/json.js";
-import { completeOwnedStatement, LEASE_LOST_CODE } from "../sql/complete-owned.js";
+import { completeOwnedStatement, leaseLostOr } from "../sql/complete-owned.js";
 import { keepResultStatement } from "../sql/keep-result.js";
 import { timestamp } from "../sql/time.js";
 import { RunProgress } from "./progress.js";
@@ -167,8 +167,7 @@ export class CurrentJob {
 }
 
 function asLeaseLost(error: unknown, jobId: number): unknown {
-  return causeChain(error).some((e) => e.code === LEASE_LOST_CODE)
-    ? new LeaseLost(`this run no longer owns job ${jobId}; its writes were rolled back`, { cause: error }) : error;
+  return leaseLostOr(error, `this run no longer owns job ${jobId}; its writes were rolled back`);
 }
 
 const storage = new AsyncLocalStorage<CurrentJob>();

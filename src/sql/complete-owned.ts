@@ -1,8 +1,18 @@
 import { sql, type SQL } from "drizzle-orm";
+import { causeChain, LeaseLost } from "../core/errors.js";
 import { archiveCtes } from "./archive.js";
 
 export const LEASE_LOST_CODE = "AKL01";
 export const LEASE_LOST_PREFIX = "akadze: this run no longer owns job ";
+
+/**
+ * LeaseLost saying `message` when `error` is, or wraps, the raise of a statement whose run no longer owns its job
+ * (LEASE_LOST_CODE); else `error` as it is. A completion and a workflow step read their failures through it.
+ * @example throw leaseLostOr(error, `this run no longer owns job ${id}; its writes were rolled back`);
+ */
+export function leaseLostOr(error: unknown, message: string): unknown {
+  return causeChain(error).some((e) => e.code === LEASE_LOST_CODE) ? new LeaseLost(message, { cause: error }) : error;
+}
 
 /**
  * Marks one job `succeeded` with `result` if `owner` still holds its run of `attempt`, and raises otherwise, so that inside a

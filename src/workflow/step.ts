@@ -5,7 +5,7 @@ import { jsonProblem, MAX_RESULT_BYTES } from "../core/json.js";
 import { retryDelay } from "../core/retry-policy.js";
 import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
-import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
+import { leaseLostOr } from "../sql/complete-owned.js";
 import { loadStepsStartingStatement, loadStepsStatement, type StoredStep } from "../sql/load-steps.js";
 import { saveStepStatement, type StepWrite } from "../sql/save-step.js";
 import { timestamp } from "../sql/time.js";
@@ -233,10 +233,7 @@ export class StepRunner implements Step, WorkflowRun {
   }
 
   leaseLostOr(error: unknown): unknown {
-    const chain: any[] = [];
-    for (let e: any = error; e && chain.length < 10; e = e.cause) chain.push(e);
-    return chain.some((e) => e.code === LEASE_LOST_CODE)
-      ? new LeaseLost(`this run no longer owns job ${this.job.id}; the step's writes were rolled back`, { cause: error }) : error;
+    return leaseLostOr(error, `this run no longer owns job ${this.job.id}; the step's writes were rolled back`);
   }
 
   /** A result is stored only if it is JSON Postgres can hold, within the size a task's result may have. */
