@@ -57,10 +57,12 @@ export {
 } from "./ops/runtime-schedules.js";
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
 export type { ScheduleTiming, ScheduleEntry, SchedulePolicy } from "./app/schedule.js";
-export { sendEvent, sendEventQuery, type SendEventOptions, type SentEvent } from "./workflow/events.js";
+export { sendEvent, sendEventQuery, type SendEventOptions } from "./workflow/events.js";
+export type { SentEvent } from "./sql/send-event.js";
 export type { AppEventOptions, SentAppEvent } from "./app/events.js";
-export { type Step, type StepContext, type StepName, type StepOptions, type WaitForEventOptions, DEFAULT_MIN_STEP_TIME } from "./workflow/step.js";
-export { type WorkflowOptions, type WorkflowHandler } from "./workflow/define.js";
-export { type StoredStep, type WorkflowStep } from "./workflow/types.js";
+export { type Step, type StepContext, type StepName, type StepOptions, type WaitForEventOptions, type ChildJob, type ChildJobsOptions } from "./app/step.js";
+export { type WorkflowOptions, type WorkflowHandler, DEFAULT_MIN_STEP_TIME } from "./app/workflow.js";
+export { type StoredStep } from "./sql/load-steps.js";
+export { type WorkflowStep } from "./app/read-steps.js";
 export { OutcomeNotStorable, StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism, WorkflowVersionMissing } from "./workflow/errors.js";
-export { type ChildJob, type ChildJobsOptions, ChildJobFailed, DEFAULT_CHILD_POLL } from "./workflow/children.js";
+export { ChildJobFailed, DEFAULT_CHILD_POLL } from "./workflow/children.js";

@@ -1,9 +1,11 @@
 // The pure core: durations, backoff curves, the JSON check, the abort switch. No database.
 import { describe, expect, it } from "vitest";
-import { parseDuration } from "../src/core/duration.js";
+import { parseDuration, type Duration } from "../src/core/duration.js";
 import { backoffMs, defaultBackoffMs, POLICY_MAX_DELAY_MS } from "../src/core/backoff.js";
-import { describeNonJson, isJsonValue } from "../src/core/json.js";
-import { resolveRetryPolicy } from "../src/core/retry-policy.js";
+import { describeNonJson, isJsonValue, MAX_ERROR_TEXT } from "../src/core/json.js";
+import { resolveRetryPolicy, retryDelay } from "../src/core/retry-policy.js";
+import { boundedEntry, errorEntryOf } from "../src/core/error-entry.js";
+import { JobTimeout, Retry } from "../src/core/errors.js";
 import { JobAbort } from "../src/runtime/signal.js";
 
 describe("durations", () => {
@@ -86,6 +88,40 @@ describe("declarative retry policies", () => {
     expect(() => resolveRetryPolicy({ maxAttempts: 0 })).toThrow("maxAttempts must be at least 1");
     expect(() => resolveRetryPolicy({ retryOn: VendorError as any })).toThrow("retryOn: give error classes as an array, [VendorError]");
     expect(() => resolveRetryPolicy({ tries: 3 } as any)).toThrow(/tries/);
+  });
+});
+
+describe("the retry decision jobs and steps share", () => {
+  const tenSeconds = (): Duration => "10s";
+  it("an error is retried after the backoff's delay, and a Retry after its own, even one retryOn refuses", () => {
+    const refuseAll = { backoff: tenSeconds, retryOn: () => false };
+    expect(retryDelay(new Error("down"), 2, { backoff: tenSeconds, retryOn: undefined })).toBe(10_000);
+    expect(retryDelay(new Error("down"), 2, refuseAll)).toBeNull();
+    expect(retryDelay(new Retry("3s"), 2, refuseAll)).toBe(3000);
+  });
+  it("what the caller exempts is retried whatever retryOn says; a retryOn that throws retries", () => {
+    const refuseAll = { backoff: tenSeconds, retryOn: () => false };
+    const timeout = new JobTimeout("ran past its timeout");
+    expect(retryDelay(timeout, 1, refuseAll)).toBeNull();
+    expect(retryDelay(timeout, 1, refuseAll, (e) => e instanceof JobTimeout)).toBe(10_000);
+    expect(retryDelay(new Error("x"), 1, { backoff: tenSeconds, retryOn: () => { throw new Error("a bad filter"); } })).toBe(10_000);
+  });
+  it("with maxAttempts the last attempt is not retried and its backoff is not asked; without, the attempt number never stops it", () => {
+    const asked: number[] = [];
+    const backoff = (attempt: number): Duration => { asked.push(attempt); return "1s"; };
+    expect(retryDelay(new Error("x"), 2, { backoff, retryOn: undefined, maxAttempts: 3 })).toBe(1000);
+    expect(retryDelay(new Error("x"), 3, { backoff, retryOn: undefined, maxAttempts: 3 })).toBeNull();
+    expect(retryDelay(new Error("x"), 300, { backoff, retryOn: undefined })).toBe(1000);
+    expect(asked).toEqual([2, 300]);
+  });
+});
+
+describe("an errors entry as a row holds it", () => {
+  it("cuts and cleans its texts and cleans its payload", () => {
+    const long = boundedEntry(errorEntryOf(new Error("x".repeat(MAX_ERROR_TEXT + 5)), 1, new Date(0)));
+    expect(long.message).toBe(`${"x".repeat(MAX_ERROR_TEXT)}… (5 more characters)`);
+    const thrown = boundedEntry(errorEntryOf({ note: "a\u0000b" }, 1, new Date(0)));
+    expect(thrown).toMatchObject({ kind: "NonError(object)", payload: { note: "a\ufffdb" } });
   });
 });
 

@@ -80,6 +80,24 @@ forEachDriver((h) => {
     expect(page).not.toContain("ada@example.com");
   });
 
+  it("a workflow step whose query fails keeps the Postgres message in the step's errors, and not the query's parameters", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const flow = app.workflow("user.flow", { maxAttempts: 1 }, async (_args, step) => {
+      await step.run("lookup", async () => { await h().db.execute(sql`select * from no_such_table where email = ${"ada@example.com"}`); });
+    });
+    const id = await flow.using(h().db).enqueue({});
+    await runOnce(app, { db: h().db, now: clock.now });
+
+    const [lookup] = (await getJob(h().db, id))!.steps!;
+    expect(lookup).toMatchObject({ name: "lookup", state: "failed" });
+    const [entry] = lookup.errors;
+    expect(entry.message).toMatch(/^Failed query: select \* from no_such_table where email = \$1\ncaused by /);
+    expect(entry.message).toContain(MISSING);
+    expect(entry.causes?.[0]).toMatchObject({ code: "42P01" });
+    expect(JSON.stringify(entry)).not.toContain("ada@example.com");
+  });
+
   it("a unique violation keeps Postgres's detail, naming the key", async () => {
     await h().db.execute(sql`create table if not exists error_causes_orders (id int primary key)`);
     const { app, clock, twice } = brokenApp(() => h().db);

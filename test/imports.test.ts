@@ -124,14 +124,14 @@ const ALLOWED: Record<string, string[]> = {
   db: ["core", "sql"],
   connect: ["core", "db"],
   migrate: ["core", "db", "sql"],
-  app: ["core", "db", "sql", "workflow"],
+  app: ["core", "db", "sql"],
   schedules: ["app", "sql"],
-  workflow: ["app", "core", "db", "runtime", "sql"],
+  workflow: ["app", "core", "db", "sql"],
   control: ["app", "core", "db", "sql"],
-  runtime: ["app", "core", "db", "schedules", "sql"],
-  ops: ["app", "core", "db", "runtime", "sql", "workflow"],
-  edge: ["app", "control", "core", "db", "ops", "runtime", "workflow"],
-  cli: ["app", "connect", "control", "core", "db", "dev", "edge", "migrate", "ops", "runtime", "workflow"],
+  runtime: ["app", "core", "db", "schedules", "sql", "workflow"],
+  ops: ["app", "core", "db", "runtime", "sql"],
+  edge: ["app", "control", "core", "db", "ops", "runtime"],
+  cli: ["app", "connect", "control", "core", "db", "dev", "edge", "migrate", "ops", "runtime"],
   dev: ["app", "connect", "core", "db", "migrate", "ops", "runtime", "sql"],
   testing: ["app", "core", "db", "migrate", "runtime", "sql"],
   otel: ["core", "workflow"],
@@ -174,27 +174,6 @@ describe("imports between src/ folders", () => {
   });
 });
 
-/**
- * The circles that remain while others finish issue 41 ("layers without circles"), each with the work that removes
- * it. A circle not written here fails the test, and so does an entry that no longer occurs: this list only shrinks,
- * and is meant to be empty once that work is merged.
- */
-const KNOWN_FOLDER_CYCLES = [
-  // The workflow knot (src/workflow, runtime/execute.ts): app/app.ts builds app.workflow's body from workflow/define.ts,
-  // app/hooks.ts reads steps through workflow/, while workflow/ imports app/task.ts and runtime (current(), storable).
-  "app -> workflow -> app",
-  "app -> workflow -> runtime -> app",
-  "app -> workflow -> runtime -> schedules -> app",
-];
-
-/** File circles (a strongly connected set of files), allowed while the work named beside each is under way. */
-const KNOWN_FILE_CIRCLES = [
-  // The workflow knot: step.ts and the step API's parts import each other.
-  ["src/workflow/api.ts", "src/workflow/children.ts", "src/workflow/names.ts", "src/workflow/patches.ts", "src/workflow/step-policy.ts",
-    "src/workflow/step.ts", "src/workflow/waits.ts"],
-  ["src/workflow/define.ts", "src/workflow/versions.ts"],
-];
-
 describe("imports without circles", () => {
   const imports = importsOf();
   const files = new Set(sourceFiles("src"));
@@ -217,19 +196,11 @@ describe("imports without circles", () => {
     expect(fileGraph.get("src/sql/claim.ts")).toContain("src/sql/fair.ts");
   });
 
-  it("have no folder cycle but the known ones", () => {
-    const cycles = cyclesOf(folders);
-    const found = cycles.map((c) => c.join(" -> "));
-    expect(cycles.filter((c) => !KNOWN_FOLDER_CYCLES.includes(c.join(" -> "))).map(showCycle), "new folder cycles").toEqual([]);
-    expect(KNOWN_FOLDER_CYCLES.filter((c) => !found.includes(c)), "gone: remove from KNOWN_FOLDER_CYCLES").toEqual([]);
+  it("have no folder cycle: the folders are layers", () => {
+    expect(cyclesOf(folders).map(showCycle)).toEqual([]);
   });
 
-  it("have no file circle but the known ones", () => {
-    const circles = circlesOf(fileGraph);
-    // A known circle that lost files in the meantime is still the known one, smaller.
-    const within = (circle: string[], known: string[]) => circle.every((file) => known.includes(file));
-    expect(circles.filter((c) => !KNOWN_FILE_CIRCLES.some((known) => within(c, known))).map(showCircle), "new file circles").toEqual([]);
-    expect(KNOWN_FILE_CIRCLES.filter((known) => !circles.some((c) => within(c, known))).map((known) => known.join(", ")),
-      "gone: remove from KNOWN_FILE_CIRCLES").toEqual([]);
+  it("have no file circle", () => {
+    expect(circlesOf(fileGraph).map(showCircle)).toEqual([]);
   });
 });

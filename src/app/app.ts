@@ -2,7 +2,7 @@ import { AkadzeError, InvalidInput } from "../core/errors.js";
 import { defineSchedule, defineSchedules, type Schedule, type ScheduleEntry, type SchedulePolicy, type ScheduleTiming } from "./schedule.js";
 import { DEFAULT_TRANSITION_HOOK_TIMEOUT, Hooks } from "./hooks.js";
 import { tryParseDuration, type Duration } from "../core/duration.js";
-import { workflowBody, type WorkflowHandler, type WorkflowOptions } from "../workflow/define.js";
+import { defineWorkflow, type WorkflowDefinition, type WorkflowHandler, type WorkflowOptions } from "./workflow.js";
 import { defineTask, Task, type ArgsSchema, type Handler, type TaskDefinition, type TaskOptions } from "./task.js";
 import { batchDefinition, type BatchHandler, type BatchTaskOptions } from "./batch.js";
 import { debounceTiming, DebouncedTask, type DebouncedHandler, type DebouncedOptions } from "./debounce.js";
@@ -46,8 +46,8 @@ export class App {
   readonly sqlClock: (() => Date) | null;
   /** The app's tracing (`AppOptions.tracing`), or null: it does not trace. */
   readonly tracing: Tracing | null;
-  /** The tasks declared with `workflow` (their transitions carry steps). */
-  private readonly workflows = new Set<string>();
+  /** The workflows declared (`workflow`), by task name: the runtime runs their jobs with steps, and their transitions carry steps. */
+  readonly workflows = new Map<string, WorkflowDefinition>();
   /** The tasks each event starts (`on`). */
   private readonly subscriptions = new Subscriptions();
 
@@ -91,10 +91,11 @@ export class App {
   workflow<S extends ArgsSchema, R>(name: string, options: WorkflowOptions<S>, handler: WorkflowHandler<S, R>): Task<S, R>;
   workflow<S extends ArgsSchema, R>(name: string, a: WorkflowOptions<S> | WorkflowHandler<S, R>, b?: WorkflowHandler<S, R>): Task<S, R> {
     const [options, handler] = typeof a === "function" ? [{}, a] : [a ?? {}, b as WorkflowHandler<S, R>];
-    let task: Task<S, R> | undefined;
-    const { taskOptions, body } = workflowBody(name, options as WorkflowOptions<S>, handler, () => task!.definition);
-    task = this.task(name, taskOptions, body);
-    this.workflows.add(name);
+    const { taskOptions, workflow } = defineWorkflow(name, options as WorkflowOptions<S>, handler);
+    // The engine runs the workflow with its steps (workflow/run-workflow.ts) instead of calling this.
+    const alone: Handler<S, R> = () => { throw new AkadzeError(`workflow ${name}: its jobs run with their steps, through runOnce or runWorker`); };
+    const task = this.task(name, taskOptions, alone);
+    this.workflows.set(name, workflow);
     return task;
   }
 

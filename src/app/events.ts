@@ -2,9 +2,8 @@ import { InvalidInput } from "../core/errors.js";
 import { jsonProblem } from "../core/json.js";
 import { inTimestampRange, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
-import { sendEventStatement } from "../sql/send-event.js";
+import { sendEventStatement, type SentEvent } from "../sql/send-event.js";
 import { timestamp } from "../sql/time.js";
-import type { SentEvent } from "../workflow/events.js";
 import type { TaskDefinition } from "./task.js";
 
 /** Options of `app.sendEvent`. @example await app.sendEvent(tx, "order.paid", { orderId: 7 }, { id: `order-paid-7` }); */

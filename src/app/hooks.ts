@@ -1,12 +1,10 @@
 import { AkadzeError, TRANSITION_HOOK_FAILED, type ErrorEntry } from "../core/errors.js";
-import { errorText } from "../core/json.js";
-import { errorEntryOf } from "../core/error-entry.js";
+import { boundedEntry, errorEntryOf } from "../core/error-entry.js";
 import type { JobState } from "../core/states.js";
 import type { Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
 import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
-import { readSteps } from "../workflow/read-steps.js";
-import type { WorkflowStep } from "../workflow/types.js";
+import { readSteps, type WorkflowStep } from "./read-steps.js";
 import type { JobContext } from "./task.js";
 
 /** A job as hooks see it: its context plus its args. @example app.hooks.beforeRun((job: HookJob) => console.log(job.args)); */
@@ -184,8 +182,7 @@ async function recordHookFailures(db: Db, hooks: Hooks, failures: HookFailure[])
 }
 
 function hookErrorEntry(t: Transition, error: unknown, at: Date): ErrorEntry {
-  const entry = errorEntryOf(error, t.attempt, at, { kind: TRANSITION_HOOK_FAILED, message: (m) => `an onTransition hook threw on ${t.from} -> ${t.to}: ${m}` });
-  return { ...entry, message: errorText(entry.message), stack: entry.stack === null ? null : errorText(entry.stack) };
+  return boundedEntry(errorEntryOf(error, t.attempt, at, { kind: TRANSITION_HOOK_FAILED, message: (m) => `an onTransition hook threw on ${t.from} -> ${t.to}: ${m}` }));
 }
 
 /** A state change the database reported as `{ id, task, queue, attempt, from, to }`, with the error it recorded (given, or the report's own `error`). */

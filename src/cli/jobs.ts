@@ -4,7 +4,7 @@ import { JOB_STATES } from "../core/states.js";
 import { getJob, listJobs, type JobDetail, type JobSummary } from "../ops/jobs.js";
 import { cancelJobs, requeueJobs } from "../ops/bulk.js";
 import { replayJob, replayJobs } from "../ops/replay.js";
-import { stepWaitText } from "../workflow/types.js";
+import { stepWaitText } from "../app/read-steps.js";
 import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT } from "../core/retention.js";
 import { pruneJobs, type PruneOptions } from "../ops/retention.js";
 import { findMisfits, type UnknownTaskRow } from "../ops/misfits.js";

@@ -1,6 +1,6 @@
 import { causesOf, stackWithout, storedMessage, withoutParams } from "./error-causes.js";
 import type { ErrorEntry } from "./errors.js";
-import { errorText } from "./json.js";
+import { cleanJson, errorText } from "./json.js";
 
 /**
  * The one way a job's errors entry is made for something thrown, at `at` on the caller's (injected) clock: an
@@ -16,6 +16,16 @@ export function errorEntryOf(error: unknown, attempt: number, at: Date, about?: 
 /** An entry that is akadze's own note on a job, not something thrown (an outcome the database refused). */
 export function noteEntry(kind: string, message: string, attempt: number, at: Date): ErrorEntry {
   return { attempt, at: at.toISOString(), kind, message: errorText(message), stack: null };
+}
+
+/**
+ * The entry as a row can hold it: its texts cleaned and cut (`errorText`), its payload cleaned (`cleanJson`).
+ * @example boundedEntry(errorEntryOf(error, attempt, now)) // as a workflow step stores it
+ */
+export function boundedEntry(entry: ErrorEntry): ErrorEntry {
+  const bounded = { ...entry, kind: errorText(String(entry.kind)), message: errorText(String(entry.message)), stack: entry.stack === null ? null : errorText(String(entry.stack)) };
+  if (entry.payload !== undefined) bounded.payload = cleanJson(entry.payload);
+  return bounded;
 }
 
 function thrownEntry(error: unknown, attempt: number, at: string): ErrorEntry {

@@ -3,6 +3,9 @@ export function isJsonValue(value: unknown): boolean {
   return firstNonJson(value, new Set()) === null;
 }
 
+/** A job's or a step's result above this size (as JSON) is refused and recorded as its error instead. */
+export const MAX_RESULT_BYTES = 1024 * 1024;
+
 /** Args nested deeper than this are refused: Postgres parses jsonb recursively and runs out of stack long before JS does. */
 export const MAX_JSON_DEPTH = 100;
 
@@ -13,6 +16,16 @@ const UNSTORABLE = new RegExp(`\\u0000|${LONE_SURROGATE.source}`, "g");
 /** `text` with every character Postgres cannot store replaced by U+FFFD. @example cleanText("a\u0000b") // "a\ufffdb" */
 export function cleanText(text: string): string {
   return text.replace(UNSTORABLE, "\ufffd");
+}
+
+/** A JSON value with every string (keys too) cleaned. */
+export function cleanJson(value: unknown): unknown {
+  if (typeof value === "string") return cleanText(value);
+  if (Array.isArray(value)) return value.map(cleanJson);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [cleanText(k), cleanJson(v)]));
+  }
+  return value;
 }
 
 /** An error message or stack is cut to this many characters. */

@@ -1,6 +1,7 @@
 import * as v from "valibot";
-import { POLICY_MAX_DELAY_MS, type BackoffPolicy } from "./backoff.js";
+import { backoffMs, POLICY_MAX_DELAY_MS, type BackoffPolicy } from "./backoff.js";
 import { DurationSchema, parseDuration, type Duration } from "./duration.js";
+import { Retry } from "./errors.js";
 import { describeIssues, MaxAttemptsSchema } from "./validate.js";
 
 /** An error class a policy retries on: `retryOn: [VendorError, TypeError]`. */
@@ -83,4 +84,30 @@ function errorFilter(retryOn: RetryPolicy["retryOn"]): ((error: unknown) => bool
   if (typeof retryOn === "function") return retryOn;
   const classes = [...retryOn];
   return (error) => classes.some((c) => error instanceof c);
+}
+
+/** What a task or a step retries with, resolved: its backoff, its error filter and (for a step) its attempt budget. */
+export interface RetryRules {
+  backoff: BackoffPolicy | undefined;
+  retryOn: ((error: unknown) => boolean) | undefined;
+  /** Attempts including the first; past it nothing is retried. Omitted for a job: its budget is the database's to count. */
+  maxAttempts?: number;
+}
+
+/**
+ * The one retry decision of a failed attempt, for jobs and workflow steps alike: the delay before the next
+ * attempt, or null when `error` is not retried. A `Retry` is retried after its own delay; what `exempt` accepts
+ * (the caller's own verdicts, such as a timeout) is retried whatever `retryOn` says; a `retryOn` that throws
+ * counts as yes. Cancel, Snooze and Fail are the caller's to handle before.
+ * @example retryDelay(new Error("down"), 2, { backoff: () => "10s", retryOn: undefined }) // 10000
+ */
+export function retryDelay(error: unknown, attempt: number, rules: RetryRules, exempt?: (error: unknown) => boolean): number | null {
+  const retryable = error instanceof Retry || !rules.retryOn || exempt?.(error) === true || acceptedBy(rules.retryOn, error);
+  if (!retryable || attempt >= (rules.maxAttempts ?? Infinity)) return null;
+  return error instanceof Retry ? error.delayMs : backoffMs(attempt, rules.backoff);
+}
+
+/** The filter's answer; a filter that throws retries (it cannot be trusted to refuse). */
+function acceptedBy(retryOn: (error: unknown) => boolean, error: unknown): boolean {
+  try { return Boolean(retryOn(error)); } catch { return true; }
 }

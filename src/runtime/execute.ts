@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { backoffMs } from "../core/backoff.js";
-import { Cancel, Fail, JobTimeout, ResultNotJson, Retry, Snooze } from "../core/errors.js";
+import { Cancel, Fail, JobTimeout, ResultNotJson, Snooze } from "../core/errors.js";
+import { retryDelay } from "../core/retry-policy.js";
 import { describeNonJson } from "../core/json.js";
 import { describeIssues } from "../core/validate.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
@@ -16,6 +17,8 @@ import { CurrentJob, withCurrentJob } from "./context.js";
 import type { JobAbort } from "./signal.js";
 import type { RunTrace } from "../core/tracing.js";
 import { BatchOutcomeMissing, type BatchJob } from "../app/batch.js";
+import type { WorkflowDefinition } from "../app/workflow.js";
+import { runWorkflow } from "../workflow/run-workflow.js";
 import type { Batches, BatchTicket } from "./batches.js";
 
 /** A batch task's job: its body joins its batch (batches.ts) instead of calling the handler alone. */
@@ -38,6 +41,8 @@ export interface JobRun {
   /** Told when the outcome is decided (a timeout) while the body still runs, with a promise of its end. */
   lingering?: (body: Promise<unknown>) => void;
   batch?: BatchSeat;
+  /** A workflow's job: its body runs the workflow with its steps instead of calling the handler. */
+  workflow?: WorkflowDefinition;
 }
 
 /** What the engine hands over to run one claimed job. */
@@ -71,7 +76,8 @@ export function runJob(start: JobStart): Promise<Outcome | null> {
     timeoutMs: start.timeoutMs, monotonic: start.monotonic, trace: start.trace ?? null,
   });
   const run: JobRun = { job, owner: start.owner, task, hooks: app.hooks, controller: start.controller, current, timeoutMs: start.timeoutMs, now: start.now, monotonic: start.monotonic,
-    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering, batch: start.batch };
+    timeoutFrom: start.timeoutFrom ?? (task.timeoutMs === undefined ? "budget" : "task"), lingering: start.lingering, batch: start.batch,
+    workflow: app.workflows.get(job.task) };
   const failed = (error: unknown): Outcome | null => current.completed ? null
     : { id: job.id, kind: "error", attempt: job.attempt, delayMs: backoffMs(job.attempt, task.backoff), error: errorEntry(run, error) };
   try {
@@ -206,9 +212,13 @@ function jobContext(run: JobRun): JobContext {
   return new RunContext(run.job, run.controller, run.owner ?? "", run.current);
 }
 
-/** Calls the task's handler for this job, or joins the job's batch (a batch task's handler gets many jobs at once). */
+/**
+ * Calls the task's handler for this job, runs its workflow with its steps (handing it the running job), or joins
+ * the job's batch (a batch task's handler gets many jobs at once).
+ */
 function callHandler(run: JobRun, args: unknown): unknown {
   const context = jobContext(run);
+  if (run.workflow) return runWorkflow(run.workflow, run.task, args, context, run.current);
   if (!run.batch) return run.task.handler(args, context);
   const { batches, ticket } = run.batch;
   return batches.join(ticket, batchJob(context, args), run.controller);
@@ -258,16 +268,16 @@ function outcomeOfError(run: JobRun, error: unknown): Outcome {
   const attempt = run.job.attempt;
   if (error instanceof Cancel) return { id, kind: "cancel", attempt };
   if (error instanceof Snooze) return { id, kind: "snooze", attempt, delayMs: error.delayMs, error: errorEntry(run, error) };
-  if (error instanceof Retry) return { id, kind: "error", attempt, delayMs: error.delayMs, error: errorEntry(run, error) };
   if (error instanceof Fail) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
-  const retryable = !run.task.retryOn || error instanceof ResultNotJson || error instanceof JobTimeout || error instanceof BatchOutcomeMissing
-    || safePredicate(run.task.retryOn, error);
-  if (!retryable) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
-  return { id, kind: "error", attempt, delayMs: backoffMs(run.job.attempt, run.task.backoff), error: errorEntry(run, error) };
+  // No maxAttempts: the database counts the job's attempts. The runtime's own verdicts are retried whatever retryOn says.
+  const delayMs = retryDelay(error, attempt, { backoff: run.task.backoff, retryOn: run.task.retryOn }, isRuntimeVerdict);
+  if (delayMs === null) return { id, kind: "fail", attempt, error: errorEntry(run, error) };
+  return { id, kind: "error", attempt, delayMs, error: errorEntry(run, error) };
 }
 
-function safePredicate(predicate: (error: unknown) => boolean, error: unknown): boolean {
-  try { return Boolean(predicate(error)); } catch { return true; }
+/** An error the runtime raised about the run rather than the body's own: a timeout, a result not JSON, a batch's missing answer. */
+function isRuntimeVerdict(error: unknown): boolean {
+  return error instanceof JobTimeout || error instanceof ResultNotJson || error instanceof BatchOutcomeMissing;
 }
 
 /** The history entry for whatever was thrown, on the invocation's clock. */

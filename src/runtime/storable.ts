@@ -1,34 +1,16 @@
-import { cleanText, errorText } from "../core/json.js";
+import { cleanJson, MAX_RESULT_BYTES } from "../core/json.js";
 import type { Outcome } from "../sql/settle.js";
-import { noteEntry } from "../core/error-entry.js";
+import { boundedEntry, noteEntry } from "../core/error-entry.js";
 import { MAX_SPAN_MS } from "../core/validate.js";
-
-/** A job's result above this size (as JSON) is refused and recorded as that job's error instead. */
-export const MAX_RESULT_BYTES = 1024 * 1024;
-
-/** A JSON value with every string (keys too) cleaned. */
-export function cleanJson(value: unknown): unknown {
-  if (typeof value === "string") return cleanText(value);
-  if (Array.isArray(value)) return value.map(cleanJson);
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [cleanText(k), cleanJson(v)]));
-  }
-  return value;
-}
 
 /**
  * The outcome as the completion statement can store it: strings cleaned, delays clamped to
- * [0, MAX_SPAN_MS] (so the next run time stays a storable timestamp), a result over MAX_RESULT_BYTES refused as
- * this job's error.
+ * [0, MAX_SPAN_MS], a result over MAX_RESULT_BYTES refused as this job's error.
  */
 export function storable(outcome: Outcome, now: () => Date): Outcome {
   const o: Outcome = { ...outcome };
   if (o.delayMs !== undefined) o.delayMs = Number.isFinite(o.delayMs) ? Math.min(MAX_SPAN_MS, Math.max(0, o.delayMs)) : MAX_SPAN_MS;
-  if (o.error) {
-    o.error = { ...o.error, kind: errorText(String(o.error.kind)), message: errorText(String(o.error.message)),
-      stack: o.error.stack === null ? null : errorText(String(o.error.stack)) };
-    if (o.error.payload !== undefined) o.error.payload = cleanJson(o.error.payload);
-  }
+  if (o.error) o.error = boundedEntry(o.error);
   if (o.kind === "succeeded" && o.result !== undefined && o.result !== null) {
     const result = cleanJson(o.result);
     const size = new TextEncoder().encode(JSON.stringify(result)).length;

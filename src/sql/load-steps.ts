@@ -1,4 +1,29 @@
 import { sql, type SQL } from "drizzle-orm";
+import type { ErrorEntry } from "../core/errors.js";
+
+/** A step as stored in `akadze.steps` and shown by `getJob` (timestamps are ISO strings). */
+export interface StoredStep {
+  name: string;
+  /** Its position in the handler's order of step calls, from 0 (a `patch` marker: the position it was reached at; the `version` entry: -1). */
+  seq: number;
+  /** What the handler called; `patch` is a `step.patched` marker and `version` the workflow version the run started on (docs/workflows.md#changing-a-workflow-while-runs-are-parked). */
+  kind: "run" | "sleep" | "event" | "jobs" | "patch" | "version";
+  /** `done`; `retrying` (failed, parked for its backoff); `failed` (gave up); `waiting` (a sleep or event wait); `timed_out` (a wait that got no event). */
+  state: "done" | "retrying" | "failed" | "waiting" | "timed_out";
+  result: unknown;
+  /** False when the step returned nothing (`undefined`). */
+  hasResult: boolean;
+  errors: ErrorEntry[];
+  /** Runs of this step so far (since the workflow was last requeued). */
+  attempts: number;
+  /** When a sleep ends or a wait times out. */
+  wakeAt: string | null;
+  /** The event an event wait waits for, and the object its payload must contain. */
+  event: string | null;
+  match: unknown;
+  createdAt: string;
+  finishedAt: string | null;
+}
 
 /** The JSON a stored step is read as (`StoredStep`), from a row of akadze.steps named `s`. */
 const stepJson = sql`jsonb_build_object('name', s.name, 'seq', s.seq, 'kind', s.kind, 'state', s.state, 'result', s.result,

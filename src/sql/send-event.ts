@@ -1,6 +1,14 @@
 import { sql, type SQL } from "drizzle-orm";
 import { JOBS_CHANNEL } from "./enqueue.js";
 
+/** What `sendEvent` did. */
+export interface SentEvent {
+  /** Waiting steps that received the event. */
+  delivered: number;
+  /** Parked runs made due now (a run already running takes the event when it next reaches the step). */
+  woken: number;
+}
+
 /** A task subscribed to an event: the columns its jobs take. */
 export interface SubscriberColumns {
   task: string;

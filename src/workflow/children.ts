@@ -1,34 +1,16 @@
 import type * as v from "valibot";
 import { buildJobBatch, type ArgsSchema, type Task } from "../app/task.js";
-import { parseDuration, type Duration } from "../core/duration.js";
+import { parseDuration } from "../core/duration.js";
 import { Fail, InvalidInput } from "../core/errors.js";
-import type { EnqueueOptions } from "../core/validate.js";
 import { queryJson } from "../db/query.js";
 import { readChildJobsStatement } from "../sql/read-child-jobs.js";
 import { startChildJobsStatement } from "../sql/start-child-jobs.js";
 import { timestamp } from "../sql/time.js";
-import type { StepName } from "./api.js";
-import type { StepRunner } from "./step.js";
+import type { ChildJob, ChildJobsOptions, StepName } from "../app/step.js";
+import type { WorkflowRun } from "./workflow-run.js";
 
 /** How often a workflow waiting for its child jobs looks at them, unless told otherwise. */
 export const DEFAULT_CHILD_POLL = "10s";
-
-/** Options of `step.runJobs` and `step.invoke`. @example await step.runJobs("thumbs", thumbnail, images, { poll: "30s", enqueue: { priority: 5 } }); */
-export interface ChildJobsOptions {
-  /** How often the parked workflow looks whether its children have finished (one claim of it each time). Default 10 s. */
-  poll?: Duration;
-  /** The children's enqueue options (queue, priority, delay, limitKey...); `uniqueKey` is refused (one key would be shared by all). */
-  enqueue?: EnqueueOptions;
-}
-
-/** A finished child job as a workflow sees it. `missing`: the job was pruned before the workflow looked. */
-export interface ChildJob<R = unknown> {
-  id: number;
-  state: "succeeded" | "failed" | "cancelled" | "rate_limited" | "missing";
-  result: R | null;
-  /** The child's last error entry, if any. */
-  error: { kind: string; message: string } | null;
-}
 
 /** `step.invoke`'s child did not succeed. Catch it to go on; uncaught, it fails the workflow like any error between steps. */
 export class ChildJobFailed extends Fail {
@@ -41,19 +23,19 @@ export class ChildJobFailed extends Fail {
  * Enqueues the children with the step that waits for them (one statement, so exactly once), then parks,
  * looking every `poll` until none is queued or running; the outcomes are stored and returned in order.
  */
-export async function runChildJobs<S extends ArgsSchema, R>(r: StepRunner, step: StepName, task: Task<S, R>, args: v.InferInput<S>[],
+export async function runChildJobs<S extends ArgsSchema, R>(r: WorkflowRun, step: StepName, task: Task<S, R>, args: v.InferInput<S>[],
   options: ChildJobsOptions = {}): Promise<ChildJob<R>[]> {
   const { seq, name } = r.enter(step, "jobs");
   const pollMs = pollOf(r, name, options);
   const stored = r.journal.steps.get(name);
   if (stored?.state === "done") return stored.result as ChildJob<R>[];
-  const { owner, now } = r.current.runtime;
+  const { owner, now } = r.job.runtime;
   if (!stored) {
     const list = checkArgs(r, name, task, args, options);
     // Traced: the step that starts the children is a span of the run, and the children's runs link to it.
-    const span = r.current.trace === null ? null : r.current.trace.step(name, "jobs", 1);
+    const span = r.job.trace === null ? null : r.job.trace.step(name, "jobs", 1);
     try {
-      await queryJson(r.db, startChildJobsStatement(owner, r.current.id, timestamp(now()), { name, seq, wakeAt: new Date(r.now() + pollMs) },
+      await queryJson(r.db, startChildJobsStatement(owner, r.job.id, timestamp(now()), { name, seq, wakeAt: new Date(r.now() + pollMs) },
         buildJobBatch(task.definition, list, options.enqueue, now(), [], span?.carrier() ?? null), list.map((a) => a ?? {})));
     } catch (error) {
       span?.end(error);
@@ -74,7 +56,7 @@ export async function runChildJobs<S extends ArgsSchema, R>(r: StepRunner, step:
   return outcomes;
 }
 
-function pollOf(r: StepRunner, name: string, options: ChildJobsOptions): number {
+function pollOf(r: WorkflowRun, name: string, options: ChildJobsOptions): number {
   try {
     const ms = parseDuration(options.poll ?? DEFAULT_CHILD_POLL, `step ${JSON.stringify(name)}: poll`);
     if (ms < 1000) throw new TypeError(`step ${JSON.stringify(name)}: poll must be at least 1 s (each look is a claim of the workflow)`);
@@ -84,7 +66,7 @@ function pollOf(r: StepRunner, name: string, options: ChildJobsOptions): number 
   }
 }
 
-function checkArgs(r: StepRunner, name: string, task: Task<any>, args: unknown[], options: ChildJobsOptions): unknown[] {
+function checkArgs(r: WorkflowRun, name: string, task: Task<any>, args: unknown[], options: ChildJobsOptions): unknown[] {
   if (!task || typeof task !== "object" || !task.definition) throw r.fail(new InvalidInput(`step ${JSON.stringify(name)}: give a task handle (what app.task returns)`));
   if (!Array.isArray(args) || args.length === 0) throw r.fail(new InvalidInput(`step ${JSON.stringify(name)}: give at least one args for the child jobs`));
   if (options.enqueue?.uniqueKey !== undefined) throw r.fail(new InvalidInput(`step ${JSON.stringify(name)}: child jobs take no uniqueKey (the step already starts them once)`));

@@ -2,21 +2,13 @@ import { jsonProblem } from "../core/json.js";
 import { InvalidInput } from "../core/errors.js";
 import { inTimestampRange, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
-import { sendEventStatement } from "../sql/send-event.js";
+import { sendEventStatement, type SentEvent } from "../sql/send-event.js";
 import { timestamp } from "../sql/time.js";
 
 /** Options of `sendEvent`. @example await sendEvent(db, "order.shipped", { orderId: 7 }, { now: clock() }); */
 export interface SendEventOptions {
   /** The moment of sending (tests pass their clock). Default: the database's `now()`. */
   now?: Date;
-}
-
-/** What `sendEvent` did. */
-export interface SentEvent {
-  /** Waiting steps that received the event. */
-  delivered: number;
-  /** Parked runs made due now (a run already running takes the event when it next reaches the step). */
-  woken: number;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { NameSchema, parseOrThrow } from "../core/validate.js";
-import type { StepName } from "./api.js";
+import type { StepName } from "../app/step.js";
 
 /** A step's own name, for messages (whatever was given, unchecked). @example labelOf({ name: "cool-off", formerly: ["pause"] }) // "cool-off" */
 export function labelOf(step: StepName): string {

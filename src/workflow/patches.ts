@@ -1,7 +1,7 @@
 // `step.patched(id)`: the branch a deploy adds to a workflow without failing the runs parked on the old code.
 import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { StepMisuse } from "./errors.js";
-import type { StepRunner } from "./step.js";
+import type { WorkflowRun } from "./workflow-run.js";
 
 /** A patch's marker is stored as `patch:<id>`, so a patch and the step it guards may share a name. */
 export const PATCH_PREFIX = "patch:";
@@ -12,7 +12,7 @@ export const PATCH_PREFIX = "patch:";
  * marker takes no position, so steps keep their positions whether the run took the patch or not, and
  * removing the call later (once no run on the old path is left) breaks no replay.
  */
-export async function patchedStep(r: StepRunner, id: string): Promise<boolean> {
+export async function patchedStep(r: WorkflowRun, id: string): Promise<boolean> {
   r.assertGoing();
   const decided = r.patchAnswers.get(id);
   if (decided !== undefined) return decided;
@@ -27,7 +27,7 @@ export async function patchedStep(r: StepRunner, id: string): Promise<boolean> {
   return true;
 }
 
-function answer(r: StepRunner, id: string, name: string, value: boolean): boolean {
+function answer(r: WorkflowRun, id: string, name: string, value: boolean): boolean {
   if (r.seen.has(name)) r.take(name); // a step of this run has the marker's name: fails the run
   r.seen.add(name);
   r.patchAnswers.set(id, value);

@@ -1,55 +1,46 @@
-import { backoffMs } from "../core/backoff.js";
 import { parseDuration, type Duration } from "../core/duration.js";
-import type { Step, StepContext, StepName, StepOptions, WaitForEventOptions } from "./api.js";
-import { errorEntry, resolveStepPolicy, safePredicate, type ResolvedStepPolicy } from "./step-policy.js";
-import { Cancel, Fail, InvalidInput, LeaseLost, Retry, Snooze } from "../core/errors.js";
-import { jsonProblem } from "../core/json.js";
+import { boundedEntry, errorEntryOf } from "../core/error-entry.js";
+import { Cancel, Fail, InvalidInput, LeaseLost, Snooze } from "../core/errors.js";
+import { jsonProblem, MAX_RESULT_BYTES } from "../core/json.js";
+import { retryDelay } from "../core/retry-policy.js";
 import { queryJson, runAtomically, type BatchItem, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
-import type { CurrentJob } from "../runtime/context.js";
-import { LEASE_LOST_CODE } from "../sql/complete-owned.js";
-import { loadStepsStartingStatement, loadStepsStatement } from "../sql/load-steps.js";
+import { leaseLostOr } from "../sql/complete-owned.js";
+import { loadStepsStartingStatement, loadStepsStatement, type StoredStep } from "../sql/load-steps.js";
 import { saveStepStatement, type StepWrite } from "../sql/save-step.js";
 import { timestamp } from "../sql/time.js";
+import type * as v from "valibot";
+import type { ChildJob, ChildJobsOptions, Step, StepContext, StepName, StepOptions, WaitForEventOptions } from "../app/step.js";
+import type { ArgsSchema, Task } from "../app/task.js";
+import { ChildJobFailed, runChildJobs } from "./children.js";
 import { OutcomeNotStorable, StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism } from "./errors.js";
-import { MAX_RESULT_BYTES } from "../runtime/storable.js";
-import { StepDeadline } from "./step-timeout.js";
-import type { StoredStep, StepPolicy } from "./types.js";
-import { ChildJobFailed, runChildJobs, type ChildJob, type ChildJobsOptions } from "./children.js";
-import { sleepStep, waitStep } from "./waits.js";
+import { Journal } from "./journal.js";
 import { labelOf, stepNames } from "./names.js";
 import { patchedStep } from "./patches.js";
-import { Journal } from "./journal.js";
+import { resolveStepPolicy, type ResolvedStepPolicy, type StepPolicy } from "./step-policy.js";
+import { StepDeadline } from "./step-timeout.js";
+import { sleepStep, waitStep } from "./waits.js";
+import type { RunningJob, WorkflowRun } from "./workflow-run.js";
 
-export type { Step, StepContext, StepName, StepOptions, WaitForEventOptions } from "./api.js";
-import type * as v from "valibot";
-import type { ArgsSchema, Task } from "../app/task.js";
-
-/** The deadline is this close or closer: the run yields before a new step instead of starting it. */
-export const DEFAULT_MIN_STEP_TIME = "5s";
-
-/** One run's steps. The workflow runtime builds it, runs the handler with it, then asks `outcome()`. */
-export class StepRunner implements Step {
-  /** @internal What the run's earlier runs stored. */
+/**
+ * One run's steps: the handler's `step`, and the run its kinds of step (waits, children, patches) share, as
+ * `WorkflowRun` declares it. `runWorkflow` builds it, runs the handler with it, then asks `outcome()`.
+ */
+export class StepRunner implements Step, WorkflowRun {
   readonly journal = new Journal();
-  /** @internal The answers `patched` gave in this run, by id. */
   readonly patchAnswers = new Map<string, boolean>();
-  /** @internal Names taken in this run, by steps and patches. */
   readonly seen = new Set<string>();
-  /** @internal The next step's position. */
   seq = 0;
   private executed = 0;
   private parkMs: number | null = null;
   private failure: Error | null = null;
   private inflight: Promise<unknown>[] = [];
-  /** @internal Event waits this run left waiting: re-read before parking, so an event that came meanwhile is not slept through. */
   readonly waiting = new Set<string>();
-  /** @internal */
   readonly db: Db;
 
-  constructor(/** @internal */ readonly current: CurrentJob, private readonly policy: StepPolicy, private readonly minStepTimeMs: number,
+  constructor(readonly job: RunningJob, private readonly policy: StepPolicy, private readonly minStepTimeMs: number,
     private readonly signal: () => AbortSignal) {
-    this.db = current.runtime.db;
+    this.db = job.runtime.db;
   }
 
   /**
@@ -57,9 +48,9 @@ export class StepRunner implements Step {
    * records that it starts on that version, in the same statement.
    */
   async load(startVersion?: number): Promise<void> {
-    const { owner, now } = this.current.runtime;
-    const statement = startVersion === undefined ? loadStepsStatement(this.current.id)
-      : loadStepsStartingStatement(owner, this.current.id, timestamp(now()), startVersion);
+    const { owner, now } = this.job.runtime;
+    const statement = startVersion === undefined ? loadStepsStatement(this.job.id)
+      : loadStepsStartingStatement(owner, this.job.id, timestamp(now()), startVersion);
     this.journal.add(await queryJson<StoredStep[]>(this.db, statement) ?? []);
   }
 
@@ -88,13 +79,13 @@ export class StepRunner implements Step {
 
   batch(step: StepName, build: (db: Db) => BatchItem[], options?: StepOptions): Promise<void> {
     return this.runStep(step, options, async (seq, name, ctx, deadline) => {
-      const at = timestamp(this.current.runtime.now());
-      const { owner } = this.current.runtime;
+      const at = timestamp(this.job.runtime.now());
+      const { owner } = this.job.runtime;
       try {
         await runAtomically(this.db, (d) => {
           const queries = build(d);
           deadline.finish(); // past its timeout the batch is not sent; once sent, nothing races it
-          return [...queries, d.execute(saveStepStatement(owner, this.current.id, at, { name, seq, kind: "run", state: "done", attempts: ctx.attempt }))];
+          return [...queries, d.execute(saveStepStatement(owner, this.job.id, at, { name, seq, kind: "run", state: "done", attempts: ctx.attempt }))];
         });
       } catch (error) {
         throw this.leaseLostOr(error);
@@ -146,7 +137,7 @@ export class StepRunner implements Step {
     if (this.parkMs === null) return null;
     if (this.waiting.size > 0 && this.parkMs > 0) {
       // One more read: an event delivered while this run went on would otherwise wait for the next wake.
-      const fresh = await queryJson<StoredStep[]>(this.db, loadStepsStatement(this.current.id));
+      const fresh = await queryJson<StoredStep[]>(this.db, loadStepsStatement(this.job.id));
       if ((fresh ?? []).some((s) => this.waiting.has(s.name) && s.state !== "waiting")) this.parkMs = 0;
     }
     return new StepParked(this.parkMs);
@@ -161,15 +152,15 @@ export class StepRunner implements Step {
     if (stored?.state === "done") return Promise.resolve((stored.hasResult ? stored.result : undefined) as Awaited<T>);
     // A workflow requeued after a step gave up starts that step's attempts afresh.
     const attempt = (stored?.state === "retrying" ? stored.attempts : 0) + 1;
-    if (this.executed > 0 && this.current.deadline - this.now() < this.minStepTimeMs) return Promise.reject(this.park(0));
+    if (this.executed > 0 && this.job.deadline - this.now() < this.minStepTimeMs) return Promise.reject(this.park(0));
     // Cancelled, timed out or lease lost: start nothing more (a cancel request then ends the job cancelled).
     if (this.signal().aborted) return Promise.reject(this.park(0));
     let policy: ResolvedStepPolicy;
     try { policy = resolveStepPolicy(name, this.policy, options); } catch (error) { return this.refuse(error as Error); }
     const running = (async (): Promise<Awaited<T>> => {
-      const deadline = new StepDeadline(name, policy.timeoutMs, this.signal(), this.current.runtime);
+      const deadline = new StepDeadline(name, policy.timeoutMs, this.signal(), this.job.runtime);
       // Traced: the step is a child span of its run, active while its function runs.
-      const span = this.current.trace === null ? null : this.current.trace.step(name, "run", attempt);
+      const span = this.job.trace === null ? null : this.job.trace.step(name, "run", attempt);
       try {
         const ctx = { attempt, signal: deadline.signal };
         const value = await deadline.race(span === null ? exec(seq, name, ctx, deadline) : span.within(() => exec(seq, name, ctx, deadline)));
@@ -192,22 +183,21 @@ export class StepRunner implements Step {
     if (error instanceof StepParked || error instanceof LeaseLost) return error;
     if (error instanceof Snooze) return this.park(error.delayMs); // polling inside a step: no attempt counted
     if (error instanceof Fail || error instanceof Cancel) return this.fail(error);
-    const retryable = error instanceof Retry || error instanceof StepTimeout || !policy.retryOn || safePredicate(policy.retryOn, error);
-    const spent = !retryable || attempt >= policy.maxAttempts;
+    // A step's timeout is retried whatever retryOn says, as a job's is.
+    const delayMs = retryDelay(error, attempt, policy, (e) => e instanceof StepTimeout);
     try {
-      await this.save(this.db, { name, seq, kind: "run", state: spent ? "failed" : "retrying", attempts: attempt, error: errorEntry(attempt, this.current.runtime.now(), error) });
+      await this.save(this.db, { name, seq, kind: "run", state: delayMs === null ? "failed" : "retrying", attempts: attempt, error: boundedEntry(errorEntryOf(error, attempt, this.job.runtime.now())) });
     } catch (saveError) {
       return saveError as Error; // the lease is lost or the database is away: the job's own retry handles it
     }
-    if (spent) return this.fail(new StepFailed(name, attempt, error));
-    return this.park(error instanceof Retry ? error.delayMs : backoffMs(attempt, policy.backoff));
+    if (delayMs === null) return this.fail(new StepFailed(name, attempt, error));
+    return this.park(delayMs);
   }
 
   /**
    * Checks the name (valid, unused in this run, at the position it had when stored), takes the next position,
    * and answers the name the step is stored under: its own, or the first of its `formerly` names the run stored.
    */
-  /** @internal */
   enter(step: StepName, kind: StoredStep["kind"]): { seq: number; name: string } {
     this.assertGoing();
     let names: string[];
@@ -226,7 +216,6 @@ export class StepRunner implements Step {
   }
 
   /** Marks a name as taken in this run (by a step or a patch); one taken twice fails the run. */
-  /** @internal */
   take(name: string): void {
     if (this.seen.has(name) || this.journal.patches.has(name)) {
       throw this.fail(new WorkflowNondeterminism(`step name ${JSON.stringify(name)} is used twice in this workflow: give each step its own name (e.g. \`mail-\${i}\` in a loop)`));
@@ -234,24 +223,17 @@ export class StepRunner implements Step {
     this.seen.add(name);
   }
 
-
-
-  /** @internal */
   async save(db: Db, write: StepWrite): Promise<void> {
-    const { owner, now } = this.current.runtime;
+    const { owner, now } = this.job.runtime;
     try {
-      await queryJson(db, saveStepStatement(owner, this.current.id, timestamp(now()), write));
+      await queryJson(db, saveStepStatement(owner, this.job.id, timestamp(now()), write));
     } catch (error) {
       throw this.leaseLostOr(error);
     }
   }
 
-  /** @internal */
   leaseLostOr(error: unknown): unknown {
-    const chain: any[] = [];
-    for (let e: any = error; e && chain.length < 10; e = e.cause) chain.push(e);
-    return chain.some((e) => e.code === LEASE_LOST_CODE)
-      ? new LeaseLost(`this run no longer owns job ${this.current.id}; the step's writes were rolled back`, { cause: error }) : error;
+    return leaseLostOr(error, this.job.id, "the step's writes");
   }
 
   /** A result is stored only if it is JSON Postgres can hold, within the size a task's result may have. */
@@ -266,19 +248,17 @@ export class StepRunner implements Step {
   }
 
   /** Parks the run (the earliest of its parks wins) and returns what the step call throws. */
-  /** @internal */
   park(ms: number): StepParked {
     this.parkMs = Math.max(0, Math.min(this.parkMs ?? Infinity, ms));
     return new StepParked(this.parkMs);
   }
 
-  /** @internal Throws what every step call throws once the run has failed or parked. */
+  /** Throws what every step call throws once the run has failed or parked. */
   assertGoing(): void {
     if (this.failure) throw this.failure;
     if (this.parkMs !== null) throw new StepParked(this.parkMs);
   }
 
-  /** @internal */
   fail(error: Error): Error {
     this.failure ??= error;
     return this.failure;
@@ -288,8 +268,7 @@ export class StepRunner implements Step {
     return Promise.reject(this.fail(error));
   }
 
-  /** @internal */
   now(): number {
-    return this.current.runtime.now().getTime();
+    return this.job.runtime.now().getTime();
   }
 }

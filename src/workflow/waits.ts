@@ -7,11 +7,11 @@ import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson } from "../db/query.js";
 import { timeOutWaitStatement } from "../sql/time-out-wait.js";
 import { timestamp } from "../sql/time.js";
-import type { StepName, WaitForEventOptions } from "./api.js";
-import type { StepRunner } from "./step.js";
+import type { StepName, WaitForEventOptions } from "../app/step.js";
+import type { WorkflowRun } from "./workflow-run.js";
 
 /** A sleep step: done once its time has come, else stored (once) and the run parks until then. */
-export async function sleepStep(r: StepRunner, step: StepName, at: Date): Promise<void> {
+export async function sleepStep(r: WorkflowRun, step: StepName, at: Date): Promise<void> {
   const { seq, name } = r.enter(step, "sleep");
   const stored = r.journal.steps.get(name);
   if (stored?.state === "done") return;
@@ -26,7 +26,7 @@ export async function sleepStep(r: StepRunner, step: StepName, at: Date): Promis
 }
 
 /** An event wait: the delivered payload, null once its timeout was recorded, else the run parks. */
-export async function waitStep<T>(r: StepRunner, step: StepName, options: WaitForEventOptions): Promise<T | null> {
+export async function waitStep<T>(r: WorkflowRun, step: StepName, options: WaitForEventOptions): Promise<T | null> {
   const { seq, name } = r.enter(step, "event");
   const stored = r.journal.steps.get(name);
   if (stored?.state === "done") return stored.result as T;
@@ -43,7 +43,7 @@ export async function waitStep<T>(r: StepRunner, step: StepName, options: WaitFo
     r.waiting.add(name);
     throw r.park(wakeAt - r.now());
   }
-  const won = await queryJson<boolean>(r.db, timeOutWaitStatement(r.current.id, name, timestamp(r.current.runtime.now())));
+  const won = await queryJson<boolean>(r.db, timeOutWaitStatement(r.job.id, name, timestamp(r.job.runtime.now())));
   if (won) return null;
   // An event reached the step just before its timeout was recorded: it counts.
   await r.load();
@@ -51,7 +51,7 @@ export async function waitStep<T>(r: StepRunner, step: StepName, options: WaitFo
 }
 
 /** A wait's options, checked (InvalidInput fails the run's step, naming the option). */
-function checkWait(r: StepRunner, name: string, options: WaitForEventOptions): { event: string; match: Record<string, unknown> | null; timeoutMs: number } {
+function checkWait(r: WorkflowRun, name: string, options: WaitForEventOptions): { event: string; match: Record<string, unknown> | null; timeoutMs: number } {
   const what = `step ${JSON.stringify(name)}: waitForEvent`;
   if (typeof options !== "object" || options === null) throw r.fail(new InvalidInput(`${what} needs options { timeout }`));
   const event = options.event ?? name;

@@ -1,5 +1,5 @@
 // The jobs list (filtered, newest first, paged by id) and one job with its args, result and errors.
-import { stepWaitText } from "../../workflow/types.js";
+import { stepWaitText } from "../../app/read-steps.js";
 import { FINISHED_STATES, JOB_STATES } from "../../core/states.js";
 import { BulkActions, type BulkAction, type JobsQuery } from "./bulk.js";
 import { formatSpan, formatTime } from "../../core/time-text.js";

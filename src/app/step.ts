@@ -1,10 +1,11 @@
+// What a workflow's handler is given as `step`: declared here, beside the task a workflow is; src/workflow runs it.
 import type * as v from "valibot";
 import type { BackoffPolicy } from "../core/backoff.js";
 import type { Duration } from "../core/duration.js";
 import type { RetryPolicy } from "../core/retry-policy.js";
+import type { EnqueueOptions } from "../core/validate.js";
 import type { BatchItem, Db } from "../db/query.js";
-import type { ArgsSchema, Task } from "../app/task.js";
-import type { ChildJob, ChildJobsOptions } from "./children.js";
+import type { ArgsSchema, Task } from "./task.js";
 
 /**
  * A step's name, or its name and the names it had before: a renamed step finds what runs started on the old
@@ -37,6 +38,23 @@ export interface StepOptions {
    * invocation's budget still bound the whole run. Default: none.
    */
   timeout?: Duration;
+}
+
+/** Options of `step.runJobs` and `step.invoke`. @example await step.runJobs("thumbs", thumbnail, images, { poll: "30s", enqueue: { priority: 5 } }); */
+export interface ChildJobsOptions {
+  /** How often the parked workflow looks whether its children have finished (one claim of it each time). Default 10 s. */
+  poll?: Duration;
+  /** The children's enqueue options (queue, priority, delay, limitKey...); `uniqueKey` is refused (one key would be shared by all). */
+  enqueue?: EnqueueOptions;
+}
+
+/** A finished child job as a workflow sees it. `missing`: the job was pruned before the workflow looked. */
+export interface ChildJob<R = unknown> {
+  id: number;
+  state: "succeeded" | "failed" | "cancelled" | "rate_limited" | "missing";
+  result: R | null;
+  /** The child's last error entry, if any. */
+  error: { kind: string; message: string } | null;
 }
 
 /** What `waitForEvent` waits for. @example await step.waitForEvent("shipped", { event: "order.shipped", match: { orderId: 7 }, timeout: "7d" }); */
