@@ -99,4 +99,19 @@ describe("the claim policies", () => {
     expect(p.worthClaiming({ slots: 10, queued: 300, lookahead: 1000 })).toBe(false);
     expect(p.worthClaiming({ slots: 10, queued: 250, lookahead: 1000 })).toBe(true);
   });
+
+  it("a worker lane's claim after a wait for work asks for a few slots' worth at most, whatever the pace, and the next one for the pace's size again", async () => {
+    const p = workerLanePolicy({ prefetch: 1000, idle: async () => true });
+    // Quick jobs: the pace asks for the whole prefetch, a size that drifts with the measured round trips.
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700 })).toBe(1000);
+    expect(await p.idle!()).toBe(true);
+    // After the wait, the same few slots' worth (one statement text) whatever the pace says.
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700 })).toBe(40);
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700 })).toBe(1000);
+    await p.idle!();
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 130 })).toBe(40);
+    // Slow jobs: what the pace asks for, when that is less.
+    await p.idle!();
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 2 })).toBe(14);
+  });
 });
