@@ -7,6 +7,8 @@ export interface ClaimView {
   queued: number;
   /** Jobs that would start within a round trip, at the pace measured so far. */
   lookahead: number;
+  /** Whether the pace is measured yet (a job ran and a statement came back); until then `lookahead` is 0. */
+  paced: boolean;
 }
 
 /**
@@ -51,16 +53,17 @@ export function workerLanePolicy(o: { prefetch: number; idle: () => Promise<bool
     // Knowing nothing of its jobs' pace yet, a lane takes a few slots' worth: quick jobs then start ahead from
     // the first statement on, and slow ones are held, not started.
     firstSize: (v) => Math.max(full(v), few(v)),
-    // The claim after a wait (a wake-up or a poll) asks for a few slots' worth at most, whatever the pace: its
-    // size is in the statement's text (the lock limit), so a size that followed the pace's drift while idle
-    // sent a text Postgres had not planned yet, and an idle lane's claims, the wake-up's among them, were planned
-    // afresh (about 1 ms each; 10 ms for a text new to the connection). Capped, they repeat one text, whose plan
-    // Postgres keeps. A burst found this way is claimed at the pace's size from the next claim on.
+    // The claim after a wait (a wake-up or a poll) asks for a few slots' worth, less only when the pace says
+    // jobs are slow: its size is in the statement's text (the lock limit), so a size that followed the pace's
+    // drift while idle sent texts Postgres had not planned yet, and an idle lane's claims, the wake-up's among
+    // them, were planned afresh (about 1 ms each; 10 ms for a text new to the connection). This way they repeat
+    // one text, whose plan Postgres keeps after five runs. A burst found this way is claimed at the pace's size
+    // from the next claim on.
     nextSize: (v) => {
       const size = Math.max(1, full(v) - v.queued);
       if (!waited) return size;
       waited = false;
-      return Math.min(size, few(v));
+      return v.paced ? Math.min(size, few(v)) : Math.max(size, few(v));
     },
     // With quick jobs (claims larger than twice the slots) it claims once it has room for half a claim: a
     // claim for the few jobs short of its prefetch costs nearly as much as a whole one.
