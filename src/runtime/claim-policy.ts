@@ -7,6 +7,8 @@ export interface ClaimView {
   queued: number;
   /** Jobs that would start within a round trip, at the pace measured so far. */
   lookahead: number;
+  /** Whether the pace is measured yet (a job ran and a statement came back); until then `lookahead` is 0. */
+  paced: boolean;
 }
 
 /**
@@ -42,12 +44,27 @@ export function invocationPolicy(o: { batchSize: number; drain: boolean }): Clai
  */
 export function workerLanePolicy(o: { prefetch: number; idle: () => Promise<boolean> }): ClaimPolicy {
   const full = (v: ClaimView) => Math.min(o.prefetch, v.slots + 2 * v.lookahead);
+  // A few slots' worth: what a lane takes before it knows its jobs' pace, and at most after a wait for work.
+  const few = (v: ClaimView) => Math.min(o.prefetch, 4 * v.slots);
+  let waited = false;
   return {
-    drain: true, idles: true, idle: o.idle,
+    drain: true, idles: true,
+    idle: () => { waited = true; return o.idle(); },
     // Knowing nothing of its jobs' pace yet, a lane takes a few slots' worth: quick jobs then start ahead from
     // the first statement on, and slow ones are held, not started.
-    firstSize: (v) => Math.max(full(v), Math.min(o.prefetch, 4 * v.slots)),
-    nextSize: (v) => Math.max(1, full(v) - v.queued),
+    firstSize: (v) => Math.max(full(v), few(v)),
+    // The claim after a wait (a wake-up or a poll) asks for a few slots' worth, less only when the pace says
+    // jobs are slow: its size is in the statement's text (the lock limit), so a size that followed the pace's
+    // drift while idle sent texts Postgres had not planned yet, and an idle lane's claims, the wake-up's among
+    // them, were planned afresh (about 1 ms each; 10 ms for a text new to the connection). This way they repeat
+    // one text, whose plan Postgres keeps after five runs. A burst found this way is claimed at the pace's size
+    // from the next claim on.
+    nextSize: (v) => {
+      const size = Math.max(1, full(v) - v.queued);
+      if (!waited) return size;
+      waited = false;
+      return v.paced ? Math.min(size, few(v)) : Math.max(size, few(v));
+    },
     // With quick jobs (claims larger than twice the slots) it claims once it has room for half a claim: a
     // claim for the few jobs short of its prefetch costs nearly as much as a whole one.
     worthClaiming: (v) => lowQueue(v) && (full(v) <= 2 * v.slots || v.queued <= full(v) / 2),

@@ -139,7 +139,7 @@ export class Engine {
 
   /** What the claim policy sizes a claim by. */
   private view(): ClaimView {
-    return { slots: this.o.slots, queued: this.jobs.queued, lookahead: this.pace.lookahead() };
+    return { slots: this.o.slots, queued: this.jobs.queued, lookahead: this.pace.lookahead(), paced: this.pace.known };
   }
 
   /** The claim cycle's one way forward. */

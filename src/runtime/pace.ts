@@ -26,6 +26,9 @@ export class Pace {
     this.roundTrip = warmth.get(app)?.roundTrip ?? null;
   }
 
+  /** Whether both a job's run and a round trip were measured: before that, `lookahead` is 0 for want of knowing. */
+  get known(): boolean { return this.run !== null && this.roundTrip !== null; }
+
   /** The average round trip so far (`null` before the first). */
   get roundTripMs(): number | null { return this.roundTrip; }
 
