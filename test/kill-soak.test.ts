@@ -16,7 +16,7 @@ const JOBS = 2400;
 const KILLS = 10;
 const SLOTS = 4;
 /** The documented bound per kill: the free slots plus the lookahead's cap (pace.ts) at the worker's default prefetch. */
-const BOUND = SLOTS + Math.min(4 * SLOTS * 100, 256 * SLOTS);
+const BOUND = SLOTS + Math.min(4 * SLOTS * 200, 256 * SLOTS);
 
 let t: TestDatabase;
 // The worker, bundled once (test/support/bundle.ts): ten tsx start-ups cost tens of seconds on a loaded machine.

@@ -23,9 +23,11 @@ export const DEFAULT_MAX_POLL = "2s";
 /**
  * The most jobs a worker lane holds, by default: this many times its slots. Claims are sized to the work (free
  * slots plus what would start within two round trips), so slow jobs are held about a slot's worth at a time
- * and only quick ones fill this.
+ * and only quick ones fill this. (With quick jobs a lane claims about half of it at a time, one claim on its
+ * way: at 100 per slot, claims of 500 cost Postgres some 10 % more CPU per job and Node some 15 % more than
+ * claims of 1,000, in interleaved runs of 10,000 jobs. The crash bound, the lookahead's cap, is unchanged.)
  */
-export const DEFAULT_PREFETCH_PER_SLOT = 100;
+export const DEFAULT_PREFETCH_PER_SLOT = 200;
 /** How often a long-lived worker prunes finished jobs (in one of its claims). */
 export const WORKER_RETENTION_INTERVAL = "1m";
 
