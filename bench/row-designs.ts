@@ -156,6 +156,8 @@ export async function rowLife(design: RowDesign, count: number, batch: number, r
     const before = await rowCounts(database.url);
     const measured = await withClients(database.url, async (clients) => {
       const [first] = clients;
+      // A temporary slot keeps the window's WAL until it is read (a checkpoint would recycle it); it ends with the session.
+      await first.query("select pg_create_physical_replication_slot($1, true, true)", [`akadze_rows_${process.pid}`]);
       const lsn0 = await walLsn(first);
       const cpu0 = await snapshotCpu(database.name);
       const { ms: enqueueMs } = await timed(() => enqueueAll(first, design, count));
