@@ -79,11 +79,16 @@ const leaseTable: RowDesign = {
       returning job_id)
     select j.id, j.args from akadze.jobs j join leased l on l.job_id = j.id`,
   heartbeat: `update akadze.leases set expires_at = now() + ${LEASE} where job_id = any($1::bigint[]) and owner = $2`,
-  settle: `with gone as (
-      delete from akadze.leases where job_id = any($1::bigint[]) and owner = $2 returning job_id, attempt, started_at),
-    moved as (
-      delete from akadze.jobs j using gone g where j.id = g.job_id returning ${historyRow("g.attempt", "g.started_at")})
-    ${TO_HISTORY}`,
+  // The job row first, then its lease: a claim whose snapshot predates the lease may hold the job row's lock and
+  // be about to insert the same lease; deleting the lease first made that claim wait for the settle and the
+  // settle for the claim (a deadlock, seen here). With the job first, the settle waits for the claim, whose
+  // insert meets the committed lease and does nothing.
+  settle: `with moved as (
+      delete from akadze.jobs j using akadze.leases g where j.id = any($1::bigint[]) and g.job_id = j.id and g.owner = $2
+      returning ${historyRow("g.attempt", "g.started_at")}),
+    gone as (delete from akadze.leases where job_id in (select id from moved)),
+    ${TO_HISTORY.replace("insert", "archived as (insert")})
+    select 1 from moved`,
   leaseTable: "akadze.leases",
 };
 
