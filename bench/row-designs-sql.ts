@@ -163,4 +163,30 @@ const oneRunningIndex: RowDesign = {
   ],
 };
 
-export const ROW_DESIGNS: RowDesign[] = [today, leaseTable, hotClaim(50), hotClaim(30), moveOnClaim, oneRunningIndex];
+// E: the lease per engine, not per job. Every engine leases under an owner token of its own and renews all its
+// jobs at once, so the expiry can live in one row per owner (akadze.owners): the heartbeat updates that row and only
+// reads its jobs (for cancel requests, as today's does); jobs_lease_idx goes, jobs_owner_idx finds an expired
+// owner's jobs. The claim still changes state (not HOT), but writes one index entry fewer and the heartbeat none.
+const ownerLease: RowDesign = {
+  name: "E lease per owner",
+  summary: "akadze.owners (owner pk, expires_at); jobs_lease_idx dropped; claim = today's update without lease_expires_at + upsert of the owner's row; " +
+    "heartbeat = one owner row update + a read of its jobs; settle as today",
+  setup: [
+    "drop index akadze.jobs_lease_idx",
+    "create table akadze.owners (owner text primary key, expires_at timestamptz not null)",
+  ],
+  enqueue: ENQUEUE,
+  claim: `
+    with renewed as (
+      insert into akadze.owners (owner, expires_at) values ($2, now() + ${LEASE})
+      on conflict (owner) do update set expires_at = excluded.expires_at)
+    update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $2, started_at = now()
+    where j.id in (select id from akadze.jobs where state = 'queued' and run_at <= now() order by priority desc, run_at, id
+                   for update skip locked limit $1)
+    returning j.id, j.args`,
+  heartbeat: `with renewed as (update akadze.owners set expires_at = now() + ${LEASE} where owner = $2)
+    select j.id, j.cancel_requested from akadze.jobs j where j.id = any($1::bigint[]) and j.state = 'running' and j.lease_owner = $2`,
+  settle: TODAY_SETTLE,
+};
+
+export const ROW_DESIGNS: RowDesign[] = [today, leaseTable, hotClaim(50), hotClaim(30), moveOnClaim, oneRunningIndex, ownerLease];
