@@ -169,8 +169,8 @@ const oneRunningIndex: RowDesign = {
 // owner's jobs. The claim still changes state (not HOT), but writes one index entry fewer and the heartbeat none.
 const ownerLease: RowDesign = {
   name: "E lease per owner",
-  summary: "akadze.owners (owner pk, expires_at); jobs_lease_idx dropped; claim = today's update without lease_expires_at + upsert of the owner's row; " +
-    "heartbeat = one owner row update + a read of its jobs; settle as today",
+  summary: "akadze.owners (owner pk, expires_at); jobs_lease_idx dropped; claim = today's update (lease_expires_at unindexed, never renewed) " +
+    "+ upsert of the owner's row; heartbeat = one owner row update, a read of its jobs, a release of the owner's unnamed lapsed jobs; settle as today",
   setup: [
     "drop index akadze.jobs_lease_idx",
     "create table akadze.owners (owner text primary key, expires_at timestamptz not null)",
@@ -180,11 +180,17 @@ const ownerLease: RowDesign = {
     with renewed as (
       insert into akadze.owners (owner, expires_at) values ($2, now() + ${LEASE})
       on conflict (owner) do update set expires_at = excluded.expires_at)
-    update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $2, started_at = now()
+    update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = now() + ${LEASE}, started_at = now()
     where j.id in (select id from akadze.jobs where state = 'queued' and run_at <= now() order by priority desc, run_at, id
                    for update skip locked limit $1)
     returning j.id, j.args`,
-  heartbeat: `with renewed as (update akadze.owners set expires_at = now() + ${LEASE} where owner = $2)
+  // (A job the engine forgot: today it lapses because no heartbeat names it. Here the owner's row lives on, so
+  // the heartbeat gives back the owner's running jobs it did not name whose claim-time lease, still written by the
+  // claim but no longer indexed nor renewed, has passed: a read of the owner's entries in jobs_owner_idx.)
+  heartbeat: `with renewed as (update akadze.owners set expires_at = now() + ${LEASE} where owner = $2),
+    forgotten as (
+      update akadze.jobs j set state = 'queued', attempt = j.attempt - 1, lease_owner = null, lease_expires_at = null, started_at = null
+      where j.lease_owner = $2 and j.state = 'running' and not (j.id = any($1::bigint[])) and j.lease_expires_at < now())
     select j.id, j.cancel_requested from akadze.jobs j where j.id = any($1::bigint[]) and j.state = 'running' and j.lease_owner = $2`,
   settle: TODAY_SETTLE,
 };
