@@ -90,7 +90,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const batch = Number(process.argv[3] ?? 100);
   const repeats = Number(process.argv[4] ?? 10);
   console.log("| design | jobs held (running) | claim execution ms (median) | planning ms | buffers: statement | of which the scan | scan walks | jobs claimed |\n|---|---|---|---|---|---|---|---|");
-  for (const design of ROW_DESIGNS) {
+  const only = process.env.ROW_DESIGNS?.split(",");
+  for (const design of only ? ROW_DESIGNS.filter((d) => only.some((o) => d.name.startsWith(o))) : ROW_DESIGNS) {
     for (const held of helds) {
       const r = await heldClaim(design, held, batch, repeats);
       console.log(`| ${r.design} | ${r.held} | ${r.executionMs.toFixed(2)} | ${r.planningMs.toFixed(2)} | ${r.buffers} | ${r.scanBuffers} | ${r.scanIndexes} | ${r.claimed} |`);
