@@ -10,7 +10,7 @@ export interface Moment { clock: number; mono: number }
 export class BudgetClock {
   readonly began: Moment;
 
-  constructor(private readonly now: () => Date, private readonly monotonic: boolean, private readonly budgetMs: number) {
+  constructor(private readonly now: () => Date, readonly monotonic: boolean, private readonly budgetMs: number) {
     this.began = { clock: now().getTime(), mono: performance.now() };
   }
 

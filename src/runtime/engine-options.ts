@@ -4,6 +4,7 @@ import type { Db } from "../db/query.js";
 import type { Claim } from "./claimer.js";
 import type { ClaimRider } from "./rider.js";
 import type { ClaimPolicy } from "./claim-policy.js";
+import type { BudgetClock } from "./budget-clock.js";
 import type { EngineTrace } from "../core/tracing.js";
 
 /**
@@ -33,13 +34,11 @@ export interface EngineOptions {
   now: () => Date;
   /** The statement clock: the caller's, or the database's `now()`. */
   sqlNow: () => SQL;
-  /** How long new jobs may start, from the engine's creation (ms), or Infinity. */
-  budgetMs: number;
   /**
-   * `now` is the real clock: the budget and timeouts are measured on the monotonic clock alone, which a
-   * wall-clock step cannot move. With a caller's clock (tests) they follow that clock.
+   * How long new jobs may start (the invocation's budget, or Infinity for a worker lane), on one clock: the
+   * monotonic one for the real clock, else the caller's. An invocation's fan-out reads the same one.
    */
-  monotonic: boolean;
+  budget: BudgetClock;
   signal?: AbortSignal;
   /** How it claims: an invocation's or a worker lane's (claim-policy.ts). */
   policy: ClaimPolicy;

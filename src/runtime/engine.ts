@@ -6,7 +6,7 @@ import { Heartbeat, judgeBeat } from "./heartbeat.js";
 import { JobRuns } from "./job-runs.js";
 import type { RunSummary } from "./run-options.js";
 import { Pace } from "./pace.js";
-import { BudgetClock } from "./budget-clock.js";
+import type { BudgetClock } from "./budget-clock.js";
 import { Settler } from "./settler.js";
 import { UnheldJobs } from "./unheld-jobs.js";
 import { CLAIM_MARGIN_MS, RETRY_MAX_MS, RETRY_MIN_MS } from "./run-options.js";
@@ -58,7 +58,7 @@ export class Engine {
 
   constructor(private readonly o: EngineOptions) {
     this.policy = o.policy;
-    this.budget = new BudgetClock(o.now, o.monotonic, o.budgetMs);
+    this.budget = o.budget;
     this.summary = emptySummary(o.id);
     this.deltas = new SummaryDeltas(this.summary);
     this.pace = new Pace(o.app, o.slots, o.batchSize);
@@ -225,7 +225,7 @@ export class Engine {
       const local = this.jobs.nextReady();
       if (!local) break;
       const { job, startBy } = local;
-      if (startBy && ((!this.o.monotonic && this.o.now().getTime() > startBy.clock) || performance.now() > startBy.mono)) {
+      if (startBy && ((!this.budget.monotonic && this.o.now().getTime() > startBy.clock) || performance.now() > startBy.mono)) {
         // Its token was stamped too long ago for this start to count inside the window: release it.
         this.runs.release(job);
       } else this.runs.start(job, timeoutOf(job) ?? remaining);

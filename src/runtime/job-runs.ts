@@ -20,7 +20,7 @@ const END_RESENDS = 5;
 
 /** What a job's run needs of the engine that holds it. */
 export interface JobRunsOptions {
-  engine: Pick<EngineOptions, "app" | "db" | "owner" | "now" | "sqlNow" | "monotonic" | "keepSucceeded" | "leaseMs" | "trace">;
+  engine: Pick<EngineOptions, "app" | "db" | "owner" | "now" | "sqlNow" | "keepSucceeded" | "leaseMs" | "trace">;
   jobs: HeldJobs;
   settler: Settler;
   summary: RunSummary;
@@ -168,7 +168,7 @@ export class JobRuns {
       }
     };
     void runJob({ app: e.app, db: e.db, owner: e.owner, job, controller, timeoutMs, now: e.now, sqlNow: e.sqlNow,
-      monotonic: e.monotonic, trace, batch: ticket && { batches: this.batches, ticket },
+      monotonic: this.o.budget.monotonic, trace, batch: ticket && { batches: this.batches, ticket },
       keepSucceeded: e.keepSucceeded !== false,
       lingering: (body) => { lingering = body; } })
       // A body running on past its timeout keeps its slot, its limit slot and its lease until it ends, within

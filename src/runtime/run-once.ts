@@ -68,7 +68,7 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
   const sqlNow = () => timestamp(sqlClock?.() ?? null);
   const history = retention ? new HistoryKeeper({ app, db: options.db, plan: retention, sqlNow, callerClock: sqlClock !== null }) : undefined;
   const monotonic = options.now === undefined && app.sqlClock === null;
-  // Fan-out reads the budget on the engine's clock: monotonic for the real clock, else the caller's.
+  // One budget clock for the invocation, which the engine and fan-out read: monotonic for the real clock, else the caller's.
   const budget = new BudgetClock(now, monotonic, o.budgetMs);
   const fan = options.fanOut ? new FanOutSession(options.fanOut, {
     app, db: options.db, id, queues, slots: o.slots, batchSize: o.batchSize, budgetMs: o.budgetMs, leaseMs: o.leaseMs, sqlNow,
@@ -79,7 +79,7 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
   const owner = leaseOwnerFor(id);
   const engine = new Engine({
     app, db: options.db, id, owner, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
-    now, sqlNow, budgetMs: o.budgetMs, monotonic, signal: options.signal,
+    now, sqlNow, budget, signal: options.signal,
     policy: invocationPolicy({ batchSize: o.batchSize, drain: options.drain !== false }), keepSucceeded: retention ? retention.keepSucceeded : true,
     // Retention rides along with the first claim (no extra round trip), the registry row with the claims until one took a job.
     riders: claimRiders({

@@ -8,6 +8,7 @@ import { resolveRetention, type Retention } from "../core/retention.js";
 import { claimRiders } from "./riders.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
+import { BudgetClock } from "./budget-clock.js";
 import { leaseOwnerFor } from "./engine-options.js";
 import { COUNTED } from "./summary.js";
 import { workerLanePolicy } from "./claim-policy.js";
@@ -160,7 +161,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
       engine = new Engine({
         app, db, id, owner: leaseOwnerFor(id), queues: queue === null ? null : [queue], slots, batchSize: prefetch,
         leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow,
-        budgetMs: Infinity, monotonic: options.now === undefined && app.sqlClock === null, signal: stopping,
+        budget: new BudgetClock(now, options.now === undefined && app.sqlClock === null, Infinity), signal: stopping,
         riders: claimRiders({
           app, db, now, retention: retention ? { plan: retention, due: pruneDue } : undefined,
           history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,
