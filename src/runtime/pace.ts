@@ -1,4 +1,5 @@
 import type { App } from "../app/app.js";
+import { memoryOf } from "./process-memory.js";
 
 /**
  * Jobs started ahead of free slots are capped at this many batches of slots, and at this many claims' worth.
@@ -10,8 +11,6 @@ import type { App } from "../app/app.js";
 const MAX_LOOKAHEAD_SLOTS = 256;
 const MAX_LOOKAHEAD_BATCHES = 4;
 
-/** What the last invocations of an app learned of its jobs' run time and the round trip, so the next starts warm. */
-const warmth = new WeakMap<App, { run: number; roundTrip: number }>();
 
 /**
  * How quick an invocation's jobs are against its round trips (moving averages), and so how many jobs to
@@ -22,8 +21,8 @@ export class Pace {
   private roundTrip: number | null;
 
   constructor(private readonly app: App, private readonly slots: number, private readonly batchSize: number) {
-    this.run = warmth.get(app)?.run ?? null;
-    this.roundTrip = warmth.get(app)?.roundTrip ?? null;
+    this.run = memoryOf(app).pace?.run ?? null;
+    this.roundTrip = memoryOf(app).pace?.roundTrip ?? null;
   }
 
   /** Whether both a job's run and a round trip were measured: before that, `lookahead` is 0 for want of knowing. */
@@ -44,13 +43,13 @@ export class Pace {
 
   /** Leaves what was learned to the app's next invocation. */
   save(): void {
-    if (this.run !== null && this.roundTrip !== null) warmth.set(this.app, { run: this.run, roundTrip: this.roundTrip });
+    if (this.run !== null && this.roundTrip !== null) memoryOf(this.app).pace = { run: this.run, roundTrip: this.roundTrip };
   }
 }
 
 /** The run time the app's last invocations in this process measured for its jobs (a moving average), or null. */
 export function knownRunMs(app: App): number | null {
-  return warmth.get(app)?.run ?? null;
+  return memoryOf(app).pace?.run ?? null;
 }
 
 function average(previous: number | null, ms: number): number {

@@ -2,7 +2,7 @@ import type { App } from "../app/app.js";
 
 /**
  * What one process remembers of an app between its engines (invocations, worker lanes): what the last claims
- * said of the database, and when it last let a claim carry periodic work. One object per app, held weakly (an
+ * said of the database, when it last let a claim carry periodic work, and its jobs' pace. One object per app, held weakly (an
  * app dropped by its process is forgotten), and only ever a hint: a stale value costs one claim shaped the
  * old way, or one check made early or late, never a job.
  */
@@ -22,6 +22,8 @@ export interface ProcessMemory {
   vacuumedAt: number;
   /** When a claim last asked whether the history has work (history.ts). */
   historyCheckedAt: number;
+  /** The moving averages of its jobs' run time and the round trip the last engines measured, so the next starts warm (pace.ts). */
+  pace: { run: number; roundTrip: number } | null;
 }
 
 const memories = new WeakMap<App, ProcessMemory>();
@@ -32,7 +34,7 @@ export function memoryOf(app: App): ProcessMemory {
   if (!memory) {
     memories.set(app, (memory = {
       limits: true, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
-      prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity,
+      prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
     }));
   }
   return memory;
