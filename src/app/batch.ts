@@ -1,9 +1,9 @@
 import { tryParseDuration, type Duration } from "../core/duration.js";
 import { AkadzeError, InvalidInput } from "../core/errors.js";
 import { MAX_SPAN_MS } from "../core/validate.js";
-import type { ArgsSchema, BatchDefinition, BatchHandler, TaskOptions } from "./task.js";
+import type { ArgsSchema, BatchDefinition, BatchHandler, TaskOptions } from "./task-definition.js";
 
-export type { BatchDefinition, BatchHandler, BatchJob, BatchOutcomes } from "./task.js";
+export type { BatchDefinition, BatchHandler, BatchJob, BatchOutcomes } from "./task-definition.js";
 
 /** The most jobs one call of a batch handler may get. @example app.batchTask("t", { maxBatch: MAX_BATCH_JOBS }, handle); */
 export const MAX_BATCH_JOBS = 1000;
