@@ -64,7 +64,7 @@ export class Engine {
     this.pace = new Pace(o.app, o.slots, o.batchSize);
     this.claimer = new Claimer({
       app: o.app, db: o.db, owner: o.owner, leaseMs: o.leaseMs, queues: o.queues, sqlNow: o.sqlNow, now: o.now,
-      remainingMs: () => this.remainingMs(), count: () => { this.summary.roundTrips++; },
+      remainingMs: () => this.budget.remainingMs(), count: () => { this.summary.roundTrips++; },
       roundTripMs: () => this.pace.roundTripMs, requestTimeoutMs: () => this.requestTimeoutMs(), riders: o.riders, trace: o.trace,
     });
     this.settler = new Settler({
@@ -80,7 +80,7 @@ export class Engine {
       },
       // Unanswered: kept and sent again after a backoff, and once more at the end (job-runs.ts).
       lost: (outcomes, _error, unsure) => { this.runs.unanswered(outcomes, unsure); },
-      requestTimeoutMs: () => this.requestTimeoutMs(), remainingMs: () => this.remainingMs(),
+      requestTimeoutMs: () => this.requestTimeoutMs(), remainingMs: () => this.budget.remainingMs(),
       started: (request, result, sent) => this.onStarted(request.ids, result, sent), trace: o.trace,
     });
     this.runs = new JobRuns({
@@ -147,12 +147,8 @@ export class Engine {
     this.cycle = nextCycle(this.cycle, event, this.policy);
   }
 
-  private remainingMs(): number {
-    return this.budget.remainingMs();
-  }
-
   private requestTimeoutMs(): number {
-    return requestTimeoutMs(this.o.db, this.remainingMs());
+    return requestTimeoutMs(this.o.db, this.budget.remainingMs());
   }
 
   /** Jobs that completed on their own after the last settle that counted jobs done: told once, at the end. */
@@ -169,7 +165,7 @@ export class Engine {
   }
 
   private stopping(): boolean {
-    return this.o.signal?.aborted === true || this.remainingMs() <= 0;
+    return this.o.signal?.aborted === true || this.budget.remainingMs() <= 0;
   }
 
   private async loop(): Promise<void> {
@@ -213,13 +209,9 @@ export class Engine {
       for (const job of this.jobs.takeUnstarted()) this.runs.release(job);
       return;
     }
-    const remaining = this.remainingMs();
+    const remaining = this.budget.remainingMs();
     const timeoutOf = (job: ClaimedJob) => this.o.app.tasks.get(job.task)?.timeoutMs;
-    if (remaining < Math.max(longestTimeoutMs(this.o.app), CLAIM_MARGIN_MS)) {
-      // Jobs that can never fit any more (the remaining budget only shrinks) are released; an untimed job
-      // needs the least its task takes (untimedFloorMs).
-      for (const job of this.jobs.takeUnstarted((j) => (timeoutOf(j) ?? this.runs.floorMs(j.task)) > remaining)) this.runs.release(job);
-    }
+    if (remaining < Math.max(longestTimeoutMs(this.o.app), CLAIM_MARGIN_MS)) this.runs.releaseUnfitting(remaining);
     // (A job that joins a filling batch takes no slot of its own.)
     while (this.runs.slotsTaken < this.o.slots || this.runs.joinsBatch(() => this.jobs.peekReady())) {
       const local = this.jobs.nextReady();
@@ -272,7 +264,7 @@ export class Engine {
     this.unheld.claimFailed(error);
     this.o.onError?.(error);
     const backoff = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.claimFailures++);
-    this.on({ kind: "failed", retry: !this.stopping() && backoff < this.remainingMs() });
+    this.on({ kind: "failed", retry: !this.stopping() && backoff < this.budget.remainingMs() });
     if (this.cycle.phase !== "backoff") return;
     this.claimRetry = setTimeout(() => { this.claimRetry = undefined; this.on({ kind: "retryDue" }); this.change.notify(); }, backoff);
   }

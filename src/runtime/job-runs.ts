@@ -79,9 +79,14 @@ export class JobRuns {
     return job !== undefined && this.batches.takes(job.task);
   }
 
-  /** The least a run of `task` takes, as far as its runs so far tell. */
-  floorMs(task: string): number {
-    return this.runTimes.floorMs(task);
+  /**
+   * Gives back the held, unstarted jobs that can no longer fit in `remainingMs` (the budget only shrinks): a
+   * timed job by its task's timeout, an untimed one by the least a run of its task takes, as far as its runs tell.
+   */
+  releaseUnfitting(remainingMs: number): void {
+    const { jobs, engine } = this.o;
+    const needs = (job: ClaimedJob) => engine.app.tasks.get(job.task)?.timeoutMs ?? this.runTimes.floorMs(job.task);
+    for (const job of jobs.takeUnstarted((j) => needs(j) > remainingMs)) this.release(job);
   }
 
   /** The timer that sends unanswered outcomes again, and how many times it was set. */
