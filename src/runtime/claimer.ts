@@ -77,10 +77,10 @@ export class Claimer {
   async claim(batchSize: number, startCount: number, first: boolean): Promise<Claim> {
     const { fit, tooLong } = this.fittingTasks();
     this.tooLongForBudget ??= tooLong;
-    if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memoryOf(this.o.app).limits, fair: memoryOf(this.o.app).fair, noTaskFits: true };
-    }
     const memory = memoryOf(this.o.app);
+    if (fit.length === 0) {
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memory.limits, fair: memory.fair, noTaskFits: true };
+    }
     const withLimits = memory.limits;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
