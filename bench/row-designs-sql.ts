@@ -3,7 +3,7 @@
 // succeeded). Every claim has akadze's shape: due queued jobs in priority order, `for update skip locked`, a limit.
 // Parameters: enqueue $1 = a JSON array of args; claim $1 = batch, $2 = owner; heartbeat and settle
 // $1 = the ids, $2 = the owner. Only designs to measure: the product's schema is src/schema.ts.
-import { FINISHED_COLUMN_NAMES } from "../src/sql/archive.js";
+import { FINISHED_COLUMN_NAMES } from "../src/sql/history/archive.js";
 
 export interface RowDesign {
   /** Short name, as the tables print it. */

@@ -1,11 +1,11 @@
-// Embeds drizzle/ into src/sql/migrations.generated.ts: edge runtimes have no file system, so
+// Embeds drizzle/ into src/sql/schema/migrations.generated.ts: edge runtimes have no file system, so
 // `migrate(db)` carries its SQL with it. Run after `drizzle-kit generate` (npm run generate does);
 // test/migrations-drift.test.ts renders it again and fails when the committed file differs.
 import { readFileSync, writeFileSync } from "node:fs";
 
 /** Where drizzle-kit writes the migrations, and where they are embedded (paths from the repository's root). */
 export const MIGRATIONS_DIR = "drizzle";
-export const EMBEDDED_FILE = "src/sql/migrations.generated.ts";
+export const EMBEDDED_FILE = "src/sql/schema/migrations.generated.ts";
 
 /** The migrations drizzle-kit's journal lists, in its order: `{ idx: 0, tag: "0000_init" }` for drizzle/0000_init.sql. */
 export function journalOf(dir = MIGRATIONS_DIR): { idx: number; tag: string }[] {

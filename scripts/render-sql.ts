@@ -10,7 +10,7 @@ import * as v from "valibot";
 import { sql, type SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { createApp, migrate, parseDuration, runOnce, runWorker, setLimit, type Db } from "../src/index.js";
-import { claimCore } from "../src/sql/claim.js";
+import { claimCore } from "../src/sql/claim/claim.js";
 import { timestamp } from "../src/sql/time.js";
 import { resolveRetention } from "../src/core/retention.js";
 import { HistoryKeeper } from "../src/runtime/history.js";

@@ -3,15 +3,15 @@ import { DuplicateJob, InvalidInput, isUniqueKeyViolation, uniqueKeyOfViolation 
 import { JobIdSchema as JobId, LimitOptionsSchema, NameSchema, parseOrThrow } from "./core/validate.js";
 import { runWithTransitions, transitionOf, type Hooks } from "./app/hooks.js";
 import { queryJson, runAtomically, type Db } from "./db/query.js";
-import type { ChangedJob, MovedJob } from "./sql/changed-job.js";
-import { clearLimitSlotsStatement } from "./sql/clear-limit-slots.js";
-import { deleteLimitStatement } from "./sql/delete-limit.js";
-import { fillLimitSlotsStatement } from "./sql/fill-limit-slots.js";
-import { lockLimitTablesStatement } from "./sql/lock-limit-tables.js";
-import { requestCancelStatement } from "./sql/request-cancel.js";
-import { requeueStatement } from "./sql/requeue.js";
-import { setLimitStatement } from "./sql/set-limit.js";
-import { setQueuePausedStatement } from "./sql/set-queue-paused.js";
+import type { ChangedJob, MovedJob } from "./sql/control/changed-job.js";
+import { clearLimitSlotsStatement } from "./sql/limits/clear-limit-slots.js";
+import { deleteLimitStatement } from "./sql/limits/delete-limit.js";
+import { fillLimitSlotsStatement } from "./sql/limits/fill-limit-slots.js";
+import { lockLimitTablesStatement } from "./sql/limits/lock-limit-tables.js";
+import { requestCancelStatement } from "./sql/control/request-cancel.js";
+import { requeueStatement } from "./sql/control/requeue.js";
+import { setLimitStatement } from "./sql/limits/set-limit.js";
+import { setQueuePausedStatement } from "./sql/control/set-queue-paused.js";
 
 /** Whose transition hooks a control operation reports to: an `App` (or anything with its `hooks`). @example await requeue(db, id, app); */
 export interface HooksOwner { hooks: Hooks }

@@ -39,8 +39,8 @@ export { renderMetrics, PROMETHEUS_CONTENT_TYPE, METRICS_WINDOW } from "./ops/me
 export { pruneJobs, type PruneOptions } from "./ops/retention.js";
 export { DEFAULT_RETENTION, RETENTION_BATCH, WORKERS_RETENTION, type Retention, type RetentionOptions } from "./core/retention.js";
 export { listWorkers, type WorkerRow } from "./ops/workers.js";
-export { LIVE_WITHIN } from "./sql/worker-status.js";
-export type { WorkerKind } from "./sql/register-worker.js";
+export { LIVE_WITHIN } from "./sql/registry/worker-status.js";
+export type { WorkerKind } from "./sql/registry/register-worker.js";
 export { listJobs, getJob, type JobSummary, type JobDetail, type JobFilter, type JobLogLine } from "./ops/jobs.js";
 export { cancelJobs, requeueJobs, type BulkControlOptions } from "./ops/bulk.js";
 export { replayJob, replayJobs, type ReplayOptions, type ReplayJobsOptions } from "./ops/replay.js";
@@ -58,11 +58,11 @@ export {
 export { FIRST_SIGHT_GRACE_MS } from "./schedules/enqueue.js";
 export type { ScheduleTiming, ScheduleEntry, SchedulePolicy } from "./app/schedule.js";
 export { sendEvent, sendEventQuery, type SendEventOptions } from "./workflow/events.js";
-export type { SentEvent } from "./sql/send-event.js";
+export type { SentEvent } from "./sql/enqueue/send-event.js";
 export type { AppEventOptions, SentAppEvent } from "./app/events.js";
 export { type Step, type StepContext, type StepName, type StepOptions, type WaitForEventOptions, type ChildJob, type ChildJobsOptions } from "./app/step.js";
 export { type WorkflowOptions, type WorkflowHandler, DEFAULT_MIN_STEP_TIME } from "./app/workflow.js";
-export { type StoredStep } from "./sql/load-steps.js";
+export { type StoredStep } from "./sql/workflow/load-steps.js";
 export { type WorkflowStep } from "./app/read-steps.js";
 export { OutcomeNotStorable, StepFailed, StepMisuse, StepParked, StepTimeout, WorkflowNondeterminism, WorkflowVersionMissing } from "./workflow/errors.js";
 export { ChildJobFailed, DEFAULT_CHILD_POLL } from "./workflow/children.js";

@@ -2,11 +2,11 @@ import { AkadzeError } from "./core/errors.js";
 import { causeChain } from "./core/error-causes.js";
 import { query, queryJson, runAtomically, type Db } from "./db/query.js";
 import { markSchemaComplete, missingSchemaSentence } from "./db/schema-check.js";
-import { completeDrizzleKitSchemaStatements } from "./sql/complete-drizzle-kit-schema.js";
-import { findMissingSchemaObjectsStatement } from "./sql/find-missing-schema-objects.js";
-import { appliedMigrationsStatements } from "./sql/applied-migrations.js";
-import { applyMigrationStatements } from "./sql/apply-migration.js";
-import { MIGRATIONS } from "./sql/migrations.generated.js";
+import { completeDrizzleKitSchemaStatements } from "./sql/schema/complete-drizzle-kit-schema.js";
+import { findMissingSchemaObjectsStatement } from "./sql/schema/find-missing-schema-objects.js";
+import { appliedMigrationsStatements } from "./sql/schema/applied-migrations.js";
+import { applyMigrationStatements } from "./sql/schema/apply-migration.js";
+import { MIGRATIONS } from "./sql/schema/migrations.generated.js";
 
 /**
  * Applies akadze's migrations (embedded, so it works on edge runtimes without a file system). On a

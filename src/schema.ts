@@ -52,7 +52,7 @@ export const jobs = akadze.table("jobs", {
   /**
    * The fairness key (a tenant, a customer), set at enqueue: claims share their batch across the keys with due
    * jobs, so one key's backlog never makes another key wait behind it (docs/flow-control.md#fairness). A
-   * two-level key is stored as `tenant \x01 sub-key` (`storedFairKey` in sql/fair.ts).
+   * two-level key is stored as `tenant \x01 sub-key` (`storedFairKey` in sql/claim/fair.ts).
    */
   fairKey: text("fair_key"),
   /**

@@ -5,7 +5,7 @@ import * as v from "valibot";
 import { createApp, runOnce, type App } from "../src/index.js";
 import { sql } from "drizzle-orm";
 import { query, queryJson, type Db } from "../src/db/query.js";
-import { claimCore, claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimParams } from "../src/sql/claim.js";
+import { claimCore, claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimParams } from "../src/sql/claim/claim.js";
 import { timestamp } from "../src/sql/time.js";
 import { resolveRetention } from "../src/core/retention.js";
 import { HistoryKeeper } from "../src/runtime/history.js";

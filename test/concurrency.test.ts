@@ -7,7 +7,7 @@ import * as v from "valibot";
 import { createApp, migrate, runOnce, type Db } from "../src/index.js";
 import { ADMIN_URL, createTestDatabase, urlFor } from "./support/postgres.js";
 import { queryJson } from "../src/db/query.js";
-import { MIGRATIONS } from "../src/sql/migrations.generated.js";
+import { MIGRATIONS } from "../src/sql/schema/migrations.generated.js";
 import { startNeonEndpoint } from "../src/dev/neon-endpoint.js";
 import { configureNeonForEndpoint, neonHttpDb } from "./support/neon.js";
 

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
-/** The folder (or top-level module) of src/ a file belongs to: `src/sql/claim.ts` -> `sql`, `src/index.ts` -> `index`. */
+/** The folder (or top-level module) of src/ a file belongs to: `src/sql/claim/claim.ts` -> `sql`, `src/index.ts` -> `index`. */
 function areaOf(path: string): string {
   const parts = relative("src", path).split("/");
   return parts.length > 1 ? parts[0] : parts[0].replace(/\.(js|ts|tsx)$/, "");
@@ -143,7 +143,7 @@ describe("imports between src/ folders", () => {
 
   it("finds the imports it checks", () => {
     expect(imports.length).toBeGreaterThan(300);
-    expect(imports.some(([from, to]) => from === "src/sql/claim.ts" && to === "src/sql/fair.js")).toBe(true);
+    expect(imports.some(([from, to]) => from === "src/sql/claim/claim.ts" && to === "src/sql/claim/fair.js")).toBe(true);
   });
 
   it("never leave src/: no import of functions/, the tests, the benchmark or the scripts", () => {
@@ -193,7 +193,7 @@ describe("imports without circles", () => {
     expect(cyclesOf(graphOf([["a", "b"], ["b", "c"], ["c", "a"], ["b", "a"], ["c", "d"]]))).toEqual([["a", "b", "a"], ["a", "b", "c", "a"]]);
     expect(circlesOf(graphOf([["x", "y"], ["y", "x"], ["y", "z"], ["z", "w"], ["w", "z"], ["w", "v"]]))).toEqual([["w", "z"], ["x", "y"]]);
     expect(loopThrough(graphOf([["x", "y"], ["y", "z"], ["z", "x"], ["y", "x"]]), "x", new Set(["x", "y", "z"]))).toEqual(["x", "y", "x"]);
-    expect(fileGraph.get("src/sql/claim.ts")).toContain("src/sql/fair.ts");
+    expect(fileGraph.get("src/sql/claim/claim.ts")).toContain("src/sql/claim/fair.ts");
   });
 
   it("have no folder cycle: the folders are layers", () => {

@@ -1,5 +1,5 @@
 // The README's Layout table is the map of the tree (issue 15): every folder of src/ has a row, every file a
-// row names exists where the row says, and every statement file of src/sql is named in its row.
+// row names exists where the row says, and every statement file of src/sql is named in its row, under its family's folder.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,10 +39,21 @@ describe("the README's Layout table", () => {
     }
   });
 
-  it("names every statement file of src/sql, and nothing that is not one", () => {
+  it("names every statement file of src/sql under its family's folder, and nothing that is not one", () => {
     const text = rows.find((r) => r.folder === "src/sql")!.text;
-    const files = readdirSync(join(ROOT, "src/sql")).filter((f) => f.endsWith(".ts") && f !== "migrations.generated.ts").map((f) => f.slice(0, -3));
-    for (const file of files) expect(text, `src/sql/${file}.ts is not in the Layout table`).toContain(`\`${file}\``);
-    for (const [, name] of text.matchAll(/`([a-z][\w-]*)`/g)) expect(files, `\`${name}\` is in the src/sql row but not in src/sql`).toContain(name);
+    // The row reads "`src/sql/claim` (... `claim`, `fair` ...), `src/sql/settle` (...)": each family's part runs to the next.
+    const parts = text.split(/`src\/sql\/([\w-]+)`/);
+    const named = new Map<string, string>(); // statement file -> family the row names it under ("" before any family)
+    for (let i = 0; i < parts.length; i += 2) {
+      for (const [, name] of parts[i].matchAll(/`([a-z][\w-]*)`/g)) named.set(name, i === 0 ? "" : parts[i - 1]);
+    }
+    const files = readdirSync(join(ROOT, "src/sql"), { recursive: true, encoding: "utf8" })
+      .filter((f) => f.endsWith(".ts") && !f.endsWith("migrations.generated.ts")).map((f) => f.slice(0, -3));
+    for (const file of files) {
+      const [family, name] = file.includes("/") ? file.split("/") : ["", file];
+      expect(named.get(name), `src/sql/${file}.ts is not named under its family in the Layout table`).toBe(family);
+    }
+    const names = files.map((f) => f.split("/").pop());
+    for (const name of named.keys()) expect(names, `\`${name}\` is in the src/sql row but not in src/sql`).toContain(name);
   });
 });

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { queryJson } from "../src/db/query.js";
-import { heartbeatStatement } from "../src/sql/heartbeat.js";
-import { settleStatement, type Outcome } from "../src/sql/settle.js";
+import { heartbeatStatement } from "../src/sql/claim/heartbeat.js";
+import { settleStatement, type Outcome } from "../src/sql/settle/settle.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";
 import { seededRandom } from "./fixtures/fault-tasks.js";
 

@@ -6,7 +6,7 @@ import { escapeLabelValue, renderMetrics } from "../src/ops/metrics.js";
 import { listQueues } from "../src/ops/queues.js";
 import { query } from "../src/db/query.js";
 import { sql } from "drizzle-orm";
-import { HISTORY_COUNT_ROWS, historyCounts } from "../src/sql/history-counts.js";
+import { HISTORY_COUNT_ROWS, historyCounts } from "../src/sql/history/history-counts.js";
 import { ManualClock } from "./support/clock.js";
 import { forEachDriver } from "./support/drivers.js";
 import { openTestDatabase, type TestDatabase } from "./support/database.js";

@@ -1,4 +1,4 @@
-// What `migrate(db)` applies is src/sql/migrations.generated.ts, embedded from drizzle/ by scripts/embed-migrations.ts
+// What `migrate(db)` applies is src/sql/schema/migrations.generated.ts, embedded from drizzle/ by scripts/embed-migrations.ts
 // (edge runtimes have no file system). This renders it again and fails when the committed file drifted from drizzle/:
 // a migration's SQL edited, added or dropped without `npm run generate` (or `npx tsx scripts/embed-migrations.ts`).
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -3,7 +3,7 @@ import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { queryJson } from "../src/db/query.js";
-import { claimJobsStatement, type ClaimAnswer } from "../src/sql/claim.js";
+import { claimJobsStatement, type ClaimAnswer } from "../src/sql/claim/claim.js";
 import { timestamp } from "../src/sql/time.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";

@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { expect, it } from "vitest";
 import { renderStatements, RENDERED_DIR } from "../scripts/render-sql.js";
-import { CTE } from "../src/sql/cte-names.js";
+import { CTE } from "../src/sql/claim/cte-names.js";
 
 it("docs/sql holds the claim and settle statements exactly as the runtime sends them (npm run render-sql renews it)", async () => {
   const rendered = await renderStatements();
@@ -17,8 +17,8 @@ it("docs/sql holds the claim and settle statements exactly as the runtime sends 
 it("a CTE one fragment defines and another file reads is named only through cte-names.ts, and each rendered statement that reads one defines it", async () => {
   const rendered = await renderStatements();
   const dir = "src/sql";
-  for (const file of readdirSync(dir)) {
-    if (!file.endsWith(".ts") || file === "cte-names.ts" || file === "migrations.generated.ts") continue;
+  for (const file of readdirSync(dir, { recursive: true, encoding: "utf8" })) {
+    if (!file.endsWith(".ts") || file.endsWith("cte-names.ts") || file.endsWith("migrations.generated.ts")) continue;
     const text = readFileSync(`${dir}/${file}`, "utf8");
     // Inside SQL, a shared name written out ("from claimed", "claimed as (") instead of ${cte("claimed")}.
     for (const name of Object.values(CTE)) {

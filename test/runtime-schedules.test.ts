@@ -9,8 +9,8 @@ import {
 } from "../src/index.js";
 import { queryJson } from "../src/db/query.js";
 import { ScheduleSlots } from "../src/schedules/enqueue.js";
-import type { SlotReport } from "../src/sql/enqueue-due-slots.js";
-import type { StoredDefinition } from "../src/sql/due-runtime-schedules.js";
+import type { SlotReport } from "../src/sql/schedules/enqueue-due-slots.js";
+import type { StoredDefinition } from "../src/sql/schedules/due-runtime-schedules.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";

@@ -5,7 +5,7 @@ import { sql } from "drizzle-orm";
 import { createApp, InvalidInput, listSchedules, runOnce, type App } from "../src/index.js";
 import { queryJson } from "../src/db/query.js";
 import { ScheduleSlots } from "../src/schedules/enqueue.js";
-import type { SlotReport } from "../src/sql/enqueue-due-slots.js";
+import type { SlotReport } from "../src/sql/schedules/enqueue-due-slots.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";

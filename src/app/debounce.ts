@@ -3,7 +3,7 @@ import { tryParseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
 import { assertStorableJson, describeIssues, inTimestampRange, MAX_NAME_LENGTH, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
-import { enqueueDebouncedStatement } from "../sql/enqueue-debounced.js";
+import { enqueueDebouncedStatement } from "../sql/enqueue/enqueue-debounced.js";
 import type { ArgsSchema, JobContext, TaskDefinition, TaskOptions } from "./task.js";
 import type { Tracing } from "../core/tracing.js";
 

@@ -2,7 +2,7 @@ import { InvalidInput } from "../core/errors.js";
 import { jsonProblem } from "../core/json.js";
 import { inTimestampRange, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
-import { sendEventStatement, type SentEvent } from "../sql/send-event.js";
+import { sendEventStatement, type SentEvent } from "../sql/enqueue/send-event.js";
 import { timestamp } from "../sql/time.js";
 import type { TaskDefinition } from "./task.js";
 

@@ -3,7 +3,7 @@ import { boundedEntry, errorEntryOf } from "../core/error-entry.js";
 import type { JobState } from "../core/states.js";
 import type { Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
-import { recordHookFailuresStatement } from "../sql/record-hook-failures.js";
+import { recordHookFailuresStatement } from "../sql/settle/record-hook-failures.js";
 import { readSteps, type WorkflowStep } from "./read-steps.js";
 import type { JobContext } from "./task.js";
 

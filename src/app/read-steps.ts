@@ -1,6 +1,6 @@
 import { iso } from "../core/time-text.js";
 import { queryJson, type Db } from "../db/query.js";
-import { loadStepsStatement, type StoredStep } from "../sql/load-steps.js";
+import { loadStepsStatement, type StoredStep } from "../sql/workflow/load-steps.js";
 
 /**
  * A step as readers show it (`getJob`'s `steps`, `jobs show --json`, `Transition.steps()` in hooks): the stored

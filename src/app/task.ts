@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { is, SQL, sql } from "drizzle-orm";
 import { DuplicateJob, InvalidInput, isUniqueKeyViolation } from "../core/errors.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
-import { insertJobsStatement, type JobBatch } from "../sql/enqueue.js";
+import { insertJobsStatement, type JobBatch } from "../sql/enqueue/enqueue.js";
 import { storedFairKey } from "../core/fair-key.js";
 import type { TraceCarrier, Tracing } from "../core/tracing.js";
 import { assertStorableJson, describeIssues, inTimestampRange, parseEnqueueOptions, parseOrThrow, type EnqueueOptions } from "../core/validate.js";

@@ -1,7 +1,7 @@
 /**
  * Two-level fairness keys (docs/flow-control.md#fairness): a tenant and, optionally, a sub-key within it, stored
  * in one text column as `tenant \x01 sub-key`, so a tenant's keys are one range of a byte-ordered index
- * (`\x02` sorts right after the separator and ends it; sql/fair.ts walks it).
+ * (`\x02` sorts right after the separator and ends it; sql/claim/fair.ts walks it).
  */
 
 /** What separates a tenant from its sub-key in the stored key; `\x02` sorts right after it and ends a tenant's range. */

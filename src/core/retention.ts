@@ -1,6 +1,6 @@
 // What invocations prune beside their claims, and for how long rows stay: the options, their defaults and the
-// plan they resolve to, with the history's partition width (no I/O; the statements are in sql/retention.ts,
-// sql/maintain-history.ts and sql/prune-jobs.ts).
+// plan they resolve to, with the history's partition width (no I/O; the statements are in sql/history/retention.ts,
+// sql/history/maintain-history.ts and sql/history/prune-jobs.ts).
 import { parseDuration, type Duration } from "./duration.js";
 import type { FinishedState } from "./states.js";
 import { parseOrThrow, RetentionSchema } from "./validate.js";

@@ -138,7 +138,7 @@ export interface EnqueueOptions {
   fairSubKey?: string;
 }
 
-/** A fairness key or sub-key (enqueue options, `setFairWeight`): a name that cannot hold the characters that separate the two (sql/fair.ts). */
+/** A fairness key or sub-key (enqueue options, `setFairWeight`): a name that cannot hold the characters that separate the two (sql/claim/fair.ts). */
 export const FairNameSchema = v.pipe(NameSchema, v.check((s) => fairKeyProblem(s) === null, (issue) => fairKeyProblem(issue.input as string)!));
 
 const EnqueueOptionsSchema = v.pipe(

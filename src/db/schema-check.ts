@@ -2,7 +2,7 @@
 // claimed: a schema akadze cannot work with (drizzle-kit made the tables but not akadze.raise_error(), so
 // every completeBatch fails after its job's side effect) is refused with a sentence naming the fix.
 import { AkadzeError } from "../core/errors.js";
-import { findMissingSchemaObjectsStatement, REQUIRED_SCHEMA_OBJECTS } from "../sql/find-missing-schema-objects.js";
+import { findMissingSchemaObjectsStatement, REQUIRED_SCHEMA_OBJECTS } from "../sql/schema/find-missing-schema-objects.js";
 import { MIGRATE_HINT, queryJson, type Db } from "./query.js";
 
 /** What drizzle-kit leaves out, and how to add it. */

@@ -1,7 +1,7 @@
 // `akadze dev --demo` (`npm start`): send the application's sample requests, show job counts by
 // state live while the cron ticks and nudges run them, and stop with a summary once all are terminal.
-import { countJobsByTaskStatement } from "../sql/count-jobs-by-task.js";
-import { readRunOutcomeStatement, type RunOutcome } from "../sql/read-run-outcome.js";
+import { countJobsByTaskStatement } from "../sql/reads/count-jobs-by-task.js";
+import { readRunOutcomeStatement, type RunOutcome } from "../sql/reads/read-run-outcome.js";
 import Table from "cli-table3";
 import { JOB_STATES, type JobState } from "../core/states.js";
 import { queryJson, type Db } from "../db/query.js";

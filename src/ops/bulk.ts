@@ -2,9 +2,9 @@ import type { App } from "../app/app.js";
 import { runWithTransitions, transitionOf } from "../app/hooks.js";
 import { DuplicateJob, isUniqueKeyViolation, uniqueKeyOfViolation } from "../core/errors.js";
 import { queryJson, type Db } from "../db/query.js";
-import { cancelJobsStatement } from "../sql/cancel-jobs.js";
-import type { MovedJob } from "../sql/changed-job.js";
-import { requeueJobsStatement } from "../sql/requeue-jobs.js";
+import { cancelJobsStatement } from "../sql/control/cancel-jobs.js";
+import type { MovedJob } from "../sql/control/changed-job.js";
+import { requeueJobsStatement } from "../sql/control/requeue-jobs.js";
 import { timestamp } from "../sql/time.js";
 import { parseSelection, type BulkOptions, type JobSelection } from "./job-selection.js";
 

@@ -1,5 +1,5 @@
 import { query, queryJson, type Db } from "../db/query.js";
-import { sessionSignedOutStatement, signOutSessionStatement } from "../sql/sign-out-session.js";
+import { sessionSignedOutStatement, signOutSessionStatement } from "../sql/control/sign-out-session.js";
 
 /**
  * Signs a dashboard session out for good: its cookie, wherever a copy of it is, no longer signs anyone in.

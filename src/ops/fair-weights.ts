@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { queryJson, type Db } from "../db/query.js";
 import { FairNameSchema, parseOrThrow } from "../core/validate.js";
-import { listFairWeightsStatement, setFairWeightStatement } from "../sql/fair-weights.js";
+import { listFairWeightsStatement, setFairWeightStatement } from "../sql/limits/fair-weights.js";
 
 /** A tenant's weight in fair claims. */
 export interface FairWeight {

@@ -1,5 +1,5 @@
 import { queryJson, type Db } from "../db/query.js";
-import { readJobProgressStatement } from "../sql/read-job-progress.js";
+import { readJobProgressStatement } from "../sql/reads/read-job-progress.js";
 import type { JobState } from "../core/states.js";
 import { iso } from "../core/time-text.js";
 

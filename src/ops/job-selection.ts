@@ -4,7 +4,7 @@ import { InvalidInput } from "../core/errors.js";
 import { jsonProblem } from "../core/json.js";
 import { JOB_STATES, type JobState } from "../core/states.js";
 import { CountSchema, MAX_SPAN_MS, NameSchema, parseOrThrow } from "../core/validate.js";
-import type { JobSelectionSql } from "../sql/job-selection.js";
+import type { JobSelectionSql } from "../sql/reads/job-selection.js";
 import { msBefore } from "../sql/time.js";
 
 /** The most jobs one bulk call selects (and its default): a bigger cleanup is several calls, none holding locks on the world. */

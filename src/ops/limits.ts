@@ -1,5 +1,5 @@
 import { queryJson, type Db } from "../db/query.js";
-import { listLimitsStatement } from "../sql/list-limits.js";
+import { listLimitsStatement } from "../sql/limits/list-limits.js";
 import { timestamp } from "../sql/time.js";
 
 /** A limit with its current use. */

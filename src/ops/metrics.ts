@@ -3,8 +3,8 @@ import { parseDuration, type Duration } from "../core/duration.js";
 import { TRANSITION_HOOK_FAILED } from "../core/errors.js";
 import { DurationRangeSchema, MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
-import { readMetricsStatement, type MetricsSnapshot } from "../sql/read-metrics.js";
-import { HISTORY_COUNT_ROWS } from "../sql/history-counts.js";
+import { readMetricsStatement, type MetricsSnapshot } from "../sql/reads/read-metrics.js";
+import { HISTORY_COUNT_ROWS } from "../sql/history/history-counts.js";
 import { msBefore, timestamp } from "../sql/time.js";
 import type { Misfits } from "./misfits.js";
 

@@ -2,9 +2,9 @@
 // consumer on different versions), or a limitKey no `setLimit` ever configured (it runs unlimited).
 // One statement; the worker and `akadze dev` warn with it, the CLI lists it, the metrics count it.
 import { queryJson, type Db } from "../db/query.js";
-import { findMisfitsStatement, type Misfits } from "../sql/find-misfits.js";
+import { findMisfitsStatement, type Misfits } from "../sql/reads/find-misfits.js";
 
-export type { Misfits, UnknownTaskRow, UnlimitedKeyRow } from "../sql/find-misfits.js";
+export type { Misfits, UnknownTaskRow, UnlimitedKeyRow } from "../sql/reads/find-misfits.js";
 
 
 /**

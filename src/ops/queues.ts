@@ -1,5 +1,5 @@
 import { queryJson, type Db } from "../db/query.js";
-import { listQueuesStatement } from "../sql/list-queues.js";
+import { listQueuesStatement } from "../sql/reads/list-queues.js";
 import { timestamp } from "../sql/time.js";
 
 /** One queue as `queues list` shows it: every queue that has jobs or was ever paused. */

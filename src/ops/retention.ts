@@ -4,7 +4,7 @@ import { DEFAULT_RETENTION, PRUNED_BY_DEFAULT, RETENTION_BATCH } from "../core/r
 import { FINISHED_STATES, type FinishedState } from "../core/states.js";
 import { MAX_SPAN_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
-import { pruneJobsStatement } from "../sql/prune-jobs.js";
+import { pruneJobsStatement } from "../sql/history/prune-jobs.js";
 import { msBefore } from "../sql/time.js";
 
 /** Which finished jobs `pruneJobs` deletes. */

@@ -6,10 +6,10 @@ import { RuntimeScheduleSchema, ScheduleChangeSchema } from "../core/schedule-in
 import { queryJson, type Db } from "../db/query.js";
 import type { Duration } from "../core/duration.js";
 import { defineSchedule, policyOf, storedSchedule, type Schedule, type ScheduleEntry, type SchedulePolicy } from "../app/schedule.js";
-import { deleteScheduleStatement } from "../sql/delete-schedule.js";
-import type { StoredSchedule } from "../sql/list-schedules.js";
-import { readScheduleStatement } from "../sql/read-schedule.js";
-import { insertScheduleStatement, updateScheduleStatement, type ScheduleRow } from "../sql/save-schedule.js";
+import { deleteScheduleStatement } from "../sql/schedules/delete-schedule.js";
+import type { StoredSchedule } from "../sql/schedules/list-schedules.js";
+import { readScheduleStatement } from "../sql/schedules/read-schedule.js";
+import { insertScheduleStatement, updateScheduleStatement, type ScheduleRow } from "../sql/schedules/save-schedule.js";
 import { timestamp } from "../sql/time.js";
 
 /**

@@ -3,7 +3,7 @@ import type { App } from "../app/app.js";
 import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
 import { policyOf, storedSchedule, type SchedulePolicy } from "../app/schedule.js";
-import { listSchedulesStatement, type StoredSchedule } from "../sql/list-schedules.js";
+import { listSchedulesStatement, type StoredSchedule } from "../sql/schedules/list-schedules.js";
 
 /** A schedule as `schedules list` shows it. @example const stale = (await listSchedules(db, { app })).filter((s: ScheduleInfo) => s.defined === false); */
 export interface ScheduleInfo extends Required<SchedulePolicy> {

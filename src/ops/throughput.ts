@@ -1,7 +1,7 @@
 import { parseDuration, type Duration } from "../core/duration.js";
 import { InvalidInput } from "../core/errors.js";
 import { queryJson, type Db } from "../db/query.js";
-import { readThroughputStatement } from "../sql/read-throughput.js";
+import { readThroughputStatement } from "../sql/reads/read-throughput.js";
 
 /** The dashboard's chart shows this window... */
 export const THROUGHPUT_WINDOW = "1h";

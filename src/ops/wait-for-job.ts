@@ -5,7 +5,7 @@ import { AkadzeError, InvalidInput } from "../core/errors.js";
 import { FINISHED_STATES, type JobState } from "../core/states.js";
 import { DurationRangeSchema, JobIdSchema, MAX_TIMER_MS, parseOrThrow } from "../core/validate.js";
 import { queryJson, type Db } from "../db/query.js";
-import { jobStateStatement } from "../sql/job-state.js";
+import { jobStateStatement } from "../sql/reads/job-state.js";
 import { getJob, type JobDetail } from "./jobs.js";
 
 /** How often `waitForJob` looks at the job unless told otherwise. */

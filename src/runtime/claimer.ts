@@ -4,7 +4,7 @@ import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
 import { type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
-import { claimCore, claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimParams, type ClaimResult } from "../sql/claim.js";
+import { claimCore, claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimParams, type ClaimResult } from "../sql/claim/claim.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
 import { CLAIM_MARGIN_MS } from "./run-options.js";

@@ -1,6 +1,6 @@
 import { queryJsonWithin, requestTimeoutMs } from "./timed-query.js";
-import type { ClaimedJob } from "../sql/claim.js";
-import type { StartResult } from "../sql/start.js";
+import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { StartResult } from "../sql/claim/start.js";
 import { Claimer, longestTimeoutMs, type Claim } from "./claimer.js";
 import { Heartbeat, judgeBeat } from "./heartbeat.js";
 import { JobRuns } from "./job-runs.js";

@@ -2,7 +2,7 @@ import { queryJsonWithin } from "./timed-query.js";
 import type { SQL } from "drizzle-orm";
 import { Cancel, LeaseLost } from "../core/errors.js";
 import { queryJsonPrepared, type Db } from "../db/query.js";
-import { heartbeatStatement, type HeldJob } from "../sql/heartbeat.js";
+import { heartbeatStatement, type HeldJob } from "../sql/claim/heartbeat.js";
 import type { JobAbort } from "./signal.js";
 
 /**

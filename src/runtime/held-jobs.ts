@@ -1,6 +1,6 @@
-import type { ClaimedJob } from "../sql/claim.js";
-import type { StartResult } from "../sql/start.js";
-import type { Outcome } from "../sql/settle.js";
+import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { StartResult } from "../sql/claim/start.js";
+import type { Outcome } from "../sql/settle/settle.js";
 import { isHeld, isQueued, nextLife, type JobLife, type LifeEvent, type LifeState } from "./job-life.js";
 import { JobAbort } from "./signal.js";
 

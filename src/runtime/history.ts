@@ -2,7 +2,7 @@ import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { historyPartitioning, type HistoryPartitioning, type RetentionPlan } from "../core/retention.js";
 import { queryJson, type Db } from "../db/query.js";
-import { historyDue, maintainHistoryStatement, type HistoryMaintenance } from "../sql/maintain-history.js";
+import { historyDue, maintainHistoryStatement, type HistoryMaintenance } from "../sql/history/maintain-history.js";
 import type { ClaimRider, Ride } from "./rider.js";
 import { memoryOf } from "./process-memory.js";
 

@@ -1,5 +1,5 @@
-import type { ClaimedJob } from "../sql/claim.js";
-import type { Outcome } from "../sql/settle.js";
+import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { Outcome } from "../sql/settle/settle.js";
 import type { JobAbort } from "./signal.js";
 
 /**

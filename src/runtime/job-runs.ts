@@ -1,6 +1,6 @@
 import { LeaseLost } from "../core/errors.js";
-import type { ClaimedJob } from "../sql/claim.js";
-import type { Outcome } from "../sql/settle.js";
+import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { Outcome } from "../sql/settle/settle.js";
 import type { BudgetClock } from "./budget-clock.js";
 import type { EngineOptions } from "./engine-options.js";
 import { runJob } from "./execute.js";

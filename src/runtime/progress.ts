@@ -4,7 +4,7 @@ import type { SQL } from "drizzle-orm";
 import { InvalidInput } from "../core/errors.js";
 import { cleanText, jsonProblem } from "../core/json.js";
 import type { Db } from "../db/query.js";
-import { MAX_LOG_BYTES, MAX_LOG_LINES, writeProgressStatement, type ProgressWrite } from "../sql/write-progress.js";
+import { MAX_LOG_BYTES, MAX_LOG_LINES, writeProgressStatement, type ProgressWrite } from "../sql/settle/write-progress.js";
 
 /** The largest progress value, as JSON text in UTF-8: progress is a small status for a page, not a result. */
 export const MAX_PROGRESS_BYTES = 16_384;

@@ -1,4 +1,4 @@
-// What rides on a claim. The core claim (sql/claim.ts) picks due jobs and leases them; everything else an
+// What rides on a claim. The core claim (sql/claim/claim.ts) picks due jobs and leases them; everything else an
 // engine does in the same round trip is a rider, listed here in the order its CTEs are written:
 //
 // | rider      | rides on                               | before the core / after it             | reports        | with the answer                     |
@@ -17,11 +17,11 @@
 import type { App } from "../app/app.js";
 import type { RetentionPlan } from "../core/retention.js";
 import { query, type Db } from "../db/query.js";
-import { analyzeJobsStatement, statisticsStale, vacuumDue, vacuumJobsStatement } from "../sql/analyze.js";
-import { backlogRide } from "../sql/backlog.js";
-import { recoveryRide } from "../sql/recover.js";
-import { invocationSeenCte } from "../sql/register-worker.js";
-import { retentionCtes } from "../sql/retention.js";
+import { analyzeJobsStatement, statisticsStale, vacuumDue, vacuumJobsStatement } from "../sql/claim/analyze.js";
+import { backlogRide } from "../sql/claim/backlog.js";
+import { recoveryRide } from "../sql/claim/recover.js";
+import { invocationSeenCte } from "../sql/registry/register-worker.js";
+import { retentionCtes } from "../sql/history/retention.js";
 import { ScheduleSlots } from "../schedules/enqueue.js";
 import type { ClaimRider, Ride, RideContext } from "./rider.js";
 import { memoryOf } from "./process-memory.js";

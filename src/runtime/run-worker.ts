@@ -3,7 +3,7 @@ import { parseDuration, type Duration } from "../core/duration.js";
 import { parseOrThrow, WorkerOptionsSchema } from "../core/validate.js";
 import type { App } from "../app/app.js";
 import { driverName, queryJson, type Db } from "../db/query.js";
-import { WORKER_SEEN_INTERVAL, workerStatements } from "../sql/report-worker.js";
+import { WORKER_SEEN_INTERVAL, workerStatements } from "../sql/registry/report-worker.js";
 import { resolveRetention, type Retention } from "../core/retention.js";
 import { claimRiders } from "./riders.js";
 import { timestamp } from "../sql/time.js";

@@ -1,5 +1,5 @@
 import { cleanJson, MAX_RESULT_BYTES } from "../core/json.js";
-import type { Outcome } from "../sql/settle.js";
+import type { Outcome } from "../sql/settle/settle.js";
 import { boundedEntry, noteEntry } from "../core/error-entry.js";
 import { MAX_SPAN_MS } from "../core/validate.js";
 

@@ -1,6 +1,6 @@
-import type { ClaimResult } from "../sql/claim.js";
+import type { ClaimResult } from "../sql/claim/claim.js";
 import type { SQL } from "drizzle-orm";
-import type { CompletedJob } from "../sql/settle.js";
+import type { CompletedJob } from "../sql/settle/settle.js";
 import type { RunSummary } from "./run-options.js";
 
 /** A summary with nothing done yet. */

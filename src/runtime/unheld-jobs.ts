@@ -1,5 +1,5 @@
 import type { Db } from "../db/query.js";
-import { releaseUnheldStatement } from "../sql/release-unheld.js";
+import { releaseUnheldStatement } from "../sql/claim/release-unheld.js";
 import { answered } from "./settler.js";
 import { queryJsonWithin } from "./timed-query.js";
 

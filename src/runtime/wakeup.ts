@@ -1,6 +1,6 @@
 import type { Db } from "../db/query.js";
 import { clientOf, traitsOf } from "../db/traits.js";
-import { JOBS_CHANNEL } from "../sql/enqueue.js";
+import { JOBS_CHANNEL } from "../sql/enqueue/enqueue.js";
 import { Wakeup } from "./signal.js";
 import { AkadzeError } from "../core/errors.js";
 

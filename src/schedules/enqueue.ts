@@ -1,7 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
-import { enqueueDueSlotsCtes, slotReport, type SlotOffer, type SlotReport } from "../sql/enqueue-due-slots.js";
-import { dueRuntimeSchedulesCte, runtimeDueReport, type StoredDefinition } from "../sql/due-runtime-schedules.js";
+import { enqueueDueSlotsCtes, slotReport, type SlotOffer, type SlotReport } from "../sql/schedules/enqueue-due-slots.js";
+import { dueRuntimeSchedulesCte, runtimeDueReport, type StoredDefinition } from "../sql/schedules/due-runtime-schedules.js";
 import { LearnedSchedules, type Offerable } from "./learned.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { App } from "../app/app.js";
-import type { StoredDefinition } from "../sql/due-runtime-schedules.js";
+import type { StoredDefinition } from "../sql/schedules/due-runtime-schedules.js";
 import { storedSchedule, type Schedule } from "../app/schedule.js";
 
 /** A schedule as a process offers it: defined in code (revision null) or learned from its row (its revision). */

@@ -3,7 +3,7 @@ import type { Db } from "../db/query.js";
 import { queryJson } from "../db/query.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { migrate } from "../migrate.js";
-import { readDatabaseClockStatement } from "../sql/read-database-clock.js";
+import { readDatabaseClockStatement } from "../sql/reads/read-database-clock.js";
 
 /** A test's database and how to let go of it. */
 export interface TestDatabase {

@@ -2,7 +2,7 @@
 import { AkadzeError } from "../core/errors.js";
 import { queryJson, type Db } from "../db/query.js";
 import type { JobProblem, RunSummary } from "../runtime/run-options.js";
-import { jobsSinceStatement } from "../sql/jobs-since.js";
+import { jobsSinceStatement } from "../sql/reads/jobs-since.js";
 import { timestamp } from "../sql/time.js";
 
 /** The runs a drain makes at most unless told: enough for thousands of jobs, few enough that a loop ends in seconds. @example await t.drain({ maxRuns: DEFAULT_MAX_RUNS * 10 }) */

@@ -2,7 +2,7 @@ import { jsonProblem } from "../core/json.js";
 import { InvalidInput } from "../core/errors.js";
 import { inTimestampRange, NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson, type BatchItem, type Db } from "../db/query.js";
-import { sendEventStatement, type SentEvent } from "../sql/send-event.js";
+import { sendEventStatement, type SentEvent } from "../sql/enqueue/send-event.js";
 import { timestamp } from "../sql/time.js";
 
 /** Options of `sendEvent`. @example await sendEvent(db, "order.shipped", { orderId: 7 }, { now: clock() }); */

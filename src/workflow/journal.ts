@@ -1,4 +1,4 @@
-import type { StoredStep } from "../sql/load-steps.js";
+import type { StoredStep } from "../sql/workflow/load-steps.js";
 
 /**
  * What a run's earlier runs stored, as the run loaded it: the steps by name and by position, the `patched`

@@ -5,7 +5,7 @@ import { InvalidInput } from "../core/errors.js";
 import { jsonProblem } from "../core/json.js";
 import { NameSchema, parseOrThrow } from "../core/validate.js";
 import { queryJson } from "../db/query.js";
-import { timeOutWaitStatement } from "../sql/time-out-wait.js";
+import { timeOutWaitStatement } from "../sql/workflow/time-out-wait.js";
 import { timestamp } from "../sql/time.js";
 import type { StepName, WaitForEventOptions } from "../app/step.js";
 import type { WorkflowRun } from "./workflow-run.js";

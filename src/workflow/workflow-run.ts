@@ -3,8 +3,8 @@
 import type { SQL } from "drizzle-orm";
 import type { RunTrace } from "../core/tracing.js";
 import type { Db } from "../db/query.js";
-import type { StoredStep } from "../sql/load-steps.js";
-import type { StepWrite } from "../sql/save-step.js";
+import type { StoredStep } from "../sql/workflow/load-steps.js";
+import type { StepWrite } from "../sql/workflow/save-step.js";
 import type { StepName } from "../app/step.js";
 import type { StepParked } from "./errors.js";
 import type { Journal } from "./journal.js";

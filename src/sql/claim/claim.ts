@@ -1,0 +1,297 @@
+import { sql, type SQL } from "drizzle-orm";
+import { tokenFree } from "./start.js";
+import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
+import { archiveCtes } from "../history/archive.js";
+import { msInterval, mustStop } from "../time.js";
+import type { SlotReport } from "../schedules/enqueue-due-slots.js";
+import type { StoredDefinition } from "../schedules/due-runtime-schedules.js";
+import { movedJobsJson, type MovedJob } from "../control/changed-job.js";
+import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, fairSubKeysSeen } from "./fair.js";
+import { cte } from "./cte-names.js";
+import type { ClaimCore, RideSql } from "./ride.js";
+
+export type { ClaimCore, RideSql } from "./ride.js";
+import type { TraceCarrier } from "../../core/tracing.js";
+
+
+export interface ClaimParams {
+  owner: string;
+  /** The statement's clock (`timestamp(...)`). */
+  now: SQL;
+  leaseMs: number;
+  batchSize: number;
+  /** Task names this app can run (and that fit the budget); other jobs are left for others. */
+  tasks: string[];
+  /** Queues to claim from; `null` claims from every queue. */
+  queues: string[] | null;
+  /**
+   * The first this-many claimed jobs (in claim order, no limit applying) are handed to slots at once:
+   * marked started in this statement. The rest wait in the invocation's local queue until a later statement
+   * starts them, so a crash charges only what may have run.
+   */
+  startCount: number;
+  /**
+   * Also take jobs whose limit key has a limit, each key offering at most what it has room for. Their slot
+   * and token are taken when they start (see start.ts). `false` skips the limit CTEs: the claim then takes
+   * only jobs no limit applies to (cheap, and safe: a limited job is never taken by it).
+   */
+  limits: boolean;
+  /**
+   * Share the batch across fairness keys (`fair.ts`): each key with due jobs gets its turn. `false` claims in
+   * plain order (fair jobs too: fairness orders a claim, it never keeps a job from one).
+   */
+  fair?: boolean;
+  /**
+   * With `fair`: walk each tenant's sub-keys too (`fair.ts`). Off, a tenant offers its first key's jobs; the claim
+   * reports whether it met a tenant with sub-keys (`fairSubKeys`), so a process walks them once it has seen one.
+   */
+  fairSubKeys?: boolean;
+  /**
+   * The most bytes of args one claim may return (over neon-http, whose responses are capped), or null.
+   * Jobs past it wait for the next claim; a job whose args alone exceed it fails with a sentence naming the cap.
+   */
+  maxBytes?: number | null;
+  /** The app traces: each claimed job comes with the trace context it was enqueued in (`ClaimedJob.trace`). */
+  traced?: boolean;
+}
+
+/** A job handed to this invocation. */
+export interface ClaimedJob {
+  id: number;
+  task: string;
+  queue: string;
+  args: unknown;
+  attempt: number;
+  max_attempts: number;
+  priority: number;
+  /** Marked started by the claim: it may run at once. */
+  started: boolean;
+  /** A limit applies: its slot and token are taken when it starts. */
+  limited: boolean;
+  /** Where it was enqueued, when the claim was `traced` (null: untraced); otherwise absent. */
+  trace?: TraceCarrier | null;
+}
+
+/**
+ * A claimed job as the statement sends it: `[id, task, queue, args, attempt, max_attempts, priority, started, limited]`, and the
+ * trace context last when the claim was `traced`.
+ */
+export type ClaimedRow = [number | string, string, string, unknown, number, number, number, boolean, boolean, (TraceCarrier | null)?];
+
+/** The claim statement's answer: `claimed` as rows (see `claimResultOf`). */
+export type ClaimAnswer = Omit<ClaimResult, "claimed" | "recovered"> & { claimed: ClaimedRow[]; recovered?: MovedJob[] };
+
+/** The claim's answer with its rows as jobs (`traced`: the claim was, and each job has its trace context). */
+export function claimResultOf(answer: ClaimAnswer, traced = false): ClaimResult {
+  const claimed = traced
+    ? answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited, trace]): ClaimedJob =>
+      ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited, trace: trace ?? null }))
+    : answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited]): ClaimedJob =>
+      ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited }));
+  return { ...answer, claimed, recovered: answer.recovered ?? [] };
+}
+
+export interface ClaimResult {
+  claimed: ClaimedJob[];
+  /** Jobs whose lease expired, back to `queued` or `failed` (the recovery rider's report; empty without it). */
+  recovered: MovedJob[];
+  cancelled: MovedJob[];
+  /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this claim. */
+  rateLimited: MovedJob[];
+  /** Jobs whose args alone exceed `maxBytes`: `failed`. */
+  tooLarge: MovedJob[];
+  /** Claimable jobs were left for the next claim because the batch reached `maxBytes`. */
+  more: boolean;
+  /** Whether any limit exists: the next claim includes the limit CTEs only then. */
+  limits: boolean;
+  /** Whether any queued job has a fairness key: the next claim includes the fair CTEs only then. */
+  fair: boolean;
+  /** A fair claim met a tenant with sub-keys: the next fair claims walk them (absent from a plain claim). */
+  fairSubKeys?: boolean;
+  /** Jobs the schedules' rider enqueued in the same statement. */
+  scheduled?: number;
+  /** What the schedules' CTEs found due, on the statement's clock (`slotReport`), when they rode along. */
+  schedules?: SlotReport;
+  /** Runtime schedules with a slot due that the claim did not offer (`runtimeDueReport`), when asked; null: none. */
+  runtimeDue?: StoredDefinition[] | null;
+  /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */
+  stale?: boolean;
+  /** The queue table has a vacuum's worth of dead rows (`vacuumDue`), when the claim was asked. */
+  vacuum?: boolean;
+  /** The history has retention work (`historyDue`), when the claim was asked. */
+  historyDue?: boolean;
+  /** Due claimable jobs, the claimed ones included, counted up to the backlog rider's bound (only when it rode). */
+  backlog?: number;
+}
+
+/** One queue is an equality, so the planner can walk jobs_claim_idx (queue first) in claim order. */
+function queueCondition(queues: string[] | null): SQL {
+  if (queues === null) return sql`true`;
+  if (queues.length === 1) return sql`j.queue = ${queues[0]}`;
+  return sql`j.queue in (select jsonb_array_elements_text(${JSON.stringify(queues)}::jsonb))`;
+}
+
+/**
+ * The most rows a claim's scan locks, written into the text: `batchSize` rounded up to a power of two. A
+ * literal limit lets Postgres settle on one generic plan for a prepared claim after a few runs (with a
+ * parameter it plans every claim afresh, as long as the claim runs), and rounding keeps the texts few;
+ * `candidates` then cuts the batch to `batchSize`.
+ */
+function lockLimit(batchSize: number): SQL {
+  return sql.raw(String(2 ** Math.ceil(Math.log2(Math.max(1, batchSize)))));
+}
+
+/**
+ * Limited keys' candidates: each key brings at most as many jobs as it could start now (free
+ * `maxRunning` slots, `maxStarts` tokens out of the window), read from the snapshot. This only sizes
+ * what is claimed; the locked slot and token rows taken at start decide what runs.
+ */
+function limitedCandidatesCtes(p: ClaimParams, eligible: SQL, stop: SQL): SQL[] {
+  return [
+    sql`room as (
+      select l.key, least(${p.batchSize},
+        case when l.max_running is null then ${p.batchSize}
+             else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
+        case when l.max_starts is null then ${p.batchSize}
+             else (select count(*) from akadze.limit_tokens t where t.key = l.key and ${tokenFree(p.now)}) end) as n
+      from akadze.limits l
+    )`,
+    // (The constant inner limit lets the planner walk jobs_limit_idx; the outer one stops it, and
+    // so the locking, after r.n rows.)
+    sql`${cte("limitedCandidates")} as (
+      select x.* from room r cross join lateral (
+        select * from (
+          select j.id, j.priority, j.run_at, ${stop} as stop, true as limited, j.fair_key
+          from akadze.jobs j
+          where j.limit_key = r.key and ${eligible}
+          -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
+          order by j.priority desc nulls last, j.run_at, j.id
+          limit ${p.batchSize}
+          for update of j skip locked
+        ) y limit r.n
+      ) x
+      where r.n > 0
+    )`,
+  ];
+}
+
+/**
+ * `oversized`: candidates this claim leaves out for their size (`alone`: too large for any claim), and
+ * `too_large`, which fails the latter with a sentence naming the cap. Without `maxBytes` both are empty.
+ */
+function sizedCtes(p: ClaimParams, order: SQL): SQL {
+  if (p.maxBytes == null) {
+    return sql`oversized as (select null::bigint as id, false as alone where false),
+    too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`;
+  }
+  const cap = p.maxBytes;
+  return sql`sized as (
+      select c.id, b.bytes, sum(case when b.bytes <= ${cap} then b.bytes else 0 end) over (order by c.limited, ${order}) as total
+      from candidates c join akadze.jobs j on j.id = c.id cross join lateral (select octet_length(j.args::text) as bytes) b
+      where not c.stop
+    ),
+    oversized as (select id, bytes > ${cap} as alone from sized where bytes > ${cap} or total > ${cap}),
+    too_large as (
+      delete from akadze.jobs j using sized s where j.id = s.id and s.bytes > ${cap}
+      returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested,
+        j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', ${p.now}, 'kind', 'ArgsTooLarge',
+          'message', 'its args are ' || s.bytes || ' bytes of JSON, over the ' || ${cap}::int || ' bytes one claim over HTTP Postgres may carry (Neon caps a response at 10 MB): keep large data in your own tables and pass its key',
+          'stack', null)) as errors,
+        j.result, j.created_at, j.started_at, ${p.now} as finished_at, j.fair_key, j.trace_context
+    ),
+    ${sql.join(archiveCtes("too_large", sql`select * from too_large`, "failed"), sql`, `)}`;
+}
+
+/** The core's shared fragments for `p` (what riders may build on). */
+export function claimCore(p: ClaimParams): ClaimCore {
+  const now = p.now;
+  return {
+    now, owner: p.owner, limits: p.limits,
+    eligible: sql`j.state = 'queued'
+        and (j.run_at <= ${now} or j.expires_at <= ${now} or j.cancel_requested)
+        and j.task = any(array(select jsonb_array_elements_text(${JSON.stringify(p.tasks)}::jsonb)))
+        and ${queueCondition(p.queues)}
+        and j.queue not in (select name from akadze.queues where paused)`,
+    // Without the limit CTEs a job qualifies only if no limit applies to it; a key with a limit row waits for a full claim.
+    unlimited: sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`,
+  };
+}
+
+/**
+ * One atomic statement: the core picks due jobs in priority order (fairly, by limit keys, within a size cap)
+ * from unpaused queues for the tasks given, leases them and marks the first `startCount` started, and turns due
+ * jobs that were cancelled or expired into `cancelled`. What rides along (`rides`: recovery, schedules, the
+ * registry...; see runtime/riders.ts) adds its CTEs before or after the core's and its values to the answer,
+ * in the same round trip.
+ */
+export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
+  const now = p.now;
+  const { eligible, unlimited } = claimCore(p);
+  const before = rides.flatMap((r) => r.before ?? []).map((cte) => sql`${cte},`);
+  const after = rides.flatMap((r) => r.after ?? []).map((cte) => sql`${cte},`);
+  // The result is built as json, not jsonb: it is only sent, and json costs Postgres a third of jsonb to build.
+  const report = rides.flatMap((r) => Object.entries(r.report ?? {})).map(([name, value]) => sql`, ${name}::text, ${value}`);
+  const stop = mustStop(now);
+  const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
+  const order = claimOrder(p.fair === true);
+  // A fair claim walks the keys first; its plain scan then offers what the batch still lacks (fair.ts).
+  const fair = p.fair ? fairPlainScan(p.batchSize) : null;
+  // The plain scan's candidates and the limited keys' ones, which the batch is cut from.
+  const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`;
+  return sql`
+    with ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}${fair ? sql`
+    ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
+    ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
+      select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
+      from akadze.jobs j
+      where ${eligible} and ${unlimited}${fair ? sql` ${fair.exclude}` : sql``}
+      order by j.priority desc nulls last, j.run_at, j.id
+      limit ${lockLimit(p.batchSize)}
+      for update of j skip locked
+    ${fair ? sql`) u limit ${fair.room}` : sql``}),
+    ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
+    candidates as (
+      ${p.fair
+        ? fairCandidates(offered, p.batchSize)
+        : sql`select * from (${offered}) c
+      order by ${order}
+      limit ${p.batchSize}`}
+    ),
+    ${sizedCtes(p, claimOrder(p.fair === true, "c"))},
+    ${cte("due")} as (
+      select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk, c.fair_key` : sql``}
+      from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
+        and c.id not in (select id from oversized)
+    ),
+    ${cte("claimed")} as (
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = ${p.owner},
+        lease_expires_at = ${now} + ${msInterval(sql`${p.leaseMs}`)}, started_at = case when d.start then ${now} end,
+        -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
+        debounce_key = null
+      -- (The array as well as the join: the planner reads the rows to update through the primary key, not a scan of
+      -- the whole table hashed against a batch it estimates at a quarter of its size.)
+      from ${cte("due")} d where j.id = d.id and j.id = any(array(select id from ${cte("due")}))
+      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
+    ),${p.fair ? sql`
+    ${sql.join(fairCursorCtes(p.fairSubKeys === true), sql`, `)},` : sql``}
+    ${sql.join(after, sql` `)}
+    -- Cancelled or expired before they ran: out of the queue table, into the history.
+    cancelled as (
+      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop and j.id = any(array(select id from candidates where stop))
+      returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at, j.fair_key, j.trace_context
+    ),
+    ${sql.join(archiveCtes("cancelled", sql`select * from cancelled`, "history"), sql`, `)}
+    select json_build_object(
+      -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
+      'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited${p.traced ? sql`, trace_context` : sql``})
+        order by ${order}) from ${cte("claimed")}), '[]'::json),
+      'cancelled', ${movedJobsJson("cancelled", "queued", sql`'cancelled'`)},
+      'rateLimited', ${p.limits ? rateLimitedTransitions() : sql`'[]'::json`},
+      'tooLarge', ${movedJobsJson("too_large", "queued", sql`'failed'`)},
+      'more', exists (select 1 from oversized where not alone),
+      'limits', exists (select 1 from akadze.limits),
+      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${fairSubKeysSeen(p.fairSubKeys === true, now)}` : sql``}${sql.join(report, sql``)}
+    ) as r`;
+}

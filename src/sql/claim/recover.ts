@@ -1,0 +1,67 @@
+import { sql, type SQL } from "drizzle-orm";
+import { archiveCtes } from "../history/archive.js";
+import { defaultBackoffSql } from "../time.js";
+import { CTE, cte } from "./cte-names.js";
+import { movedJobsJson } from "../control/changed-job.js";
+import type { RideSql } from "./ride.js";
+
+/** How many expired leases one claim recovers at most; the rest wait for the next claim. */
+export const RECOVER_LIMIT = 500;
+
+/** (A literal, not a parameter: the claim's text stays the same for every claim.) */
+const LEASE_EXPIRED_MESSAGE = sql.raw("'the invocation running this job stopped renewing its lease'");
+const LEASE_EXPIRED = (now: SQL) => sql`jsonb_build_array(jsonb_build_object('attempt', j.attempt,
+  'at', ${now}, 'kind', 'LeaseExpired', 'message', ${LEASE_EXPIRED_MESSAGE}, 'stack', null))`;
+/** The error a recovery's transition carries (`error` of the recovered rows): the entry it appended, or null. */
+const LEASE_EXPIRED_NOTE = sql`json_build_object('kind', 'LeaseExpired', 'message', ${LEASE_EXPIRED_MESSAGE})`;
+
+/**
+ * CTEs `recovered` and `recover_freed` for the claim's round trip: jobs whose lease expired go back to
+ * `queued`. A job whose body may have started (`started_at` set when it was handed to a slot) spends its
+ * attempt and follows the default backoff, `failed` on its last attempt (moved to the dead letters); a job
+ * that was only prefetched gets its attempt back and stays due, so a crash never charges (or fails) a job
+ * that never ran. A claim never recovers the leases of its own engine (`owner`): that engine still holds
+ * those jobs (a body that held the event loop past its lease, a heartbeat that stalled) and its heartbeat
+ * renews them; only another engine takes them over.
+ */
+export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
+  return [
+    // Locked once, read by both branches (a CTE read twice is computed once).
+    sql`recover_expired as (
+      select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
+      where state = 'running' and lease_expires_at < ${now} and lease_owner <> ${owner}
+      order by lease_expires_at limit ${RECOVER_LIMIT} for update skip locked
+    )`,
+    sql`recover_requeued as (
+      update akadze.jobs j set
+        state = 'queued',
+        attempt = case when x.started then j.attempt else j.attempt - 1 end,
+        run_at = case when not x.started then j.run_at else ${now} + ${defaultBackoffSql(sql`j.attempt`)} end,
+        started_at = case when x.started then j.started_at end,
+        lease_owner = null, lease_expires_at = null,
+        errors = case when not x.started then j.errors else j.errors || ${LEASE_EXPIRED(now)} end
+      from recover_expired x
+      where j.id = x.id and not (x.started and x.last)
+      returning j.id, j.task, j.queue, j.attempt, j.state, case when x.started then ${LEASE_EXPIRED_NOTE} end as error
+    )`,
+    sql`recover_failed as (
+      delete from akadze.jobs j using recover_expired x where j.id = x.id and x.started and x.last
+      returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors || ${LEASE_EXPIRED(now)} as errors, j.result, j.created_at,
+        j.started_at, ${now} as finished_at, j.fair_key, j.trace_context, ${LEASE_EXPIRED_NOTE} as error
+    )`,
+    ...archiveCtes("recover_failed", sql`select * from recover_failed`, "failed"),
+    sql`${cte("recovered")} as (
+      select id, task, queue, attempt, state, error from recover_requeued
+      union all select id, task, queue, attempt, state, error from recover_failed
+    )`,
+    sql`recover_freed as (
+      update akadze.limit_slots s set job_id = null from ${cte("recovered")} r where s.job_id = r.id
+    )`,
+  ];
+}
+
+/** Recovery as it rides on a claim: the CTEs above, and the jobs it moved reported as `recovered`. */
+export function recoveryRide(now: SQL, owner: string): RideSql {
+  return { before: recoverExpiredLeasesCtes(now, owner), report: { recovered: movedJobsJson(CTE.recovered, "running", sql`state`) } };
+}
