@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 /** The adoption matrix installs from the registry for minutes: `npm run test:adoption` runs it, alone. */
-const ADOPTION = "test/adoption.test.ts";
+const ADOPTION = "test/package/adoption.test.ts";
 const adoption = process.env.AKADZE_ADOPTION === "1";
 /** The current miniflare (the workerd users deploy on) needs Node 22; on Node 20 the Workers tests keep the last one that runs there. */
 const currentMiniflare = Number(process.versions.node.split(".")[0]) >= 22;

@@ -1,5 +1,5 @@
 // functions/cloudflare.ts with the dashboard enabled: scripts/measure-worker-size.ts reports what
-// `akadzeDashboard()` adds to a Worker, and test/dashboard-workerd.test.ts runs it in workerd.
+// `akadzeDashboard()` adds to a Worker, and test/edge/dashboard/dashboard-in-workerd.test.ts runs it in workerd.
 import { scheduledInvocation } from "../src/edge/hono.js";
 import { akadzeDashboard } from "../src/edge/dashboard/index.js";
 import { app, createWeb, dbFor, type Env } from "../functions/app.js";

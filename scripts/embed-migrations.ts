@@ -1,6 +1,6 @@
 // Embeds drizzle/ into src/sql/schema/migrations.generated.ts: edge runtimes have no file system, so
 // `migrate(db)` carries its SQL with it. Run after `drizzle-kit generate` (npm run generate does);
-// test/migrations-drift.test.ts renders it again and fails when the committed file differs.
+// test/repo/migrations-drift.test.ts renders it again and fails when the committed file differs.
 import { readFileSync, writeFileSync } from "node:fs";
 
 /** Where drizzle-kit writes the migrations, and where they are embedded (paths from the repository's root). */

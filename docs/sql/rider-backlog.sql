@@ -1,4 +1,4 @@
--- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.
+-- Rendered by scripts/render-sql.ts (npm run render-sql); test/repo/rendered-sql.test.ts keeps it current.
 -- The backlog rider: what it adds to a claim (src/runtime/riders.ts); $n are bound per claim.
 -- After the core's `claimed`:
 backlog as (

@@ -1,4 +1,4 @@
--- Rendered by scripts/render-sql.ts (npm run render-sql); test/rendered-sql.test.ts keeps it current.
+-- Rendered by scripts/render-sql.ts (npm run render-sql); test/repo/rendered-sql.test.ts keeps it current.
 with settle_locked as (select array(
       select l.id from akadze.jobs l
       where l.id in (select value::bigint from jsonb_array_elements_text($1::jsonb)) and l.state = 'running' and l.lease_owner = $2

@@ -1,7 +1,7 @@
 /**
  * The engine's claim cycle as one explicit phase and a pure transition function: what the engine may do
  * next about claiming, decided from the phase and one event, with no Postgres, timer or promise involved
- * (test/claim-cycle.test.ts drives it alone).
+ * (test/runtime/claim-cycle.test.ts drives it alone).
  *
  *   open ──sent──▶ claiming ──answered (more may be due)──▶ open
  *                     │ ──answered (short, or drain: false)──▶ exhausted

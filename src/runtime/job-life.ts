@@ -84,7 +84,7 @@ function end(life: JobLife): JobLife | undefined {
 
 const ignored = (life: JobLife | undefined): LifeStep => ({ life, ignored: true });
 
-/** The one way a job's local life moves: a pure function, tested table-driven (test/job-life.test.ts). */
+/** The one way a job's local life moves: a pure function, tested table-driven (test/runtime/job-life.test.ts). */
 export function nextLife(life: JobLife | undefined, event: LifeEvent): LifeStep {
   switch (event.kind) {
     case "claimed": {

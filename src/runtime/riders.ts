@@ -12,7 +12,7 @@
 // | upkeep     | every claim; the vacuum check when due |                                        | stale, vacuum  | ANALYZE or VACUUM beside the claims |
 //
 // A rider's CTEs run in the claim's snapshot and must not touch the queued or running jobs the core moves.
-// docs/sql/riders/ holds each rider's SQL as rendered (scripts/render-sql.ts); test/claim-riders.test.ts
+// docs/sql/riders/ holds each rider's SQL as rendered (scripts/render-sql.ts); test/runtime/claim-riders.test.ts
 // runs each one alone on the core.
 import type { App } from "../app/app.js";
 import type { RetentionPlan } from "../core/retention.js";

@@ -1,5 +1,5 @@
 // The names a docs example may use without declaring them (see docs/README.md, "Examples are tested").
-// test/docs.test.ts imports the ones a block uses; `db` is a live binding set to a fresh database per example.
+// test/repo/docs-examples.test.ts imports the ones a block uses; `db` is a live binding set to a fresh database per example.
 import pg from "pg";
 import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/node-postgres";

@@ -1,6 +1,6 @@
 // An OpenTelemetry SDK for tests, in memory: a tracer provider whose finished spans a test reads, and the context
 // manager on AsyncLocalStorage (what a Node SDK registers; on Workers it needs nodejs_compat) so the span active
-// around an enqueue is seen through its awaits. Shared by test/tracing.test.ts, the workerd fixture and the bench.
+// around an enqueue is seen through its awaits. Shared by test/otel/tracing.test.ts, the workerd fixture and the bench.
 import { context } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";

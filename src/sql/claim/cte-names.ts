@@ -3,7 +3,7 @@ import { sql, type SQL } from "drizzle-orm";
 /**
  * The CTE names one fragment defines and a fragment in another file reads, within the claim and settle
  * statements. Both sides name the constant here, so a rename is one edit and a reader finds every use;
- * docs/sql holds the statements as sent, and test/rendered-sql.test.ts keeps them from drifting.
+ * docs/sql holds the statements as sent, and test/repo/rendered-sql.test.ts keeps them from drifting.
  */
 export const CTE = {
   /** Defined by the claim (claim.ts): the jobs it leased. Read by `statisticsStale` (analyze.ts) and `invocationSeenCte` (register-worker.ts). */

@@ -1,0 +1,120 @@
+// The engine's claim cycle (issue 23, item 1): the phase and its pure transition function, driven without
+// Postgres, timers or promises; and the two claim policies' sizes.
+import { describe, expect, it } from "vitest";
+import { nextCycle, START, type ClaimCycle, type ClaimEvent, type CycleRules } from "../../src/runtime/claim-cycle.js";
+import { invocationPolicy, workerLanePolicy } from "../../src/runtime/claim-policy.js";
+
+const INVOCATION: CycleRules = { drain: true, idles: false };
+const ONE_CLAIM: CycleRules = { drain: false, idles: false };
+const LANE: CycleRules = { drain: true, idles: true };
+
+const answered = (o: Partial<Extract<ClaimEvent, { kind: "answered" }>> = {}): ClaimEvent =>
+  ({ kind: "answered", short: false, more: false, noTaskFits: false, busy: false, ...o });
+
+/** Runs `events` from START and returns every phase passed through. */
+function phases(rules: CycleRules, events: ClaimEvent[]): string[] {
+  let state: ClaimCycle = START;
+  return events.map((e) => (state = nextCycle(state, e, rules)).phase);
+}
+
+describe("the claim cycle", () => {
+  it("an invocation claims while claims come back full and is exhausted by a short one", () => {
+    expect(phases(INVOCATION, [{ kind: "sent" }, answered(), { kind: "sent" }, answered({ short: true })]))
+      .toEqual(["claiming", "open", "claiming", "exhausted"]);
+  });
+
+  it("a short claim whose own statement made jobs it could not see (schedules, recovery, a size cap) leaves the cycle open", () => {
+    expect(phases(INVOCATION, [{ kind: "sent" }, answered({ short: true, more: true })])).toEqual(["claiming", "open"]);
+  });
+
+  it("drain: false is exhausted by its one claim, full or not, and never looks again", () => {
+    expect(phases(ONE_CLAIM, [{ kind: "sent" }, answered({ busy: true }), { kind: "quiet", endedSinceClaim: 5 }]))
+      .toEqual(["claiming", "exhausted", "exhausted"]);
+  });
+
+  it("an invocation's short claim sent while bodies ran gets one more look once they ended, and only one", () => {
+    const look = phases(INVOCATION, [
+      { kind: "sent" }, answered({ short: true, busy: true }),
+      { kind: "quiet", endedSinceClaim: 0 }, // nothing ended since: nothing new can be due
+      { kind: "quiet", endedSinceClaim: 3 },
+      { kind: "sent" }, answered({ short: true, busy: false }),
+      { kind: "quiet", endedSinceClaim: 3 },
+    ]);
+    expect(look).toEqual(["claiming", "exhausted", "exhausted", "open", "claiming", "exhausted", "exhausted"]);
+  });
+
+  it("no task fitting the budget exhausts the cycle for good: no look again", () => {
+    expect(phases(INVOCATION, [{ kind: "sent" }, answered({ noTaskFits: true, busy: true, short: true }), { kind: "quiet", endedSinceClaim: 9 }]))
+      .toEqual(["claiming", "exhausted", "exhausted"]);
+  });
+
+  it("an invocation's failed claim backs off and opens again when the retry is due; with no budget left it is exhausted", () => {
+    expect(phases(INVOCATION, [{ kind: "sent" }, { kind: "failed", retry: true }, { kind: "retryDue" }, { kind: "sent" }, { kind: "failed", retry: false }]))
+      .toEqual(["claiming", "backoff", "open", "claiming", "exhausted"]);
+  });
+
+  it("a worker lane never backs off: a failed or short claim waits for work, then claims again or ends", () => {
+    expect(phases(LANE, [
+      { kind: "sent" }, { kind: "failed", retry: true }, { kind: "idleStarted" }, { kind: "idleEnded", again: true },
+      { kind: "sent" }, answered({ short: true, busy: true }), { kind: "quiet", endedSinceClaim: 4 }, { kind: "idleStarted" }, { kind: "idleEnded", again: false },
+    ])).toEqual(["claiming", "exhausted", "idling", "open", "claiming", "exhausted", "exhausted", "idling", "ended"]);
+  });
+
+  it("an invocation never idles, and events that do not apply in a phase change nothing", () => {
+    expect(phases(INVOCATION, [{ kind: "sent" }, answered({ short: true }), { kind: "idleStarted" }])).toEqual(["claiming", "exhausted", "exhausted"]);
+    const open = nextCycle(START, answered(), INVOCATION);
+    expect(open).toBe(START); // an answer with no claim on its way
+    for (const e of [{ kind: "retryDue" }, { kind: "idleEnded", again: true }, { kind: "failed", retry: true }] as ClaimEvent[]) {
+      expect(nextCycle(START, e, LANE)).toBe(START);
+    }
+    const claiming = nextCycle(START, { kind: "sent" }, INVOCATION);
+    expect(nextCycle(claiming, { kind: "sent" }, INVOCATION)).toBe(claiming); // one claim on its way at a time
+  });
+
+  it("ended is final", () => {
+    let state = nextCycle(nextCycle(nextCycle(nextCycle(START, { kind: "sent" }, LANE), answered({ short: true }), LANE), { kind: "idleStarted" }, LANE), { kind: "idleEnded", again: false }, LANE);
+    expect(state.phase).toBe("ended");
+    for (const e of [{ kind: "sent" }, answered(), { kind: "retryDue" }, { kind: "idleStarted" }, { kind: "quiet", endedSinceClaim: 1 }] as ClaimEvent[]) {
+      state = nextCycle(state, e, LANE);
+      expect(state.phase).toBe("ended");
+    }
+  });
+});
+
+describe("the claim policies", () => {
+  it("an invocation asks for its whole batch every time and claims ahead once its queue holds no more than the free slots and a round trip's starts", () => {
+    const p = invocationPolicy({ batchSize: 100, drain: true });
+    expect(p.firstSize({ slots: 10, queued: 0, lookahead: 0, paced: true })).toBe(100);
+    expect(p.nextSize({ slots: 10, queued: 7, lookahead: 3, paced: true })).toBe(100);
+    expect(p.worthClaiming({ slots: 10, queued: 13, lookahead: 3, paced: true })).toBe(true);
+    expect(p.worthClaiming({ slots: 10, queued: 14, lookahead: 3, paced: true })).toBe(false);
+  });
+
+  it("a worker lane sizes claims to the work: a few slots' worth first, then the slots and two round trips' starts, at most its prefetch, less what it holds", () => {
+    const p = workerLanePolicy({ prefetch: 500, idle: async () => true });
+    expect(p.firstSize({ slots: 10, queued: 0, lookahead: 0, paced: false })).toBe(40);
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 2, paced: true })).toBe(14); // slow jobs: about a slot's worth
+    expect(p.nextSize({ slots: 10, queued: 100, lookahead: 1000, paced: true })).toBe(400); // quick jobs: the prefetch, less what it holds
+    // Quick jobs: it waits until it has room for half a claim rather than top up a few.
+    expect(p.worthClaiming({ slots: 10, queued: 300, lookahead: 1000, paced: true })).toBe(false);
+    expect(p.worthClaiming({ slots: 10, queued: 250, lookahead: 1000, paced: true })).toBe(true);
+  });
+
+  it("a worker lane's claim after a wait for work asks for a few slots' worth (less for slow jobs), whatever the pace's drift, and the next one for the pace's size again", async () => {
+    const p = workerLanePolicy({ prefetch: 1000, idle: async () => true });
+    // Before any job ran the pace knows nothing: the few slots' worth of a lane's first claim.
+    await p.idle!();
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 0, paced: false })).toBe(40);
+    // Quick jobs: the pace asks for the whole prefetch, a size that drifts with the measured round trips.
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700, paced: true })).toBe(1000);
+    expect(await p.idle!()).toBe(true);
+    // After the wait, the same few slots' worth (one statement text) whatever the pace says.
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700, paced: true })).toBe(40);
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700, paced: true })).toBe(1000);
+    await p.idle!();
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 130, paced: true })).toBe(40);
+    // Slow jobs: what the pace asks for, when that is less.
+    await p.idle!();
+    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 2, paced: true })).toBe(14);
+  });
+});

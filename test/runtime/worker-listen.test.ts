@@ -1,0 +1,107 @@
+// runWorker's LISTEN (issue 21, items 6 and 7): on a pool of one connection the worker polls instead of
+// holding that connection with LISTEN (it used to hang, deaf to abort); a listening connection that dies is
+// replaced, so enqueues wake the worker again instead of waiting for its next poll for the rest of its life.
+// A woken lane's claim (issue 38, item 4) is a statement Postgres has planned before.
+import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import pg from "pg";
+import { drizzle } from "drizzle-orm/node-postgres";
+import * as v from "valibot";
+import { createApp, type Db } from "../../src/index.js";
+import { runWorker } from "../../src/runtime/run-worker.js";
+import { openTestDatabase, type TestDatabase } from "../support/database.js";
+import { waitFor } from "../support/wait-for.js";
+import { isClaim, sentStatement } from "../support/statements.js";
+
+let t: TestDatabase;
+beforeAll(async () => { t = await openTestDatabase("listen"); });
+afterAll(async () => { await t?.close(); });
+beforeEach(async () => { await t.reset(); });
+
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([promise, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} after ${ms} ms`)), ms); })])
+    .finally(() => clearTimeout(timer));
+}
+
+const listeners = async () => (await t.rows<{ pid: number }>(
+  "select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %'")).map((r) => r.pid);
+
+it("a worker on a pool with max 1 runs jobs and stops on abort", async () => {
+  const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+  try {
+    const db = drizzle(pool) as unknown as Db;
+    const app = createApp();
+    const task = app.task("one", { args: v.object({}) }, async () => "ok");
+    await task.using(db).enqueue({});
+    const stop = new AbortController();
+    const warnings: string[] = [];
+    const worker = runWorker(app, { db, slots: 1, signal: stop.signal, onError: (e) => warnings.push(String(e)) });
+    // Deadlines for a loaded machine, below the test's 60 s (8 s and 5 s were all the test allowed before).
+    await within(waitFor(async () => (await t.rows("select state from akadze.all_jobs"))[0].state === "succeeded", "the job", { timeoutMs: 30_000 }), 35_000, "the job had not run");
+    stop.abort();
+    expect(await within(worker, 15_000, "the worker had not stopped")).toMatchObject({ succeeded: 1 });
+    expect(warnings.some((w) => /polls for enqueues instead/.test(w))).toBe(true);
+  } finally {
+    await pool.end();
+  }
+});
+
+it("listens again after its listening connection dies, and an enqueue wakes it then", async () => {
+  const app = createApp();
+  const task = app.task("woken", { args: v.object({}) }, async () => "ok");
+  const stop = new AbortController();
+  // Polls an hour apart: only a wake-up can start the job within the test.
+  const worker = runWorker(app, { db: t.db, slots: 1, minPoll: "1h", maxPoll: "1h", signal: stop.signal, onError: () => {} });
+  try {
+    await waitFor(async () => (await listeners()).length === 1, "the worker's LISTEN");
+    const [first] = await listeners();
+    await t.pool.query("select pg_terminate_backend($1)", [first]);
+    await waitFor(async () => { const now = await listeners(); return now.length === 1 && now[0] !== first; }, "a new LISTEN", { timeoutMs: 10_000 });
+    await task.using(t.db).enqueue({});
+    await waitFor(async () => (await t.rows("select state from akadze.all_jobs"))[0]?.state === "succeeded", "the woken job", { timeoutMs: 10_000 });
+  } finally {
+    stop.abort();
+    await within(worker, 5_000, "the worker had not stopped");
+  }
+});
+
+/** A pool that keeps the text of every claim sent through it. */
+class ClaimTexts extends pg.Pool {
+  texts: string[] = [];
+  override query(...args: any[]): any {
+    const { text } = sentStatement(args);
+    if (isClaim(text)) this.texts.push(text);
+    return (super.query as any)(...args);
+  }
+}
+
+it("a lane woken for one quick job after another sends one claim text each time, whatever the pace says", async () => {
+  const pool = new ClaimTexts({ connectionString: t.url, max: 4 });
+  const db = drizzle(pool) as unknown as Db;
+  const app = createApp();
+  let ran = 0;
+  const task = app.task("quick", { args: v.object({}) }, async () => { ran++; });
+  const stop = new AbortController();
+  // No polls within the test: every claim after the first is sent by a wake-up.
+  const worker = runWorker(app, { db, slots: 10, minPoll: "1h", maxPoll: "1h", signal: stop.signal, onError: () => {} });
+  try {
+    await waitFor(async () => (await listeners()).length === 1, "the worker's LISTEN");
+    let afterFirst = 0;
+    for (let i = 1; i <= 6; i++) {
+      await task.using(db).enqueue({});
+      await waitFor(async () => ran === i, `job ${i}`, { timeoutMs: 10_000 });
+      // Once a job ran, the lane knows its jobs are quick, and its pace would ask for hundreds.
+      if (i === 1) afterFirst = pool.texts.length;
+    }
+    const woken = pool.texts.slice(afterFirst);
+    expect(woken.length).toBeGreaterThanOrEqual(5);
+    // The lock limit is written into the claim's text: a size that followed the pace changed it, and Postgres
+    // planned each new text afresh. A few slots' worth: 4 x 10 slots, rounded up to a power of two.
+    const lockLimits = woken.map((text) => /limit (\d+)\s+for update of j skip locked/.exec(text)?.[1]);
+    expect(new Set(lockLimits)).toEqual(new Set(["64"]));
+  } finally {
+    stop.abort();
+    await within(worker, 5_000, "the worker had not stopped");
+    await pool.end();
+  }
+});
