@@ -36,7 +36,7 @@ describe("akadze init", () => {
     expect(read("wrangler.toml")).toBe('name = "shop"\n');
     expect(read(".gitignore")).toBe("node_modules\n.dev.vars\n.akadze/\n");
     expect(read("package.json")).toBe('{\n    "name": "My Shop",\n    "type": "module",\n    "akadze": {\n        "app": "./src/jobs/app.ts"\n    }\n}\n');
-    expect(read("api/akadze.ts")).toContain('from "../../src/jobs/app.js"');
+    expect(read("api/akadze.ts")).toContain('from "../src/jobs/app.js"');
     expect(read("src/jobs/app.ts")).toContain('timeout: "5s"');
   });
 

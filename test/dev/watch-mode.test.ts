@@ -39,7 +39,7 @@ export async function greet({ name }: { name: string }) {
 const appSource = (comment = "") => `${comment}import { Hono } from "hono";
 import { connect, createApp } from ${JSON.stringify(join(SRC, "index.ts"))};
 import { akadzeRoutes } from ${JSON.stringify(join(SRC, "edge/hono.ts"))};
-import { args, greet } from "../tasks.ts";
+import { args, greet } from "./tasks.ts";
 type Env = { DATABASE_URL: string; NEON_FETCH_ENDPOINT: string; CRON_SECRET: string };
 export const app = createApp();
 const task = app.task("greet", { args }, greet);

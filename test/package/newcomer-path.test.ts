@@ -34,9 +34,9 @@ app.task("probe", async () => {
 
 // Runs the scaffolded entries in Node on Postgres: the route (with its nudge), the Worker's scheduled
 // handler, and the Vercel function's GET /api/akadze/work (what Vercel Cron sends).
-const CHECK = `import cloudflare from "../akadze/cloudflare.js";
-import { greet, web } from "../akadze/app.js";
-import { GET } from "../api/akadze.js";
+const CHECK = `import cloudflare from "./akadze/cloudflare.js";
+import { greet, web } from "./akadze/app.js";
+import { GET } from "./api/akadze.js";
 import { connect, disconnectAll, getJob } from "akadze";
 
 const env = { DATABASE_URL: process.env.DATABASE_URL!, CRON_SECRET: "s3cret" };
