@@ -1,4 +1,6 @@
-// Enqueue: options, validation, unique keys, priority and timing (SPEC §1–§2), on every driver.
+// An enqueue stores the job as asked (its task's queue and attempts, priority, delay or runAt, unique key) or refuses it
+// with a clear error writing nothing, and commits or rolls back with the caller's transaction or batch (SPEC §1-§2);
+// invocations claim only their queues and leave jobs of tasks they do not know. On every driver.
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, DuplicateJob, InvalidInput, runOnce } from "../../src/index.js";

@@ -1,4 +1,6 @@
-// Cancel before and during a run, expiry, requeue (SPEC §2), on every driver.
+// Cancel and requeue (SPEC §2), on every driver: a job cancelled or expired before it starts never runs, one cancelled
+// while running ends cancelled with no attempt spent unless its body returned a value; requeue gives a failed job one
+// more run keeping its attempt, errors and args; finished and unknown jobs are left alone; onTransition sees each change.
 import { expect, it } from "vitest";
 import { createApp, requestCancel, requeue, Retry, Snooze, runOnce, InvalidInput, type Transition } from "../../src/index.js";
 import { forEachDriver } from "../support/drivers.js";

@@ -1,4 +1,6 @@
-// Cluster-wide limits (SPEC §2 "Limits") under concurrent invocations, on node-postgres and neon-http.
+// Cluster-wide limits (SPEC §2 "Limits") hold under concurrent invocations: maxStarts per window and maxRunning are
+// never exceeded, a limited key never holds back unlimited jobs, a slot comes back on every way out of running, and a
+// bad limit writes nothing. On node-postgres and neon-http.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { createApp, current, deleteLimit, InvalidInput, runOnce, setLimit, Snooze, Fail, Cancel } from "../../src/index.js";

@@ -1,7 +1,6 @@
-// Inputs that got through (issue 21, items 9 and 10), each now refused up front with a clear error that
-// changes nothing: a heartbeat longer than the lease, a clock that returns no valid Date, a cron that can
-// never fire, 10 MB of args over neon-http (the HTTP 413, not a 10-million-character message), a secret no
-// bearer header can carry; and the dashboard's sign-in reads no large body before it answers.
+// Inputs refused up front with a clear error that changes nothing (issue 21, items 9 and 10): a heartbeat not shorter
+// than the lease, a clock with no valid Date, a cron that never fires, 10 MB of args over neon-http (the HTTP 413), a
+// secret no bearer header can carry; and the dashboard's sign-in reads no large body before it answers.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Hono } from "hono";
 import * as v from "valibot";

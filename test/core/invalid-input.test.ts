@@ -1,5 +1,5 @@
-// Issue 11, items 5-7: bad options and input are InvalidInput naming the field, and nothing is written or
-// claimed; on every driver.
+// Bad options and input are InvalidInput naming the field, and nothing is written or claimed (issue 11, items 5-7):
+// runOnce and runWorker options, args, enqueue options, job ids, names, task options, cron, limits and ages; every driver.
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import {

@@ -1,4 +1,5 @@
-// The pure core: durations, backoff curves, the JSON check, the abort switch. No database.
+// The pure core, no database: durations, backoff curves and declarative retry policies, the retry decision jobs and
+// steps share, the JSON check of results and why one fails it, an errors entry as a row holds it, a job's abort switch.
 import { describe, expect, it } from "vitest";
 import { parseDuration, type Duration } from "../../src/core/duration.js";
 import { backoffMs, defaultBackoffMs, POLICY_MAX_DELAY_MS } from "../../src/core/backoff.js";

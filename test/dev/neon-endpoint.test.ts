@@ -1,4 +1,5 @@
-// The local Neon endpoint, exercised through the real @neondatabase/serverless driver.
+// The local Neon endpoint speaks Neon's protocols as the real @neondatabase/serverless driver expects: HTTP /sql
+// (types, array mode, transactions, NeonDbError), a WebSocket Pool through the relay, PGlite behind both, planned faults.
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import pg from "pg";
 import { neon, NeonDbError } from "@neondatabase/serverless";

@@ -1,10 +1,6 @@
-// Fan-out on Cloudflare as it runs there: the Worker bundled by wrangler, executed by real workerd (miniflare),
-// bound to itself (SELF) and talking Neon's HTTP protocol to a real Postgres. One cron tick over 2,000 jobs of
-// 100 ms with 6 slots per invocation, a 6 s budget and maxInvocations 8: the tick's wave fans out, it and its
-// successors drain every job the limits do not hold back with no second tick, never more than 8 live, and the
-// limits hold on the handlers' start times. How many budgets that takes is a speed: alone here it is two (one
-// invocation alone would need about six), beside another suite on 2 cores three or four; bench/fan-out.ts
-// measures the drain per minute.
+// Fan-out in real workerd (miniflare; the Worker bundled by wrangler, bound to itself as SELF) over neon-http: one cron
+// tick over 2,000 jobs of 100 ms (6 slots, a 6 s budget, maxInvocations 8) fans out and its chain drains every job the
+// limits let through with no second tick, never more than 8 invocations live, the limits held on the handlers' starts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -15,6 +11,9 @@ import { createTestDatabase } from "../support/postgres.js";
 import { bundleWithWrangler, startWorkerd, type WorkerdHarness } from "../support/workerd.js";
 import { busiestWindow } from "../support/busiest-window.js";
 import { waitFor } from "../support/wait-for.js";
+
+// How many budgets the drain takes is a speed: alone here it is two (one invocation alone would need about six),
+// beside another suite on 2 cores three or four; bench/fan-out.ts measures the drain per minute.
 
 const NAME = "akadze-fan-out";
 const JOBS = 2000;

@@ -1,4 +1,5 @@
-// Issue 11, item 9: what akadze's routes answer to bad input, oversized bodies and failures, on every driver.
+// What akadze's routes answer to bad input, oversized bodies and failures (issue 11, item 9), on every driver: a 400
+// naming the field, a 413 that reads nothing, a 500 with a sentence but never the SQL; hooks still see the transitions.
 import { expect, it } from "vitest";
 import { Hono } from "hono";
 import { sql } from "drizzle-orm";

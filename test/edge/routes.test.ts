@@ -1,4 +1,6 @@
-// akadze's Hono routes, driven by real Request objects against real Postgres.
+// akadze's Hono routes over real Requests and real Postgres: the bearer secret guards every route, /work runs an
+// invocation with the options its body or query gives, and /metrics, the job and bulk actions and the admin API answer
+// JSON with the right status.
 import { describe, expect, it } from "vitest";
 import { Hono } from "hono";
 import { createApp, Fail, runOnce, type App, type Duration } from "akadze";

@@ -1,7 +1,6 @@
-// README step 1's other path, end to end with the real drizzle-kit: a project re-exports akadze/schema,
-// drizzle-kit generates and applies the migration (akadze's tables, not its function), akadze refuses to
-// run jobs until `akadze migrate` completes that schema, then completeBatch works; drizzle-kit push with
-// the README's filters keeps akadze's record table. And a schema that lacks a table is refused at start.
+// README step 1's other path with the real drizzle-kit: a project re-exporting akadze/schema generates and applies
+// its migration; akadze runs no job until `akadze migrate` completes the schema, then completeBatch works; push with
+// the README's filters keeps akadze's record table; a schema that lacks a table is refused at start, naming it.
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

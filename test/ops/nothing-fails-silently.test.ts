@@ -1,4 +1,6 @@
-// Nothing fails silently (issue 12): each case a newcomer hit, with the line that now says so.
+// Nothing fails silently (issue 12): failed jobs get a log line with their error, unknown tasks and limitKeys without a
+// limit are said, tasks whose timeout cannot fit the budget are warned about, an unmigrated database or a bad connect
+// gets a sentence naming the fix, and an invocation's info line reads right.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { Hono } from "hono";
 import { PGlite } from "@electric-sql/pglite";

@@ -1,9 +1,6 @@
-// The adoption matrix (`npm run test:adoption`, not part of `npm test`: it installs from the registry and
-// takes minutes): pack akadze, install the tarball into throwaway apps with drizzle-orm, hono, the Neon
-// driver and valibot at the oldest versions package.json's peer ranges allow and at the latest, then
-// type-check an app that passes its own drizzle database to akadze with TypeScript 5.9 and 7, and run
-// its jobs on Postgres. Two copies of drizzle (an exact pin of ours beside the app's) made every
-// `task.using(db)` a type error: "Property 'dialect' is protected but type 'PgSession<...>' is not ...".
+// The packed akadze works with its peers (drizzle-orm, hono, the Neon driver, valibot) at the oldest versions
+// package.json's ranges allow and at the latest: an app passing its own drizzle database type-checks with TypeScript
+// 5.9 and 7 and runs its jobs on Postgres. `npm run test:adoption` runs it alone (minutes; not part of `npm test`).
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +10,9 @@ import { promisify } from "node:util";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_URL, urlFor } from "../support/postgres.js";
+
+// Two copies of drizzle (an exact pin of ours beside the app's) once made every `task.using(db)` a type error:
+// "Property 'dialect' is protected but type 'PgSession<...>' is not ...".
 
 const run = promisify(execFile);
 const repo = fileURLToPath(new URL("../..", import.meta.url));

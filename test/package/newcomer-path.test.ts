@@ -1,7 +1,6 @@
-// The newcomer's path, as a user walks it: pack akadze, install the tarball into a fresh project outside the
-// repository, `akadze init`, type-check the scaffolded app against the installed types, `akadze migrate`, and
-// run jobs through the scaffolded route, its Cloudflare cron entry and its Vercel cron route on Postgres;
-// then `akadze worker` from that install and from a linked checkout, each with a task that needs `current()`.
+// The newcomer's path, as a user walks it: the packed tarball installed in a fresh project, `akadze init`, the scaffold
+// type-checked and migrated, jobs run through its route and its Cloudflare and Vercel crons on Postgres; then `akadze
+// worker` from that install and from a linked checkout shares one akadze with the app (a task that needs `current()`).
 import { execFile, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

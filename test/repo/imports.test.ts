@@ -1,11 +1,12 @@
-// Imports point inward (STYLE.md): the pure core imports nothing of akadze's, SQL operations only the core,
-// the runtime no edge, and nothing in src/ imports functions/ or the tests. The whole graph of today, by
-// folder, is written down here, so an import across a new boundary is a decision someone makes on purpose.
-// And the layers have no circles (issue 41): no cycle among the folders, no circle among the files (type-only
-// imports count: a type that two files need from each other belongs in a third).
+// Imports point inward (STYLE.md) and the layers have no circles (issue 41): the graph of src/ by folder is written
+// down here, so an import across a new boundary is a decision someone makes on purpose; no folder cycle, no file circle.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+
+// The pure core imports nothing of akadze's, SQL operations only the core, the runtime no edge, and nothing in src/
+// imports functions/ or the tests. Type-only imports count for circles: a type that two files need from each other
+// belongs in a third.
 
 /** The folder (or top-level module) of src/ a file belongs to: `src/sql/claim/claim.ts` -> `sql`, `src/index.ts` -> `index`. */
 function areaOf(path: string): string {

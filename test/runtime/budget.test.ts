@@ -1,8 +1,6 @@
-// The invocation budget's end and its clock (issue 21, items 4 and 5). A job starts only while the budget still
-// holds its run: its timeout, or for a task without one what its runs take (twice their average so far, at most
-// CLAIM_MARGIN_MS); otherwise it goes back to `queued` unspent, for the next invocation. On the real clock the
-// budget and timeouts are measured on the monotonic clock: a wall-clock step neither fails running jobs nor
-// stretches the budget.
+// An invocation starts a job only while its budget still holds the run (its timeout, or for a task without one what
+// its runs take: twice their average, at most CLAIM_MARGIN_MS); the rest go back to `queued` unspent for the next. On the
+// real clock the budget is measured on the monotonic clock: a wall-clock step neither fails jobs nor stretches it.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import * as v from "valibot";
 import { Hono } from "hono";

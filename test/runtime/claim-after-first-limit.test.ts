@@ -1,6 +1,5 @@
-// From the seed audit (issue 21, item 11). After the first setLimit in a running process, the next
-// invocation claims that key's due jobs: its first claim, sent without the limit CTEs (no limit existed
-// when the process last looked), learns a limit exists now and claims again with them.
+// The invocation after a process's first setLimit claims that key's due jobs (issue 21, item 11): its first claim,
+// sent without the limit CTEs (no limit existed when the process last looked), learns one exists and claims again.
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce, setLimit } from "../../src/index.js";

@@ -1,4 +1,5 @@
-// Many invocations at once on real Postgres: every job runs exactly once; migrations race safely.
+// Many invocations at once on real Postgres run every job exactly once; and migrate is safe when raced (also over
+// neon-http) and leaves an application's own tables alone.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { sql } from "drizzle-orm";

@@ -1,7 +1,6 @@
-// Transition hooks get a deadline (issue 21, item 2): an onTransition hook that never settles (an alert call
-// with no timeout) costs its statement at most the app's transitionHookTimeout. The statement then commits
-// without it, so its transaction does not sit "idle in transaction" holding the jobs' row locks, the jobs it
-// moved are recorded, and the invocation returns.
+// Transition hooks get a deadline (issue 21, item 2): a hook that never settles costs its statement at most the app's
+// transitionHookTimeout, then the statement commits without it (no transaction left "idle in transaction" holding row
+// locks), the jobs it moved are recorded and the invocation returns; a control operation's change is rolled back.
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, requestCancel, runOnce } from "../../src/index.js";

@@ -1,6 +1,6 @@
-// One job never decides another's fate (SPEC §3.3): an outcome Postgres cannot store as it is, a thrown
-// value that cannot be turned into text, a throwing transition hook or a bad option affects that job (or
-// that call) only.
+// One job never decides another's fate (SPEC §3.3): an outcome Postgres cannot store, a thrown value with no text, a
+// throwing transition hook, a body that ignores its signal or never ends, a job too large for a claim over HTTP, or a
+// bad option affects that job (or that call) only.
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { sql } from "drizzle-orm";

@@ -1,7 +1,6 @@
-// A job's local life in one engine, as one state and a pure transition function (src/runtime/job-life.ts),
-// driven without Postgres: every row is a state, an event and what must follow. The races that the engine once
-// held with separate collections are rows here: a claim that hands a job back while its body runs or its
-// outcome is on its way, a late start answer, an outcome whose statement went unanswered.
+// A job's local life in one engine, one state and a pure transition function (src/runtime/job-life.ts), driven without
+// Postgres: every row is a state, an event and what must follow, among them the races of a claim handing a job back
+// while it runs or settles, a late start answer and an unanswered outcome; and held jobs start in claim order.
 import { describe, expect, it } from "vitest";
 import { nextLife, type JobLife, type LifeEvent, type LifeState } from "../../src/runtime/job-life.js";
 import { HeldJobs } from "../../src/runtime/held-jobs.js";

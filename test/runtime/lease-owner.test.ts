@@ -1,7 +1,6 @@
-// One lease owner per engine (issue 36, items 1 and 2). An invocation id is not a lease owner: a request
-// delivered twice starts two invocations under one id, and neither may put back or record the other's jobs.
-// And an engine's own claims never recover its own lapsed leases (a body that held the event loop, a heartbeat
-// that stalled): it still holds those jobs and its heartbeat renews them; only another engine takes them over.
+// One lease owner per engine (issue 36, items 1 and 2): of two invocations under one id (a request delivered twice)
+// neither puts back or records the other's jobs; and an engine's own claims never recover its own lapsed leases (a body
+// that held the event loop, a stalled heartbeat): its heartbeat renews them, only another engine takes them over.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import pg from "pg";
 import * as v from "valibot";

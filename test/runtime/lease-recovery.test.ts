@@ -1,4 +1,5 @@
-// Leases: a vanished invocation's jobs are recovered; stopping on purpose and the budget release jobs unspent.
+// Leases: a vanished invocation's jobs are recovered once their lease expires, charged an attempt; stopping on purpose
+// and the budget release jobs that never started, unspent; and runOnce's statements do not grow with its batch.
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../../src/index.js";

@@ -1,10 +1,6 @@
-// A job whose retry is due at once, taken back by the same engine's claim while the settle that requeued it was
-// on its way: its answer held back, or lost and the settle tried again. The claim's copy is not queued (the
-// outcome was on its way), so no body holds that run; it is leased to the engine all the same. It must run
-// again soon, its first attempt charged once: not sit out its lease and be charged again by recovery, and not
-// have the retried settle record the first run's error on the claim's run too. (The claim's copy is parked behind
-// the outcome on its way and runs once that is answered: the "parked" rows of test/runtime/job-life.test.ts.) The manual clock never moves
-// here, so no lease can expire: only the engine itself can put the job back.
+// A job whose retry is due at once, taken back by its own engine's claim while the settle that requeued it was on its
+// way (its answer held back, or lost and the settle tried again), runs again soon with its first attempt charged once:
+// it neither sits out its lease to be charged again by recovery, nor has the first run's error recorded on the second.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import pg from "pg";
 import * as v from "valibot";
@@ -16,6 +12,11 @@ import { ManualClock } from "../support/clock.js";
 import { deferred } from "../support/deferred.js";
 import { isClaim, isSettle, sentStatement } from "../support/statements.js";
 import { waitFor } from "../support/wait-for.js";
+
+// The claim's copy is not queued (the outcome was on its way), so no body holds that run; it is leased to the engine
+// all the same. It is parked behind the outcome on its way and runs once that is answered (the "parked" rows of
+// test/runtime/job-life.test.ts). The manual clock never moves here, so no lease can expire: only the engine itself
+// can put the job back.
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("retry_taken_back"); });

@@ -1,4 +1,6 @@
-// Issue 14: the behaviours where the seed documents and the first release differed, on every driver.
+// On every driver: a timeout is decided by elapsed time; what a body returns after completeBatch is its result;
+// declarative retry policies set attempts and delays; limitWait ends a job held back by its limit as rate_limited; and
+// three errors say what is wrong. (Issue 14: where the seed documents and the first release differed.)
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
 import {

@@ -1,7 +1,6 @@
-// runWorker's LISTEN (issue 21, items 6 and 7): on a pool of one connection the worker polls instead of
-// holding that connection with LISTEN (it used to hang, deaf to abort); a listening connection that dies is
-// replaced, so enqueues wake the worker again instead of waiting for its next poll for the rest of its life.
-// A woken lane's claim (issue 38, item 4) is a statement Postgres has planned before.
+// runWorker's LISTEN (issue 21, items 6 and 7): on a pool of one connection the worker polls instead of holding that
+// connection (it used to hang, deaf to abort); a listening connection that dies is replaced, so enqueues wake the worker
+// again; a woken lane's claim (issue 38, item 4) is a statement Postgres has planned before.
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";

@@ -1,4 +1,6 @@
-// Schedules (SPEC §1 `app.periodic` / `app.addSchedules`, §2 "Schedules"), on node-postgres and neon-http.
+// Schedules in code (SPEC §1 `app.periodic` / `app.addSchedules`, §2 "Schedules") enqueue each slot once under
+// concurrent invocations, across DST and a process clock off the database's, only the latest after a gap; a bad or
+// clashing schedule registers nothing. On node-postgres and neon-http.
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { sql } from "drizzle-orm";

@@ -1,7 +1,6 @@
-// The heartbeat and the settle lock an invocation's rows in one order (issue 21, item 8): they run on two
-// connections at once over the same jobs (a heartbeat covers every job held; a settle records the finished
-// ones and starts prefetched ones), and rows locked in different orders deadlock, Postgres then aborting
-// one of them: a lost heartbeat (healthy jobs charged at lease expiry) or a lost settle (outcomes lost).
+// The heartbeat and the settle lock an invocation's rows in one order (issue 21, item 8), so the two on two connections
+// at once over the same jobs never deadlock: Postgres aborting one would lose a heartbeat (healthy jobs charged at lease
+// expiry) or a settle (outcomes lost).
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { queryJson } from "../../src/db/query.js";
@@ -9,6 +8,8 @@ import { heartbeatStatement } from "../../src/sql/claim/heartbeat.js";
 import { settleStatement, type Outcome } from "../../src/sql/settle/settle.js";
 import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { seededRandom } from "../fixtures/fault-tasks.js";
+
+// A heartbeat covers every job held; a settle records the finished ones and starts prefetched ones.
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("lock_order"); });

@@ -1,7 +1,6 @@
-// Workflows that survive a deploy: a run parked on the old code goes on after the code changed, by
-// step.patched (a branch the old runs skip), a renamed step ({ name, formerly }), or a version whose handler
-// the new code keeps (`previous`). Each "deploy" is a second app declaring the same workflow with new code,
-// over the same database, with a test clock; on every driver.
+// Workflows survive a deploy: a run parked on the old code goes on after the code changed, by step.patched (a branch
+// the old runs skip), a renamed step ({ name, formerly }) or a version whose handler the new code keeps (`previous`);
+// bad versions and step names are refused when declared, a database whose checks predate them at start. Every driver.
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, InvalidInput, requeue, runOnce, sendEvent, type Db, type WorkflowHandler } from "../../src/index.js";
@@ -10,6 +9,8 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import { forEachDriver } from "../support/drivers.js";
 import { createTestDatabase } from "../support/postgres.js";
 import { ManualClock } from "../support/clock.js";
+
+// Each "deploy" is a second app declaring the same workflow with new code, over the same database, with a test clock.
 
 const HOUR = 3_600_000;
 const Order = v.object({ order: v.number() });

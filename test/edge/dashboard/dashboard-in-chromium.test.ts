@@ -1,7 +1,6 @@
-// The dashboard driven in headless Chromium (through playwright-core) against real Postgres: sign in, read a
-// failure, requeue it, pause a queue, make, edit and delete a runtime schedule, and the refusals. The Chromium is the one @sparticuz/chromium ships in
-// its npm package (test/support/chromium.ts), so a fresh machine needs no install step; CHROMIUM_PATH picks
-// another. AKADZE_DASHBOARD_SCREENSHOT=docs/dashboard-overview.png also saves the overview the docs show.
+// The dashboard in headless Chromium (playwright-core) against real Postgres: sign in, read a failure and requeue it,
+// pause a queue, make, edit and delete a runtime schedule; a wrong secret, a missing cookie or CSRF token are refused,
+// and args holding <script> render as text.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { Hono } from "hono";
@@ -13,6 +12,10 @@ import type { Served } from "../../../src/dev/serve.js";
 import type { Harness } from "../../support/drivers.js";
 import { ManualClock } from "../../support/clock.js";
 import { openBrowserSetup, type BrowserSetup } from "../../support/browser.js";
+
+// The Chromium is the one @sparticuz/chromium ships in its npm package (test/support/chromium.ts), so a fresh machine
+// needs no install step; CHROMIUM_PATH picks another. AKADZE_DASHBOARD_SCREENSHOT=docs/dashboard-overview.png also saves
+// the overview the docs show.
 
 const SECRET = "browser-test-secret";
 

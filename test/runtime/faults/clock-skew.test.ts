@@ -1,7 +1,6 @@
-// Clocks (issue 11, item 8): eight invocation loops, each in its own process on a clock set off by up to
-// ±3 s from the database's (test/fixtures/skewed-clock.ts), with a 4 s lease, run every job exactly once,
-// never breach maxRunning or maxStarts, and enqueue every schedule slot once. The handlers measure it: each
-// body writes a row with the database's clock_timestamp() (test/fixtures/skew-app.ts).
+// Skewed clocks (issue 11, item 8): eight invocation loops, each in its own process on a clock up to ±3 s off the
+// database's, with a 4 s lease, run every job exactly once, never breach maxRunning or maxStarts, and enqueue every
+// schedule slot once.
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +13,9 @@ import { busiestWindow } from "../../support/busiest-window.js";
 import { waitFor, within } from "../../support/wait-for.js";
 import { bundleFixtures, type BundledFixtures } from "../../support/bundle.js";
 import { CREATE_SKEW_RUNS, MAX_RUNNING, MAX_STARTS, RUNNING_KEY, STARTS_KEY, WINDOW_MS, skewApp } from "../../fixtures/skew-app.js";
+
+// The clock is set off by test/fixtures/skewed-clock.ts; the handlers measure it: each body writes a row with the
+// database's clock_timestamp() (test/fixtures/skew-app.ts).
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/${name}`, import.meta.url));
 /**

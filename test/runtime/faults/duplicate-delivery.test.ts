@@ -1,8 +1,6 @@
-// Duplicate delivery (issue 36): every sibling request fan-out sends is delivered twice (an at-least-once queue
-// behind `invoke()`, a retried POST), so two invocations run under each sibling id at once, over neon-http with
-// a tenth of the answers dropped after their statements ran. Each engine leases under its own token, so no
-// invocation puts back, records or renews another's jobs: over 1,500 jobs on their only attempt, none runs
-// twice and no outcome is lost.
+// Duplicate delivery (issue 36): with every sibling request fan-out sends delivered twice and a tenth of neon-http's
+// answers dropped after their statements ran, no invocation puts back, records or renews another's jobs (each engine
+// leases under its own token): over 1,500 jobs on their only attempt, none runs twice and no outcome is lost.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import * as v from "valibot";
@@ -11,6 +9,9 @@ import { startNeonEndpoint, type NeonEndpoint } from "../../../src/dev/neon-endp
 import { neonHttpDb } from "../../support/neon.js";
 import { createTestDatabase } from "../../support/postgres.js";
 import { seededRandom } from "../../fixtures/fault-tasks.js";
+
+// Delivered twice as by an at-least-once queue behind `invoke()`, or a retried POST: two invocations run under each
+// sibling id at once.
 
 const JOBS = 1500;
 let database: Awaited<ReturnType<typeof createTestDatabase>>;

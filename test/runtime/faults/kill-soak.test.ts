@@ -1,7 +1,6 @@
-// A prefetching worker killed with SIGKILL again and again (issue 36, item 3): over 2,400 jobs on their only
-// attempt and 10 kills, no job runs twice, none is left running, and each kill charges at most the documented
-// bound of jobs that never ran: those marked started (its free slots, plus the lookahead that would start
-// within one round trip) whose bodies had not begun (README, "Nothing charged that never ran").
+// A prefetching worker killed with SIGKILL ten times over 2,400 jobs on their only attempt (issue 36, item 3): no job
+// runs twice, none is left running, and each kill charges at most the documented bound of jobs that never ran (README,
+// "Nothing charged that never ran").
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +9,9 @@ import { bundleFixtures, type BundledFixtures } from "../../support/bundle.js";
 import { openTestDatabase, type TestDatabase } from "../../support/database.js";
 import { KILL_TABLE, killApp } from "../../fixtures/kill-app.js";
 import { waitFor } from "../../support/wait-for.js";
+
+// The bound: the jobs marked started (its free slots, plus the lookahead that would start within one round trip) whose
+// bodies had not begun.
 
 const WORKER = fileURLToPath(new URL("../../fixtures/kill-worker.ts", import.meta.url));
 const JOBS = 2400;

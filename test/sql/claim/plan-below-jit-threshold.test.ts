@@ -1,12 +1,14 @@
-// A claim's plan stays below JIT's threshold (issue 38). Postgres compiles with JIT any plan costed above
-// `jit_above_cost` (100,000 by default), which costs a claim hundreds of milliseconds: an invocation's first claim
-// once took 386 ms that way, and ran out of budget for its second. The first claim (fair and with the limit CTEs,
-// since a process knows neither yet) on a fresh, never-analyzed table is the dearest estimate; so is a fair claim
-// of a large batch over many keys. Each is captured as the engine sends it and costed with EXPLAIN.
+// A claim's plan is costed below JIT's threshold (`jit_above_cost`, 100,000 by default; issue 38): an invocation's
+// first claim on a fresh, never-analyzed table (fair and with the limit CTEs) and fair claims of a large batch over
+// many keys, each captured as the engine sends it and costed with EXPLAIN.
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/database.js";
+
+// A plan costed above the threshold is compiled by JIT, which costs a claim hundreds of milliseconds: an invocation's
+// first claim once took 386 ms that way, and ran out of budget for its second. A process knows neither its keys nor its
+// limits yet, so its first claim is fair and carries the limit CTEs: on a fresh table, the dearest estimate.
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("claim_plan_cost"); });

@@ -1,5 +1,6 @@
-// The queue table holds live jobs only: a finished job moves to the history (partitioned by finish time,
-// dropped whole by retention) or to the dead letters; the migration from the schema before moves existing rows.
+// The queue table holds live jobs only: a finished job moves to the history (partitioned by finish time, dropped whole
+// by retention) or to the dead letters; the migration from the schema before moves existing rows once; a role that may
+// not create or drop tables falls back to row deletes.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import pg from "pg";
 import { sql } from "drizzle-orm";
