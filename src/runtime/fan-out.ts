@@ -14,7 +14,7 @@ import type { Claim } from "./claimer.js";
 import type { BudgetClock } from "./budget-clock.js";
 import { deadline } from "./deadline.js";
 import { knownRunMs } from "./pace.js";
-import type { RunSummary } from "./run-options.js";
+import type { Summary } from "./summary.js";
 import type { TraceCarrier } from "../core/tracing.js";
 import { DEFAULT_MAX_INVOCATIONS, MAX_BACKLOG_COUNT, MAX_INVOCATIONS, type FanOutOptions, type FanOutReport, type SiblingRequest } from "./fan-out-options.js";
 
@@ -30,11 +30,6 @@ const END_GRACE_MS = 10_000;
 const START_MS = 3_000;
 const MIN_START_MS = 500;
 
-
-/** Whether an invocation ended any job (a successor of one that ended none could spin on a limit held elsewhere). */
-function progressed(s: RunSummary): boolean {
-  return s.succeeded + s.failed + s.retried + s.snoozed + s.cancelled > 0;
-}
 
 /** The scope of a set of queues: invocations claiming from the same queues share one cap. */
 export function fanOutScope(queues: string[] | null): string {
@@ -130,7 +125,7 @@ export class FanOutSession {
   }
 
   /** At the end of the invocation: a successor if the budget ended with work due, else the slot is freed; then what it started is handed on. */
-  async finish(summary: RunSummary, budgetSpent: boolean): Promise<void> {
+  async finish(summary: Summary, budgetSpent: boolean): Promise<void> {
     if (this.report.slot !== null) {
       try {
         // Stopped on purpose (SIGTERM, the caller's signal): the chain ends here, whatever is due.
@@ -139,7 +134,8 @@ export class FanOutSession {
         // Ended early while its last claim saw more due than it took (siblings held those jobs then): the chain's
         // last live invocation carries on, if it got something done. Jobs a limit holds back are not counted as
         // due beyond the limit's room (backlog.ts), so a limit never makes the chain spin: they wait for the next tick.
-        else if (this.moreDue && progressed(summary) && await this.handOver(true)) { /* handed over */ }
+        // (A successor of one that ended no job could spin on a limit held elsewhere.)
+        else if (this.moreDue && summary.jobsEnded > 0 && await this.handOver(true)) { /* handed over */ }
         else await this.release([this.o.id]);
       } catch (error) {
         // The slot expires on its own; the next tick carries on.
@@ -148,8 +144,7 @@ export class FanOutSession {
     }
     // (Starting siblings adds the requests it sent to `pending` once their slots are taken.)
     while (this.pending.length > 0) await Promise.allSettled(this.pending.splice(0));
-    summary.roundTrips += this.statements;
-    summary.fanOut = this.report;
+    summary.fannedOut(this.report, this.statements);
   }
 
   /** Jobs one invocation runs in what is left of its budget: its slots times the jobs each runs, once their run time is known. */

@@ -5,7 +5,7 @@ import { isHeld, isQueued, nextLife, type JobLife, type LifeEvent, type LifeStat
 import { JobAbort } from "./signal.js";
 
 /** A queued job as the engine starts it. */
-export interface ReadyJob { job: ClaimedJob; startBy?: { clock: number; mono: number } }
+export interface ReadyJob { job: ClaimedJob; runBy?: { clock: number; mono: number } }
 
 /**
  * Every job an engine knows of, in one map of lives (job-life.ts), moved only by `nextLife`; plus the claim
@@ -110,7 +110,7 @@ export class HeldJobs {
       if (!life || !isQueued(life)) { this.order.shift(); continue; }
       if (life.state !== "ready") return undefined;
       this.order.shift();
-      return { job: life.job, ...(life.startBy ? { startBy: life.startBy } : {}) };
+      return { job: life.job, ...(life.runBy ? { runBy: life.runBy } : {}) };
     }
     return undefined;
   }
@@ -175,8 +175,8 @@ export class HeldJobs {
     const started = new Set(result?.started ?? []);
     for (const id of ids) {
       const slack = result?.slack?.[String(id)];
-      const startBy = slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
-      this.apply(id, { kind: "startAnswered", started: started.has(id), ...(startBy ? { startBy } : {}) });
+      const runBy = slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
+      this.apply(id, { kind: "startAnswered", started: started.has(id), ...(runBy ? { runBy } : {}) });
     }
   }
 
