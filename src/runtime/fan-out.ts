@@ -143,7 +143,7 @@ export class FanOutSession {
         else await this.release([this.o.id]);
       } catch (error) {
         // The slot expires on its own; the next tick carries on.
-        console.error("akadze: fan-out could not hand over or free its slot", error);
+        this.o.app.log({ level: "error", message: "fan-out could not hand over or free its slot", fields: { invocation: this.o.id, error } });
       }
     }
     // (Starting siblings adds the requests it sent to `pending` once their slots are taken.)
@@ -178,7 +178,7 @@ export class FanOutSession {
     try {
       taken = await this.take(need - 1, need, names, this.o.id, startMs);
     } catch (error) {
-      console.error("akadze: fan-out could not take slots for siblings", error);
+      this.o.app.log({ level: "error", message: "fan-out could not take slots for siblings", fields: { invocation: this.o.id, error } });
       return;
     }
     for (const { holder } of taken) {
@@ -216,7 +216,7 @@ export class FanOutSession {
     const startBy = deadline(this.o.budget, from, startMs);
     let due = false;
     const answered = call.then(() => true, (error: unknown) => {
-      if (!due) console.error(`akadze: fan-out's call for invocation ${r.id} failed; its slot is freed unless it took it`, error);
+      if (!due) this.o.app.log({ level: "error", message: `fan-out's call for invocation ${r.id} failed; its slot is freed unless it took it`, fields: { invocation: r.id, error } });
       return false;
     });
     const started = Promise.race([answered, startBy.passed.then(() => null)]).then(async (ok) => {
@@ -227,7 +227,7 @@ export class FanOutSession {
       const freed = await queryJson<number>(this.o.db, releaseUnstartedSlotStatement(this.scope, r.id, startMs, this.o.sqlNow())).catch(() => null);
       // A call still on its way whose invocation never took its slot is given up (one that did runs on).
       if (due && freed !== 0) {
-        console.error(`akadze: fan-out invocation ${r.id} did not start within ${startMs} ms; the call is aborted and its slot freed`);
+        this.o.app.log({ level: "error", message: `fan-out invocation ${r.id} did not start within ${startMs} ms; the call is aborted and its slot freed`, fields: { invocation: r.id } });
         stop.abort(new Error(`akadze: invocation ${r.id} did not start within ${startMs} ms`));
       }
     });
