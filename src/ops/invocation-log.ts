@@ -5,7 +5,8 @@ import type { App } from "../app/app.js";
 import { consoleLog, devLogSink, type LogRecord, type LogSink } from "../app/log.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { errorHeadline } from "../core/error-causes.js";
-import { CLAIM_MARGIN_MS, type RunSummary } from "../runtime/run-options.js";
+import { CLAIM_MARGIN_MS } from "../core/claim-margin.js";
+import type { RunSummary } from "../runtime/run-options.js";
 
 /** How much a handler logs: `warn` (failed and retried jobs, misfits), `info` (also one line per busy invocation), `silent`. */
 export type LogLevel = "silent" | "warn" | "info";

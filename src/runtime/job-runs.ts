@@ -8,7 +8,7 @@ import type { HeldJobs } from "./held-jobs.js";
 import type { Pace } from "./pace.js";
 import type { RunSummary } from "./run-options.js";
 import { RunTimes } from "./run-times.js";
-import { RETRY_MAX_MS, RETRY_MIN_MS } from "./run-options.js";
+import { RETRY_MAX_MS, RETRY_MIN_MS } from "./retry-wait.js";
 import { sleep } from "./signal.js";
 import type { Settler } from "./settler.js";
 import type { Unreported } from "./summary.js";
