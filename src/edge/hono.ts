@@ -51,7 +51,10 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
   dashboard?: Dashboard;
   /** Request bodies larger than this many bytes are refused with 413 before they are read. Default `DEFAULT_MAX_BODY_BYTES` (1 MiB). */
   maxBodyBytes?: number;
-  /** What `POST /work` logs: "warn" (default) one line per failed or retried job, "info" also a line per busy invocation, or "silent". */
+  /**
+   * What `POST /work` writes to the app's log (`createApp({ log })`): "warn" (default) one line per failed or
+   * retried job, "info" also a line per busy invocation, or "silent".
+   */
   log?: LogLevel;
   /**
    * Fan-out for `/work`: how this request's invocation starts siblings (`ownUrl`, `selfBinding` or your own

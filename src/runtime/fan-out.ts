@@ -130,7 +130,10 @@ export class FanOutSession {
     if (need > 1 && !this.o.signal?.aborted) this.pending.push(this.invokeSiblings(need));
   }
 
-  /** At the end of the invocation: a successor if the budget ended with work due, else the slot is freed; then what it started is handed on. */
+  /**
+   * At the end of the invocation: a successor if the budget ended with work due (or, ended early, more was due
+   * and it got something done), else the slot is freed; then it waits for the calls in `pending`.
+   */
   async finish(summary: RunSummary, budgetSpent: boolean): Promise<void> {
     if (this.report.slot !== null) {
       try {
@@ -147,7 +150,7 @@ export class FanOutSession {
         this.o.app.log({ level: "error", message: "fan-out could not hand over or free its slot", fields: { invocation: this.o.id, error } });
       }
     }
-    // (Starting siblings adds the requests it sent to `pending` once their slots are taken.)
+    // (`pending` holds invokeSiblings itself and, without `waitUntil`, each call it made; with `waitUntil` the calls are the platform's to keep.)
     while (this.pending.length > 0) await Promise.allSettled(this.pending.splice(0));
     summary.roundTrips += this.statements;
     summary.fanOut = this.report;

@@ -83,8 +83,9 @@ export interface RunSummary {
    */
   unconfirmed: number;
   /**
-   * Tasks not claimed because their declared timeout does not fit the budget (minus CLAIM_MARGIN_MS):
-   * their jobs wait for an invocation with a longer budget. Empty when every task fits.
+   * Tasks not claimed because their declared timeout does not fit what was left of the budget at a claim,
+   * minus the claim's margin (CLAIM_MARGIN_MS until a round trip was measured, then a few round trips): their
+   * jobs wait for an invocation with a longer budget. Empty when every task fits.
    */
   tooLongForBudget: string[];
   /** Every run that failed or will retry, with its error, for logs. */
