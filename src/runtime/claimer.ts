@@ -6,7 +6,7 @@ import { traitsOf } from "../db/traits.js";
 import { claimCore, claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimParams, type ClaimResult } from "../sql/claim/claim.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
-import { CLAIM_MARGIN_MS } from "./run-options.js";
+import { CLAIM_MARGIN_MS } from "../core/claim-margin.js";
 import type { ClaimRider, Ride } from "./rider.js";
 import { memoryOf } from "./process-memory.js";
 import { answerTimeoutMs, type EngineContext } from "./engine-context.js";

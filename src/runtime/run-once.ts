@@ -3,7 +3,7 @@ import { inTimestampRange, parseOrThrow, RunOptionsSchema } from "../core/valida
 import { InvalidInput } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import { resolveRetention } from "../core/retention.js";
-import { invocationDoneCte, invocationEndedStatement } from "../sql/fan-out/mark-invocation-done.js";
+import { invocationDoneCte, invocationEndedStatement } from "../sql/registry/mark-invocation-done.js";
 import { timestamp } from "../sql/time.js";
 import { claimRiders, invocationRetention } from "./riders.js";
 import { Engine } from "./engine.js";

@@ -9,7 +9,7 @@ import { sendWithTransitions } from "./send.js";
 import { nextTurn, sleep } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
 import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
-import { RETRY_MAX_MS, RETRY_MIN_MS } from "./run-options.js";
+import { RETRY_MAX_MS, RETRY_MIN_MS } from "./retry-wait.js";
 
 /** Outcomes in order, cut into chunks of at most `max` bytes of JSON each (a larger outcome goes alone). */
 function chunkByBytes(outcomes: Outcome[], max: number): Outcome[][] {

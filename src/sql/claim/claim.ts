@@ -3,7 +3,7 @@ import { tokenFree } from "./start.js";
 import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
 import { archiveCtes } from "../history/archive.js";
 import { msInterval, mustCancel } from "../time.js";
-import type { SlotReport } from "../schedules/enqueue-due-slots.js";
+import type { ScheduleSlotReport } from "../schedules/enqueue-due-slots.js";
 import type { StoredDefinition } from "../schedules/due-runtime-schedules.js";
 import { movedJobsJson, type MovedJob } from "../control/changed-job.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, fairSubKeysSeen } from "./fair.js";
@@ -110,8 +110,8 @@ export interface ClaimResult {
   fairSubKeys?: boolean;
   /** Jobs the schedules' rider enqueued in the same statement. */
   scheduled?: number;
-  /** What the schedules' CTEs found due, on the statement's clock (`slotReport`), when they rode along. */
-  schedules?: SlotReport;
+  /** What the schedules' CTEs found due, on the statement's clock (`scheduleSlotReport`), when they rode along. */
+  schedules?: ScheduleSlotReport;
   /** Runtime schedules with a slot due that the claim did not offer (`runtimeDueReport`), when asked; null: none. */
   runtimeDue?: StoredDefinition[] | null;
   /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */
