@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { msInterval, mustStop } from "../time.js";
+import { msInterval, mustCancel } from "../time.js";
 
 /**
  * A CTE `name(ids)` that locks the jobs among `ids` (a jsonb array) leased to `owner`, in id order, before
@@ -24,8 +24,8 @@ export function lockedFirst(name: string): SQL {
   return sql`(select ids from ${sql.raw(name)}) is not null`;
 }
 
-/** A job still leased to the invocation, with what its body should know. */
-export interface HeldJob { id: number; stop: boolean }
+/** A job still leased to the engine, with what its body should know: `cancel`, its cancel was requested or it expired. */
+export interface HeldJob { id: number; cancel: boolean }
 
 /**
  * Extends the leases of the jobs `owner` holds among `ids` in one statement and reports cancel requests and
@@ -39,7 +39,7 @@ export function heartbeatStatement(owner: string, now: SQL, leaseMs: number, ids
       update akadze.jobs j set lease_expires_at = ${now} + ${msInterval(sql`${leaseMs}`)}
       where j.id in (select value::bigint from jsonb_array_elements_text(${named})) and ${lockedFirst("hb_locked")}
         and j.state = 'running' and j.lease_owner = ${owner}
-      returning j.id, ${mustStop(now)} as stop
+      returning j.id, ${mustCancel(now)} as cancel
     )
-    select coalesce(json_agg(json_build_object('id', id, 'stop', stop)), '[]'::json) as r from held`;
+    select coalesce(json_agg(json_build_object('id', id, 'cancel', cancel)), '[]'::json) as r from held`;
 }
