@@ -3,8 +3,8 @@ import { expect, it } from "vitest";
 import { Hono } from "hono";
 import { consoleLog, createApp, InvalidInput, type LogRecord } from "akadze";
 import { akadzeRoutes } from "akadze/hono";
-import { forEachDriver } from "./support/drivers.js";
-import { captureConsole } from "./support/console.js";
+import { forEachDriver } from "../support/drivers.js";
+import { captureConsole } from "../support/console.js";
 
 const SECRET = "s3cret-for-tests";
 

@@ -1,9 +1,9 @@
 // The invocation summary counts itself (summary.ts): each event is one method, the totals are derived, and a
 // worker lane takes one summary per cycle. Pure: no database.
 import { describe, expect, it } from "vitest";
-import { countsAnything, jobsEnded, Summary } from "../src/runtime/summary.js";
-import type { ClaimResult } from "../src/sql/claim/claim.js";
-import type { CompletedJob } from "../src/sql/settle/settle.js";
+import { countsAnything, jobsEnded, Summary } from "../../src/runtime/summary.js";
+import type { ClaimResult } from "../../src/sql/claim/claim.js";
+import type { CompletedJob } from "../../src/sql/settle/settle.js";
 
 const moved = (id: number) => ({ id, task: "t", queue: "q", attempt: 1, from: "queued", to: "running" });
 const claimed = (id: number) => ({ id, task: "t", queue: "q", args: {}, attempt: 1, max_attempts: 3, priority: 0, started: false, limited: false });
