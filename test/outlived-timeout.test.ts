@@ -21,7 +21,7 @@ beforeEach(async () => { await t.reset(); });
 class BeatPool extends pg.Pool {
   beats = 0;
   override query(...args: any[]): any {
-    if (sentStatement(args).text.includes("hb_locked")) this.beats++;
+    if (sentStatement(args).text.includes("hb_named")) this.beats++;
     return (super.query as any)(...args);
   }
 }

@@ -98,7 +98,7 @@ export class Engine {
       db: o.db, owner: o.owner, leaseMs: o.leaseMs, now: o.sqlNow, intervalMs: o.heartbeatMs,
       held: () => this.jobs.held(), requestTimeoutMs: () => this.requestTimeoutMs(),
       count: () => { this.summary.roundTrips++; },
-      onBeat: (covered, held) => this.onBeat(covered, held),
+      onBeat: (covered, held, unnamed) => this.onBeat(covered, held, unnamed),
     });
   }
 
@@ -292,8 +292,12 @@ export class Engine {
     this.change.notify();
   }
 
-  private onBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[]): void {
+  private onBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[], unnamed: number): void {
     judgeBeat(covered, held, (id) => this.jobs.controllerOf(id));
+    // Jobs leased to this engine that the beat did not name were claimed meanwhile or are forgotten, and a
+    // forgotten job's lease (its owner's) lasts as long as this engine: the next claim, or the engine's end,
+    // first puts back those the engine does not know (nothing, for the former).
+    if (unnamed > 0) this.unheld.mayExist = true;
     this.change.notify();
   }
 }

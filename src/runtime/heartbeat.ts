@@ -2,13 +2,13 @@ import { queryJsonWithin } from "./timed-query.js";
 import type { SQL } from "drizzle-orm";
 import { Cancel, LeaseLost } from "../core/errors.js";
 import { queryJsonPrepared, type Db } from "../db/query.js";
-import { heartbeatStatement, type HeldJob } from "../sql/claim/heartbeat.js";
+import { heartbeatStatement, type BeatAnswer, type HeldJob } from "../sql/claim/heartbeat.js";
 import type { JobAbort } from "./signal.js";
 
 /**
- * Extends the leases of every job an invocation holds (running or prefetched) in one statement every
- * `intervalMs`, and tells the caller which jobs must stop (cancel requested, expired) and which leases were
- * lost to another invocation. An answer judges only the jobs its statement covered: a job claimed while
+ * Renews the engine's lease (its owner row, which every job it holds shares: running or prefetched) in one
+ * statement every `intervalMs`, and tells the caller which jobs must stop (cancel requested, expired), which
+ * leases were lost to another invocation, and whether jobs it did not name are leased to it. An answer judges only the jobs its statement covered: a job claimed while
  * the beat was on its way is not in it and is not taken for lost.
  */
 export class Heartbeat {
@@ -23,8 +23,11 @@ export class Heartbeat {
       /** The jobs held now, with the controller of each. */
       held: () => ReadonlyMap<number, JobAbort>;
       count: () => void;
-      /** `covered`: the jobs the beat was sent for, as held then; `held`: those the database still leases to this owner. */
-      onBeat: (covered: ReadonlyMap<number, JobAbort>, held: HeldJob[]) => void;
+      /**
+       * `covered`: the jobs the beat was sent for, as held then; `held`: those the database still leases to this
+       * owner; `unnamed`: how many other jobs it leases to this owner (claimed meanwhile, or forgotten).
+       */
+      onBeat: (covered: ReadonlyMap<number, JobAbort>, held: HeldJob[], unnamed: number) => void;
     },
   ) {}
 
@@ -45,9 +48,11 @@ export class Heartbeat {
     try {
       const { db, owner, now, leaseMs } = this.options;
       this.options.count();
-      const held = await queryJsonWithin<HeldJob[]>(db, heartbeatStatement(owner, now(), leaseMs, [...covered.keys()]),
+      const answer = await queryJsonWithin<BeatAnswer>(db, heartbeatStatement(owner, now(), leaseMs, [...covered.keys()]),
         this.options.requestTimeoutMs(), "a heartbeat");
-      if (this.timer !== undefined) this.options.onBeat(covered, held.map((h) => ({ id: Number(h.id), stop: h.stop })));
+      if (this.timer !== undefined) {
+        this.options.onBeat(covered, answer.held.map((h) => ({ id: Number(h.id), stop: h.stop })), Number(answer.unnamed));
+      }
     } catch {
       // The next beat tries again; leases last three intervals.
     } finally {
