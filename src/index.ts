@@ -21,6 +21,7 @@ export {
 export { MAX_CATCH_UP } from "./core/schedule-input.js";
 export { MAX_JSON_DEPTH } from "./core/json.js";
 export { Hooks, type Transition, type HookJob, type BeforeRunHook, type AfterRunHook, type TransitionHook } from "./app/hooks.js";
+export { consoleLog, type LogRecord, type LogSink } from "./app/log.js";
 export type { Tracing, TraceCarrier } from "./core/tracing.js";
 export { type ErrorEntry, AkadzeError, Retry, Snooze, Fail, Cancel, DuplicateJob, DuplicateSchedule, InvalidInput, LeaseLost, ResultNotJson, JobTimeout } from "./core/errors.js";
 export { parseDuration, type Duration } from "./core/duration.js";

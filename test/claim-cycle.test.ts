@@ -1,7 +1,7 @@
 // The engine's claim cycle (issue 23, item 1): the phase and its pure transition function, driven without
 // Postgres, timers or promises; and the two claim policies' sizes.
 import { describe, expect, it } from "vitest";
-import { nextCycle, START, type ClaimCycle, type ClaimEvent, type CycleRules } from "../src/runtime/claim-cycle.js";
+import { nextCycle, NEW_CYCLE, type ClaimCycle, type ClaimEvent, type CycleRules } from "../src/runtime/claim-cycle.js";
 import { invocationPolicy, workerLanePolicy } from "../src/runtime/claim-policy.js";
 
 const INVOCATION: CycleRules = { drain: true, idles: false };
@@ -11,9 +11,9 @@ const LANE: CycleRules = { drain: true, idles: true };
 const answered = (o: Partial<Extract<ClaimEvent, { kind: "answered" }>> = {}): ClaimEvent =>
   ({ kind: "answered", short: false, more: false, noTaskFits: false, busy: false, ...o });
 
-/** Runs `events` from START and returns every phase passed through. */
+/** Runs `events` from NEW_CYCLE and returns every phase passed through. */
 function phases(rules: CycleRules, events: ClaimEvent[]): string[] {
-  let state: ClaimCycle = START;
+  let state: ClaimCycle = NEW_CYCLE;
   return events.map((e) => (state = nextCycle(state, e, rules)).phase);
 }
 
@@ -55,26 +55,26 @@ describe("the claim cycle", () => {
 
   it("a worker lane never backs off: a failed or short claim waits for work, then claims again or ends", () => {
     expect(phases(LANE, [
-      { kind: "sent" }, { kind: "failed", retry: true }, { kind: "idleStarted" }, { kind: "idleEnded", again: true },
-      { kind: "sent" }, answered({ short: true, busy: true }), { kind: "quiet", endedSinceClaim: 4 }, { kind: "idleStarted" }, { kind: "idleEnded", again: false },
+      { kind: "sent" }, { kind: "failed", retry: true }, { kind: "idleBegan" }, { kind: "idleEnded", again: true },
+      { kind: "sent" }, answered({ short: true, busy: true }), { kind: "quiet", endedSinceClaim: 4 }, { kind: "idleBegan" }, { kind: "idleEnded", again: false },
     ])).toEqual(["claiming", "exhausted", "idling", "open", "claiming", "exhausted", "exhausted", "idling", "ended"]);
   });
 
   it("an invocation never idles, and events that do not apply in a phase change nothing", () => {
-    expect(phases(INVOCATION, [{ kind: "sent" }, answered({ short: true }), { kind: "idleStarted" }])).toEqual(["claiming", "exhausted", "exhausted"]);
-    const open = nextCycle(START, answered(), INVOCATION);
-    expect(open).toBe(START); // an answer with no claim on its way
+    expect(phases(INVOCATION, [{ kind: "sent" }, answered({ short: true }), { kind: "idleBegan" }])).toEqual(["claiming", "exhausted", "exhausted"]);
+    const open = nextCycle(NEW_CYCLE, answered(), INVOCATION);
+    expect(open).toBe(NEW_CYCLE); // an answer with no claim on its way
     for (const e of [{ kind: "retryDue" }, { kind: "idleEnded", again: true }, { kind: "failed", retry: true }] as ClaimEvent[]) {
-      expect(nextCycle(START, e, LANE)).toBe(START);
+      expect(nextCycle(NEW_CYCLE, e, LANE)).toBe(NEW_CYCLE);
     }
-    const claiming = nextCycle(START, { kind: "sent" }, INVOCATION);
+    const claiming = nextCycle(NEW_CYCLE, { kind: "sent" }, INVOCATION);
     expect(nextCycle(claiming, { kind: "sent" }, INVOCATION)).toBe(claiming); // one claim on its way at a time
   });
 
   it("ended is final", () => {
-    let state = nextCycle(nextCycle(nextCycle(nextCycle(START, { kind: "sent" }, LANE), answered({ short: true }), LANE), { kind: "idleStarted" }, LANE), { kind: "idleEnded", again: false }, LANE);
+    let state = nextCycle(nextCycle(nextCycle(nextCycle(NEW_CYCLE, { kind: "sent" }, LANE), answered({ short: true }), LANE), { kind: "idleBegan" }, LANE), { kind: "idleEnded", again: false }, LANE);
     expect(state.phase).toBe("ended");
-    for (const e of [{ kind: "sent" }, answered(), { kind: "retryDue" }, { kind: "idleStarted" }, { kind: "quiet", endedSinceClaim: 1 }] as ClaimEvent[]) {
+    for (const e of [{ kind: "sent" }, answered(), { kind: "retryDue" }, { kind: "idleBegan" }, { kind: "quiet", endedSinceClaim: 1 }] as ClaimEvent[]) {
       state = nextCycle(state, e, LANE);
       expect(state.phase).toBe("ended");
     }

@@ -132,7 +132,7 @@ const ALLOWED: Record<string, string[]> = {
   ops: ["app", "core", "db", "runtime", "sql"],
   edge: ["app", "control", "core", "db", "ops", "runtime"],
   cli: ["app", "connect", "control", "core", "db", "dev", "edge", "migrate", "ops", "runtime"],
-  dev: ["app", "connect", "core", "db", "migrate", "ops", "runtime", "sql"],
+  dev: ["app", "connect", "core", "db", "migrate", "runtime", "sql"],
   testing: ["app", "core", "db", "migrate", "runtime", "sql"],
   otel: ["core", "workflow"],
   index: ["app", "connect", "control", "core", "db", "migrate", "ops", "runtime", "schedules", "sql", "workflow"],

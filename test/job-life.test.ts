@@ -27,12 +27,12 @@ const rows: Row[] = [
   ["a claim that started a job makes it ready", undefined, { kind: "claimed", job: job(1, { started: true }), controller: A }, { state: "ready", job: job(1, { started: true }), controller: A }],
   ["a waiting job asked to start is requested", life("waiting"), { kind: "startAsked" }, life("requested")],
   ["a start answer that started it makes it ready", life("requested"), { kind: "startAnswered", started: true }, life("ready")],
-  ["a token's deadline rides along", life("requested"), { kind: "startAnswered", started: true, startBy: { clock: 5, mono: 6 } }, life("ready", { startBy: { clock: 5, mono: 6 } })],
+  ["a token's deadline rides along", life("requested"), { kind: "startAnswered", started: true, runBy: { clock: 5, mono: 6 } }, life("ready", { runBy: { clock: 5, mono: 6 } })],
   ["denied, stopped or not ours: no longer held", life("requested"), { kind: "startAnswered", started: false }, undefined],
   ["a start answer for a job not asked about changes nothing", life("waiting"), { kind: "startAnswered", started: true }, "ignored"],
   ["a late start answer after the job left changes nothing", undefined, { kind: "startAnswered", started: true }, "ignored"],
-  ["a ready job's body starts", life("ready"), { kind: "bodyStarted" }, life("running")],
-  ["a body cannot start before its start was answered", life("requested"), { kind: "bodyStarted" }, "ignored"],
+  ["a ready job's body starts", life("ready"), { kind: "bodyBegan" }, life("running")],
+  ["a body cannot start before its start was answered", life("requested"), { kind: "bodyBegan" }, "ignored"],
   ["a body that ended sends its outcome", life("running"), { kind: "bodyEnded", outcome: done }, life("settling", { outcome: done })],
   ["a body that completed itself (completeTx) ends its life", life("running"), { kind: "bodyEnded", outcome: null }, undefined],
   ["a waiting job released at the end settles its release", life("waiting"), { kind: "notRun", outcome: release }, life("settling", { outcome: release })],
@@ -81,7 +81,7 @@ describe("a job's local life", () => {
 function startReady(jobs: HeldJobs): number[] {
   const ids: number[] = [];
   for (let r = jobs.nextReady(); r; r = jobs.nextReady()) {
-    jobs.apply(r.job.id, { kind: "bodyStarted" });
+    jobs.apply(r.job.id, { kind: "bodyBegan" });
     ids.push(r.job.id);
   }
   return ids;

@@ -9,7 +9,7 @@ import {
 } from "../src/index.js";
 import { queryJson } from "../src/db/query.js";
 import { ScheduleSlots } from "../src/schedules/enqueue.js";
-import type { SlotReport } from "../src/sql/schedules/enqueue-due-slots.js";
+import type { ScheduleSlotReport } from "../src/sql/schedules/enqueue-due-slots.js";
 import type { StoredDefinition } from "../src/sql/schedules/due-runtime-schedules.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
@@ -173,7 +173,7 @@ forEachDriver((h) => {
     const slots = new ScheduleSlots(app);
     const claimAt = async (at: string) => {
       const { extra, report, answered } = slots.forClaim(new Date(at), sql`${at}::timestamptz`);
-      const r = await queryJson<{ schedules?: SlotReport; runtimeDue: StoredDefinition[] | null }>(h().db, sql`with ${sql.join(extra, sql`, `)}
+      const r = await queryJson<{ schedules?: ScheduleSlotReport; runtimeDue: StoredDefinition[] | null }>(h().db, sql`with ${sql.join(extra, sql`, `)}
         select jsonb_build_object(${sql.join(Object.entries(report).map(([k, value]) => sql`${k}::text, ${value}`), sql`, `)}) as r`);
       return { learned: answered(r.schedules, r.runtimeDue), runtimeDue: r.runtimeDue?.map((d) => [d.name, d.revision]) ?? null };
     };

@@ -5,7 +5,7 @@ import { sql } from "drizzle-orm";
 import { createApp, InvalidInput, listSchedules, runOnce, type App } from "../src/index.js";
 import { queryJson } from "../src/db/query.js";
 import { ScheduleSlots } from "../src/schedules/enqueue.js";
-import type { SlotReport } from "../src/sql/schedules/enqueue-due-slots.js";
+import type { ScheduleSlotReport } from "../src/sql/schedules/enqueue-due-slots.js";
 import { forEachDriver } from "./support/drivers.js";
 import { ManualClock } from "./support/clock.js";
 import { waitFor } from "./support/wait-for.js";
@@ -88,7 +88,7 @@ forEachDriver((h, driver) => {
       const claimAt = async (slots: ScheduleSlots, hostAt: string, dbAt: string) => {
         const { extra, report, answered } = slots.forClaim(new Date(hostAt), sql`${dbAt}::timestamptz`);
         if (extra.length === 0) return;
-        const r = await queryJson<{ schedules: SlotReport }>(h().db, sql`with ${sql.join(extra, sql`, `)}
+        const r = await queryJson<{ schedules: ScheduleSlotReport }>(h().db, sql`with ${sql.join(extra, sql`, `)}
           select jsonb_build_object('scheduled', ${report.scheduled}, 'schedules', ${report.schedules}) as r`);
         answered(r.schedules);
       };

@@ -10,6 +10,7 @@ import { sendAppEvent, sendAppEventQuery, Subscriptions, type AppEventOptions, t
 import type { BatchItem, Db } from "../db/query.js";
 import * as v from "valibot";
 import type { Tracing } from "../core/tracing.js";
+import { consoleLog, type LogSink } from "./log.js";
 
 /** Options of `createApp`. @example const app = createApp({ clock: () => new Date() }); */
 export interface AppOptions {
@@ -28,6 +29,12 @@ export interface AppOptions {
    * @example import { openTelemetry } from "akadze/otel"; const app = createApp({ tracing: openTelemetry() });
    */
   tracing?: Tracing;
+  /**
+   * Where the app's log lines go: a hook or fan-out call that failed, a route's 500, each failed or retried
+   * job of a handler. Default `consoleLog` (`akadze: <message>` on the console).
+   * @example const records: LogRecord[] = []; const app = createApp({ log: (r) => records.push(r) });
+   */
+  log?: LogSink;
 }
 
 /**
@@ -46,6 +53,8 @@ export class App {
   readonly sqlClock: (() => Date) | null;
   /** The app's tracing (`AppOptions.tracing`), or null: it does not trace. */
   readonly tracing: Tracing | null;
+  /** Where the app logs (`AppOptions.log`). */
+  readonly log: LogSink;
   /** The workflows declared (`workflow`), by task name: the runtime runs their jobs with steps, and their transitions carry steps. */
   readonly workflows = new Map<string, WorkflowDefinition>();
   /** The tasks each event starts (`on`). */
@@ -64,6 +73,10 @@ export class App {
       throw new InvalidInput("createApp: tracing must be what openTelemetry() from akadze/otel returns (an object with capture and engine)");
     }
     this.tracing = tracing;
+    if (options.log !== undefined && typeof options.log !== "function") {
+      throw new InvalidInput("createApp: log must be a function that takes a log record ({ level, message, fields })");
+    }
+    this.log = options.log ?? consoleLog;
   }
 
   /** Whether any workflow is declared: then settles wake a workflow parked on child jobs when the last one ends. */

@@ -142,7 +142,7 @@ export function cliLine(server: Pick<DevServer, "env">, command = "jobs list"): 
 /** The tick's summary line; its failed and retried jobs are logged by the work route itself (akadzeRoutes' `log`). */
 function logTick(summary: RunSummary, level: LogLevel): void {
   const info = invocationLogLines(summary).filter((line) => line.level === "info");
-  writeLogLines(info, level, { warn: () => {}, info: (text) => process.stdout.write(`${clockTime()} ${text}\n`) });
+  writeLogLines(info, level, ({ message }) => process.stdout.write(`${clockTime()} ${message}\n`));
 }
 
 /** HH:MM:SS (UTC), the dev terminal's line prefix. */

@@ -3,7 +3,8 @@
 
 import { parseDuration } from "../core/duration.js";
 import { NUDGE_BUDGET } from "../edge/nudge.js";
-import { CLAIM_MARGIN_MS, DEFAULT_BUDGET } from "../runtime/run-options.js";
+import { CLAIM_MARGIN_MS } from "../core/claim-margin.js";
+import { DEFAULT_BUDGET } from "../runtime/run-options.js";
 
 /** The longest task timeout a budget runs, in words. */
 const fitsUnder = (budget: string) => `${(parseDuration(budget, "budget") - CLAIM_MARGIN_MS) / 1000} s`;

@@ -44,8 +44,9 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
         let lastErrorAt = 0;
         // Every line the worker logs goes through --log-level: warnings to stderr, the rest to stdout, nothing when
         // silent; each with its time, since a worker runs for days.
-        const log = (lines: LogLine[]) => writeLogLines(lines, opts.logLevel ?? "warn", {
-          warn: (text) => process.stderr.write(`${stamp()} akadze: ${text}\n`), info: (text) => print(`${stamp()} ${text}`),
+        const log = (lines: LogLine[]) => writeLogLines(lines, opts.logLevel ?? "warn", ({ level, message }) => {
+          if (level === "info") print(`${stamp()} ${message}`);
+          else process.stderr.write(`${stamp()} akadze: ${message}\n`);
         });
         const queues: string[] | undefined = opts.queue;
         const slots = opts.slots ?? DEFAULT_SLOTS;

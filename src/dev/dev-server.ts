@@ -7,7 +7,7 @@ import type { ExecutionContext } from "hono";
 import type { App } from "../app/app.js";
 import type { Db } from "../db/query.js";
 import { migrate } from "../migrate.js";
-import { setDevLineSink } from "../ops/invocation-log.js";
+import { setDevLogSink } from "../app/log.js";
 import type { RunSummary } from "../runtime/run-once.js";
 import { startNeonEndpoint, type NeonEndpoint } from "./neon-endpoint.js";
 import { serveFetch, type Served } from "./serve.js";
@@ -51,7 +51,7 @@ export interface DevServerOptions {
   onTick?: (summary: RunSummary) => void;
   /**
    * The line of every other invocation the served app runs and logs only at `info`: its nudges and its
-   * fan-out siblings (set for the server's life, for the whole process).
+   * fan-out siblings, read from the app's log (`setDevLogSink`, set for the server's life, for the whole process).
    */
   onInvocationLine?: (text: string) => void;
   onError?: (error: unknown) => void;
@@ -129,8 +129,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     };
     const ctx: ExecutionContext = { waitUntil: track, passThroughOnException() {}, props: {} };
     if (options.onInvocationLine) {
-      setDevLineSink(options.onInvocationLine);
-      closers.push(async () => setDevLineSink(undefined));
+      const show = options.onInvocationLine;
+      setDevLogSink((record) => show(record.message));
+      closers.push(async () => setDevLogSink(undefined));
     }
 
     let served: Served | undefined;

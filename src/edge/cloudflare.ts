@@ -1,5 +1,6 @@
 // The Cloudflare Workers side of an invocation: a `scheduled` handler around runOnce.
 import type { App } from "../app/app.js";
+import { INVOCATION_SUMMARY } from "../app/log.js";
 import type { Duration } from "../core/duration.js";
 import type { Db } from "../db/query.js";
 import { didAnything, invocationLogLines, warnTasksOverBudget, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
@@ -41,11 +42,11 @@ export function scheduledInvocation<E>(app: App, options: ScheduledOptions<E>) {
       ...options.run, db: await options.getDb(env), budget: options.budget,
       ...(fanOut ? { fanOut: { waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(promise), ...fanOut } } : {}),
     }))();
-    ctx.waitUntil(invocation.then((summary) => logSummary(summary, log)));
+    ctx.waitUntil(invocation.then((summary) => logSummary(app, summary, log)));
   };
 }
 
-function logSummary(summary: RunSummary, log: LogLevel): void {
-  if (log === "info" && didAnything(summary)) console.log("akadze invocation", JSON.stringify(summary));
-  writeLogLines(invocationLogLines(summary, "cron invocation").filter((line) => line.level === "warn"), log);
+function logSummary(app: App, summary: RunSummary, log: LogLevel): void {
+  if (log === "info" && didAnything(summary)) app.log({ level: "info", message: INVOCATION_SUMMARY, fields: { summary } });
+  writeLogLines(invocationLogLines(summary, "cron invocation").filter((line) => line.level === "warn"), log, app.log);
 }

@@ -43,7 +43,7 @@ export function selfBinding(binding: Fetcher, options: { secret: string; path?: 
  * Vercel, Node (`akadze dev`) or any host with a public work route: start siblings by calling the work route's
  * own URL. The sibling answers 202 as soon as it accepted the request and runs on after the response (Vercel's
  * waitUntil, up to the function's maxDuration; a Node server simply runs it), so the caller does not wait for it.
- * A request not answered by the sibling's start deadline (a few seconds) is aborted.
+ * A request still unanswered a few seconds on whose sibling never took its slot is aborted (and the slot freed).
  * @example fanOut: { invoke: ownUrl("https://my-app.vercel.app/api/akadze/work", { secret: process.env.CRON_SECRET! }) }
  */
 export function ownUrl(url: string | URL, options: { secret: string; fetch?: Fetcher["fetch"] }): (request: SiblingRequest, call?: { signal: AbortSignal }) => Promise<unknown> {

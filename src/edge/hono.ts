@@ -51,7 +51,10 @@ export interface AkadzeRoutesOptions<E extends Env = Env> {
   dashboard?: Dashboard;
   /** Request bodies larger than this many bytes are refused with 413 before they are read. Default `DEFAULT_MAX_BODY_BYTES` (1 MiB). */
   maxBodyBytes?: number;
-  /** What `POST /work` logs: "warn" (default) one line per failed or retried job, "info" also a line per busy invocation, or "silent". */
+  /**
+   * What `POST /work` writes to the app's log (`createApp({ log })`): "warn" (default) one line per failed or
+   * retried job, "info" also a line per busy invocation, or "silent".
+   */
   log?: LogLevel;
   /**
    * Fan-out for `/work`: how this request's invocation starts siblings (`ownUrl`, `selfBinding` or your own
@@ -79,7 +82,7 @@ export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
  * - with `dashboard`, its pages under `/ui` (signed in with the same secret, see `akadzeDashboard`).
  * Errors are JSON `{ error: { code, message, issues? } }`: 400 malformed (or refused by Postgres as bad
  * data), 401 no or wrong secret, 404 unknown job, 409 job in the wrong state, 413 body over
- * `maxBodyBytes`; an unexpected 500 says only that the server log has the details (logged with console.error).
+ * `maxBodyBytes`; an unexpected 500 says only that the server log has the details (the app's log, `createApp({ log })`: the console unless told).
  * @example web.route("/akadze", akadzeRoutes(app, { db, secret: process.env.CRON_SECRET }));
  */
 export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoutesOptions<E>): Hono<E> {
@@ -100,11 +103,14 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
   // Before the bearer check: the dashboard's pages authenticate a browser by its session cookie instead.
   options.dashboard?.(routes, { app, getDb, getSecret });
   // Before the bearer check too: a page's EventSource sends no header, so it may come with a per-job token instead.
-  registerJobEventsRoute(routes, getDb, getSecret, options.events);
+  registerJobEventsRoute(routes, getDb, getSecret, options.events, app.log);
   routes.onError((error, c) => {
     const { status, body } = problemOf(error);
     // The client gets a code and a sentence; the detail (SQL, parameters, stack) goes to the server log only.
-    if (status >= 500) console.error(`akadze: ${c.req.method} ${new URL(c.req.url).pathname} failed:`, error);
+    if (status >= 500) {
+      const path = new URL(c.req.url).pathname;
+      app.log({ level: "error", message: `${c.req.method} ${path} failed:`, fields: { method: c.req.method, path, error } });
+    }
     return c.json(body, status as 400);
   });
   routes.use("*", async (c, next) => {
@@ -144,16 +150,16 @@ export function akadzeRoutes<E extends Env = Env>(app: App, options: AkadzeRoute
       // The starter does not wait for this invocation: it runs on after the 202 (waitUntil where the platform has one).
       const running = invocation().then((summary) => {
         const lines = invocationLogLines(summary, "fan-out invocation");
-        writeLogLines(lines, log);
+        writeLogLines(lines, log, app.log);
         reportToDev(lines, log);
       },
-        (error: unknown) => { console.error(`akadze: fan-out invocation ${ticket.id} failed`, error); });
+        (error: unknown) => { app.log({ level: "error", message: `fan-out invocation ${ticket.id} failed`, fields: { invocation: ticket.id, error } }); });
       waitUntil?.(running);
       return c.json({ accepted: true, id: ticket.id }, 202);
     }
     const summary = await invocation();
     const lines = invocationLogLines(summary, ticket ? "fan-out invocation" : "work route");
-    writeLogLines(lines, log);
+    writeLogLines(lines, log, app.log);
     if (ticket) reportToDev(lines, log); // (the dev server's own tick prints its summary itself)
     return c.json(summary);
   };

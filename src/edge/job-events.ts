@@ -3,6 +3,7 @@
 import type { Context, Env, Hono } from "hono";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { FINISHED_STATES } from "../core/states.js";
+import { consoleLog, type LogSink } from "../app/log.js";
 import type { Db } from "../db/query.js";
 import { readJobProgress, type JobProgressLook } from "../ops/job-progress.js";
 import { bearerToken, secretMatches } from "./auth.js";
@@ -81,11 +82,12 @@ export async function jobEventsTokenValid(secret: string, jobId: number, token: 
  * (`{ state, result, error }`) before the stream closes. It reads the job with one statement every `pollEvery`,
  * backing off to `maxPollEvery` while nothing changes, and closes after `maxDuration` (EventSource reconnects,
  * and the new stream starts with the job as it is then). Let in by `?token=` from `jobEventsToken`, or the
- * routes' bearer secret; 404 for an unknown job. Register it before the bearer check.
+ * routes' bearer secret; 404 for an unknown job. Register it before the bearer check. A stream that fails is
+ * a line in `log` (akadzeRoutes passes the app's).
  * @example registerJobEventsRoute(routes, getDb, getSecret, { pollEvery: "500ms" });
  */
 export function registerJobEventsRoute<E extends Env>(routes: Hono<E>, getDb: (c: Context<E>) => Db | Promise<Db>,
-  getSecret: (c: Context<E>) => string | undefined, options: JobEventsOptions = {}): void {
+  getSecret: (c: Context<E>) => string | undefined, options: JobEventsOptions = {}, log: LogSink = consoleLog): void {
   const pollMs = Math.max(50, parseDuration(options.pollEvery ?? DEFAULT_EVENTS_POLL, "events.pollEvery"));
   const maxPollMs = Math.max(pollMs, parseDuration(options.maxPollEvery ?? DEFAULT_EVENTS_MAX_POLL, "events.maxPollEvery"));
   const maxDurationMs = parseDuration(options.maxDuration ?? DEFAULT_EVENTS_MAX_DURATION, "events.maxDuration");
@@ -118,7 +120,7 @@ export function registerJobEventsRoute<E extends Env>(routes: Hono<E>, getDb: (c
           if (!left.signal.aborted) controller.close();
         }, (error: unknown) => {
           if (left.signal.aborted) return;
-          console.error(`akadze: the event stream of job ${id} failed`, error);
+          log({ level: "error", message: `the event stream of job ${id} failed`, fields: { jobId: id, error } });
           controller.close();
         });
       },

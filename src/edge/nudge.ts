@@ -26,17 +26,17 @@ export function nudge(c: Context, app: App, options: NudgeOptions): void {
   const invocation = runOnce(app, { ...run, budget }).then(
     (summary) => {
       const lines = invocationLogLines(summary, "nudge");
-      writeLogLines(lines, log);
+      writeLogLines(lines, log, app.log);
       reportToDev(lines, log);
       const seen = reported.get(app) ?? new Set<string>();
       reported.set(app, seen);
       const fresh = summary.tooLongForBudget.filter((name) => !seen.has(name));
       fresh.forEach((name) => seen.add(name));
       if (fresh.length > 0 && log !== "silent") {
-        console.warn(`akadze: ${overBudgetSentence(fresh, `the nudge's budget (${budget})`)}; a cron or worker with a longer budget must run them`);
+        app.log({ level: "warn", message: `${overBudgetSentence(fresh, `the nudge's budget (${budget})`)}; a cron or worker with a longer budget must run them`, fields: { tasks: fresh } });
       }
     },
-    (error: unknown) => { console.error("akadze: nudge failed; the job waits for the next cron tick", error); },
+    (error: unknown) => { app.log({ level: "error", message: "nudge failed; the job waits for the next cron tick", fields: { error } }); },
   );
   let ctx: { waitUntil(promise: Promise<unknown>): void } | undefined;
   try { ctx = c.executionCtx; } catch { /* Hono throws when the runtime gave no ExecutionContext */ }

@@ -2,17 +2,19 @@
 // retried job with its error, and a warning for tasks the budget can never run, so nothing fails silently.
 // No Node imports: the edge handlers use it too.
 import type { App } from "../app/app.js";
+import { consoleLog, devLogSink, type LogRecord, type LogSink } from "../app/log.js";
 import { parseDuration, type Duration } from "../core/duration.js";
 import { errorHeadline } from "../core/error-causes.js";
-import { CLAIM_MARGIN_MS, type RunSummary } from "../runtime/run-options.js";
+import { CLAIM_MARGIN_MS } from "../core/claim-margin.js";
+import type { RunSummary } from "../runtime/run-options.js";
 
 /** How much a handler logs: `warn` (failed and retried jobs, misfits), `info` (also one line per busy invocation), `silent`. */
 export type LogLevel = "silent" | "warn" | "info";
 /** The accepted log levels, quietest first. @example program.option("--log-level <level>", LOG_LEVELS.join(" | ")) */
 export const LOG_LEVELS: readonly LogLevel[] = ["silent", "warn", "info"];
 
-/** One log line and its level. */
-export interface LogLine { level: "warn" | "info"; text: string }
+/** One log line and its level, with the values it names (the fields of its `LogRecord`). */
+export interface LogLine { level: "warn" | "info"; text: string; fields?: Record<string, unknown> }
 
 const COUNTS = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited"] as const;
 
@@ -34,11 +36,12 @@ export function invocationLogLines(summary: RunSummary, what = "invocation"): Lo
     const misfits = summary.tooLongForBudget.length > 0 ? `; timeout over budget, not claimed: ${summary.tooLongForBudget.join(", ")}` : "";
     const driver = summary.driver ? ` on ${summary.driver}` : "";
     const trips = `${summary.roundTrips} round trip${summary.roundTrips === 1 ? "" : "s"}`;
-    lines.push({ level: "info", text: `${what}${driver}: ${parts.join(", ")} (${trips}, ${formatMs(summary.durationMs)}${misfits})` });
+    lines.push({ level: "info", text: `${what}${driver}: ${parts.join(", ")} (${trips}, ${formatMs(summary.durationMs)}${misfits})`, fields: { invocation: summary.id } });
   }
   for (const p of summary.problems ?? []) {
     const outcome = p.to === "failed" ? "failed" : "will retry";
-    lines.push({ level: "warn", text: `job ${p.jobId} (${p.task}, queue ${p.queue}, attempt ${p.attempt}) ${outcome}: ${p.error.kind}: ${errorHeadline(p.error.message)}` });
+    lines.push({ level: "warn", text: `job ${p.jobId} (${p.task}, queue ${p.queue}, attempt ${p.attempt}) ${outcome}: ${p.error.kind}: ${errorHeadline(p.error.message)}`,
+      fields: { jobId: p.jobId, task: p.task, queue: p.queue, attempt: p.attempt, to: p.to, errorKind: p.error.kind } });
   }
   return lines;
 }
@@ -49,40 +52,27 @@ export function formatMs(ms: number): string {
 }
 
 /**
- * Writes the lines at or above `level` (warn lines to `warn`, info lines to `info`).
- * @example writeLogLines(invocationLogLines(summary), "warn");
+ * Writes the lines at or above `level` to `log` (the app's sink, `app.log`).
+ * @example writeLogLines(invocationLogLines(summary), "warn", app.log);
  */
-export function writeLogLines(lines: LogLine[], level: LogLevel, sink: { warn(text: string): void; info(text: string): void } = consoleSink): void {
+export function writeLogLines(lines: LogLine[], level: LogLevel, log: LogSink = consoleLog): void {
   if (level === "silent") return;
-  for (const line of lines) {
-    if (line.level === "warn") sink.warn(line.text);
-    else if (level === "info") sink.info(line.text);
-  }
+  for (const line of lines) if (line.level === "warn" || level === "info") log(recordOf(line));
 }
 
 /**
- * Where `akadze dev` shows the line of each invocation its server runs beside the cron ticks (nudges, fan-out
- * siblings), which the app logs only at `info`. On globalThis under a registered symbol: the app module may
- * load its own copy of akadze next to the CLI's.
- */
-const DEV_LINES = Symbol.for("akadze.dev.invocation-lines");
-
-/** Installs (or with undefined removes) the sink of `reportToDev`. @example setDevLineSink((text) => process.stdout.write(`${text}\n`)); */
-export function setDevLineSink(sink: ((text: string) => void) | undefined): void {
-  (globalThis as Record<symbol, unknown>)[DEV_LINES] = sink;
-}
-
-/**
- * Hands the info lines to `akadze dev`'s terminal, if one listens, unless `level` printed them already
- * (`info`) or asked for silence.
+ * Hands the info lines to `akadze dev`'s terminal, if one listens, unless `level` wrote them already
+ * (`info`) or asked for silence: what `akadze dev` shows of the nudges and fan-out siblings its server runs.
  */
 export function reportToDev(lines: LogLine[], level: LogLevel): void {
-  const sink = (globalThis as Record<symbol, unknown>)[DEV_LINES] as ((text: string) => void) | undefined;
+  const sink = devLogSink();
   if (!sink || level !== "warn") return;
-  for (const line of lines) if (line.level === "info") sink(line.text);
+  for (const line of lines) if (line.level === "info") sink(recordOf(line));
 }
 
-const consoleSink = { warn: (text: string) => console.warn(`akadze: ${text}`), info: (text: string) => console.log(`akadze: ${text}`) };
+function recordOf(line: LogLine): LogRecord {
+  return { level: line.level, message: line.text, ...(line.fields ? { fields: line.fields } : {}) };
+}
 
 /**
  * Tasks of `app` whose declared timeout does not fit `budget` (with the claim margin): an invocation with
@@ -101,11 +91,11 @@ export function overBudgetSentence(names: string[], budget: string): string {
 }
 
 /**
- * Warns when some tasks can never run under `budget`: called once when a handler is built.
+ * Warns in the app's log when some tasks can never run under `budget`: called once when a handler is built.
  * @example warnTasksOverBudget(app, "25s", "the cron handler");
  */
-export function warnTasksOverBudget(app: App, budget: Duration, where: string, warn: (text: string) => void = consoleSink.warn): string[] {
+export function warnTasksOverBudget(app: App, budget: Duration, where: string): string[] {
   const names = tasksOverBudget(app, budget);
-  if (names.length > 0) warn(overBudgetSentence(names, `${where}'s budget (${typeof budget === "number" ? `${budget} ms` : budget})`));
+  if (names.length > 0) app.log({ level: "warn", message: overBudgetSentence(names, `${where}'s budget (${typeof budget === "number" ? `${budget} ms` : budget})`), fields: { tasks: names } });
   return names;
 }

@@ -128,7 +128,7 @@ export async function updateSchedule(db: Db, name: string, change: ScheduleChang
   });
 }
 
-/** Stops a runtime schedule from firing; its slots while paused never fire. False if no runtime schedule has this name. @example await pauseSchedule(db, "tenant-7.report"); */
+/** Pauses a runtime schedule: its slots while paused never fire. False if no runtime schedule has this name. @example await pauseSchedule(db, "tenant-7.report"); */
 export async function pauseSchedule(db: Db, name: string, options: PauseOptions = {}): Promise<boolean> {
   return (await setPaused(db, name, true, options)) !== null;
 }

@@ -19,7 +19,7 @@ export interface WaitForJobOptions<R = unknown> {
   timeout: Duration;
   /** How often to look (one small statement each time). Default 1 s, at least 50 ms. */
   pollEvery?: Duration;
-  /** Stops the wait: it rejects with the signal's reason. */
+  /** Aborts the wait: it rejects with the signal's reason. */
   signal?: AbortSignal;
   /** The job's task: the result is typed as its handler returns it (InvalidInput if the job is another task's). */
   task?: Task<ArgsSchema, R>;
@@ -80,8 +80,8 @@ export async function waitForJob(db: Db, jobId: number, options: WaitForJobOptio
 /** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
-    const stop = () => { clearTimeout(timer); reject(signal!.reason); };
-    const timer = setTimeout(() => { signal?.removeEventListener("abort", stop); resolve(); }, ms);
-    signal?.addEventListener("abort", stop, { once: true });
+    const onAbort = () => { clearTimeout(timer); reject(signal!.reason); };
+    const timer = setTimeout(() => { signal?.removeEventListener("abort", onAbort); resolve(); }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -1,17 +1,14 @@
 import { outcomesOf, type BatchJob } from "../app/batch.js";
 import type { TaskDefinition } from "../app/task.js";
-import type { BudgetClock } from "./budget-clock.js";
+import type { EngineContext } from "./engine-context.js";
 import { outsideCurrentJob } from "./context.js";
 import { deadline, type Deadline } from "./deadline.js";
 
-/** What an engine's batches need of it. */
-export interface BatchesOptions {
-  budget: BudgetClock;
-  /** Whether the engine may still start more jobs of `task` soon (it holds some unstarted, or may claim or be woken). */
-  mayGrow: (task: string) => boolean;
-  /** Told when a batch gave back its slot. */
-  freed: () => void;
-}
+/**
+ * What an engine's batches read of it: its budget, whether it may still start more jobs of a task soon (it holds
+ * some unstarted, or may claim or be woken: `engine.batchMayGrow`), and the wake-up told when a batch gave back its slot.
+ */
+export type BatchesContext = Pick<EngineContext, "budget" | "engine" | "change">;
 
 interface Member { job: BatchJob; resolve: (value: unknown) => void; reject: (error: unknown) => void }
 
@@ -52,7 +49,7 @@ export class Batches {
   private readonly fillingByTask = new Map<string, Batch>();
   private held = 0;
 
-  constructor(private readonly o: BatchesOptions) {}
+  constructor(private readonly o: BatchesContext) {}
 
   /** Slots the batches hold (one each, filling or running). */
   get slotsHeld(): number { return this.held; }
@@ -133,7 +130,7 @@ export class Batches {
     }
     // Full: it holds maxBatch jobs, or held them when they entered (no job enters it any more).
     const full = batch.members.length >= batch.task.batch!.maxBatch || this.fillingByTask.get(batch.task.name) !== batch;
-    if (full || batch.due || !this.o.mayGrow(batch.task.name)) {
+    if (full || batch.due || !this.o.engine.batchMayGrow(batch.task.name)) {
       this.close(batch);
       this.call(batch, batch.members);
     }
@@ -154,7 +151,7 @@ export class Batches {
     if (!batch.closed || (batch.calls > 0 && batch.alive > 0) || batch.entered.size > 0 || batch.released) return;
     batch.released = true;
     this.held--;
-    this.o.freed();
+    this.o.change.notify();
   }
 
   /** One call of the handler for `members`, outside any one job's `current()`; each member gets its own outcome. */

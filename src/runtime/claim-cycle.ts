@@ -8,7 +8,7 @@
  *                     └──failed──▶ backoff (an invocation) ──retryDue──▶ open
  *                                  exhausted (a worker lane, or no budget left for a retry)
  *   exhausted ──quiet, after bodies ended that may have enqueued more──▶ open (an invocation, once)
- *   exhausted ──idleStarted──▶ idling ──idleEnded(again)──▶ open
+ *   exhausted ──idleBegan──▶ idling ──idleEnded(again)──▶ open
  *                                     ──idleEnded(end)──▶ ended
  *
  * A stop (budget spent, signal aborted) is not a phase: the engine releases what waits and ends once nothing
@@ -51,7 +51,7 @@ export type ClaimEvent =
   | { kind: "retryDue" }
   /** Nothing runs, waits or settles locally; `endedSinceClaim`: jobs that ended since the last claim was sent. */
   | { kind: "quiet"; endedSinceClaim: number }
-  | { kind: "idleStarted" }
+  | { kind: "idleBegan" }
   | { kind: "idleEnded"; again: boolean };
 
 /** What a claim policy tells the transition function. */
@@ -62,7 +62,8 @@ export interface CycleRules {
   idles: boolean;
 }
 
-export const START: ClaimCycle = { phase: "open", lookAgain: false, noTaskFits: false };
+/** A new engine's claim cycle: open, nothing learnt yet. */
+export const NEW_CYCLE: ClaimCycle = { phase: "open", lookAgain: false, noTaskFits: false };
 
 /** The next state of the cycle after `event`; an event that does not apply in the phase leaves it as it is. */
 export function nextCycle(state: ClaimCycle, event: ClaimEvent, rules: CycleRules): ClaimCycle {
@@ -87,7 +88,7 @@ export function nextCycle(state: ClaimCycle, event: ClaimEvent, rules: CycleRule
         return { ...state, phase: "open", lookAgain: false };
       }
       return state;
-    case "idleStarted":
+    case "idleBegan":
       return state.phase === "exhausted" && rules.idles ? { ...state, phase: "idling" } : state;
     case "idleEnded":
       if (state.phase !== "idling") return state;

@@ -17,6 +17,8 @@ export interface ClaimView {
  * moment to claim are read from the engine's local queue and pace.
  */
 export interface ClaimPolicy extends CycleRules {
+  /** The most jobs one claim asks for: the invocation's batch, or the worker's prefetch (what sizes the pace's lookahead). */
+  batchSize: number;
   firstSize(view: ClaimView): number;
   nextSize(view: ClaimView): number;
   /** Whether a later claim is worth sending now (the cycle is open and no claim is on its way). */
@@ -34,7 +36,7 @@ const lowQueue = (v: ClaimView) => v.queued <= v.slots + v.lookahead;
  * short backoff, and ending once the queue is found empty.
  */
 export function invocationPolicy(o: { batchSize: number; drain: boolean }): ClaimPolicy {
-  return { drain: o.drain, idles: false, firstSize: () => o.batchSize, nextSize: () => o.batchSize, worthClaiming: lowQueue };
+  return { batchSize: o.batchSize, drain: o.drain, idles: false, firstSize: () => o.batchSize, nextSize: () => o.batchSize, worthClaiming: lowQueue };
 }
 
 /**
@@ -48,7 +50,7 @@ export function workerLanePolicy(o: { prefetch: number; idle: () => Promise<bool
   const few = (v: ClaimView) => Math.min(o.prefetch, 4 * v.slots);
   let waited = false;
   return {
-    drain: true, idles: true,
+    batchSize: o.prefetch, drain: true, idles: true,
     idle: () => { waited = true; return o.idle(); },
     // Knowing nothing of its jobs' pace yet, a lane takes a few slots' worth: quick jobs then start ahead from
     // the first statement on, and slow ones are held, not started.

@@ -1,5 +1,4 @@
 import { queryJsonWithin } from "./timed-query.js";
-import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import type { Transition } from "../app/hooks.js";
 import { type Db } from "../db/query.js";
@@ -7,36 +6,16 @@ import { traitsOf } from "../db/traits.js";
 import { claimCore, claimJobsStatement, claimResultOf, type ClaimAnswer, type ClaimParams, type ClaimResult } from "../sql/claim/claim.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
-import { CLAIM_MARGIN_MS } from "./run-options.js";
+import { CLAIM_MARGIN_MS } from "../core/claim-margin.js";
 import type { ClaimRider, Ride } from "./rider.js";
 import { memoryOf } from "./process-memory.js";
-import type { EngineTrace } from "../core/tracing.js";
+import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
 
 /** The least room a claim leaves for its own round trip once round trips were measured. */
 const MIN_MARGIN_MS = 50;
 
-export interface ClaimerOptions {
-  app: App;
-  db: Db;
-  owner: string;
-  leaseMs: number;
-  queues: string[] | null;
-  /** The statement clock: a caller's clock, or the database's `now()`. */
-  sqlNow: () => SQL;
-  /** The local clock, for the budget (and a first guess of the database's clock for schedules). */
-  now: () => Date;
-  remainingMs: () => number;
-  /** The invocation's average round trip so far (`null` before the first). */
-  roundTripMs: () => number | null;
-  /** Told once per statement sent. */
-  count: () => void;
-  /** How long to wait for a statement's answer now (Infinity: as long as it takes). */
-  requestTimeoutMs: () => number;
-  /** What rides on each claim (riders.ts). */
-  riders: ClaimRider[];
-  /** Each claim statement is a span, and claimed jobs come with their trace context; null or absent: untraced. */
-  trace?: EngineTrace | null;
-}
+/** What a claimer reads of its engine. */
+export type ClaimerContext = Pick<EngineContext, "app" | "db" | "owner" | "leaseMs" | "queues" | "sqlNow" | "budget" | "pace" | "summary" | "riders" | "trace">;
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
 export interface Claim extends ClaimResult { noTaskFits: boolean }
@@ -53,7 +32,10 @@ export class Claimer {
   /** Tasks not claimed because their timeout did not fit the budget, as of the first claim. */
   tooLongForBudget: string[] | null = null;
 
-  constructor(private readonly o: ClaimerOptions) {}
+  /** What is left of the budget: the transition hooks are not waited for past it (sendWithTransitions). */
+  private readonly remainingMs = () => this.o.budget.remainingMs();
+
+  constructor(private readonly o: ClaimerContext) {}
 
   /**
    * The task names worth claiming now: a declared timeout must fit the remaining budget with room for the
@@ -61,8 +43,8 @@ export class Claimer {
    * one runs on what is left of the budget, so it needs CLAIM_MARGIN_MS of it.
    */
   fittingTasks(): { fit: string[]; tooLong: string[] } {
-    const remaining = this.o.remainingMs();
-    const rtt = this.o.roundTripMs();
+    const remaining = this.o.budget.remainingMs();
+    const rtt = this.o.pace.roundTripMs;
     const margin = rtt === null ? CLAIM_MARGIN_MS : Math.min(CLAIM_MARGIN_MS, Math.max(MIN_MARGIN_MS, 4 * rtt));
     const fit: string[] = [];
     const tooLong: string[] = [];
@@ -89,14 +71,14 @@ export class Claimer {
     const core = claimCore(params);
     const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, core })).filter((ride): ride is Ride => ride !== null);
     const statement = claimJobsStatement(params, rides);
-    this.o.count();
+    this.o.summary.roundTrip();
     const traced = this.o.trace?.claim(batchSize);
     let result: ClaimResult;
     try {
-      result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonWithin<ClaimAnswer>(db, statement, this.o.requestTimeoutMs(), "a claim"), !!traced), (r) => [
+      result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => claimResultOf(await queryJsonWithin<ClaimAnswer>(db, statement, answerTimeoutMs(this.o), "a claim"), !!traced), (r) => [
         ...r.recovered.map((t) => transitionOf(t)), ...r.cancelled.map((t) => transitionOf(t)), ...r.rateLimited.map((t) => transitionOf(t)), ...r.tooLarge.map((t) => transitionOf(t)),
         ...r.claimed.map((j): Transition => ({ jobId: j.id, task: j.task, queue: j.queue, from: "queued", to: "running", attempt: j.attempt })),
-      ], this.o.remainingMs);
+      ], this.remainingMs);
     } catch (error) {
       traced?.end(0, error);
       throw error;
@@ -112,7 +94,7 @@ export class Claimer {
     if (result.fairSubKeys !== undefined) memory.fairSubKeys = result.fairSubKeys || Date.now() - memory.fairSubKeysSeenAt < FAIR_HINT_MS;
     // A rider with more to carry (runtime schedules learned with a slot due) asks for the next claim at once.
     let more = false;
-    for (const ride of rides) if (ride.answered?.(result, this.o.count) === true) more = true;
+    for (const ride of rides) if (ride.answered?.(result, this.o.summary.roundTrip) === true) more = true;
     // Sent without the limit CTEs, it could not take a limited job; a limit exists now (the process's first
     // setLimit): the next claim, with them, may find that key's due jobs.
     return { ...result, more: result.more || (!withLimits && result.limits) || more, noTaskFits: false };

@@ -20,14 +20,10 @@ export function leaseOwnerFor(id: string): string {
 export interface EngineOptions {
   app: App;
   db: Db;
-  /** The invocation's (or worker's) id, which its summary carries. */
+  /** The invocation's (or worker's) id, which its summary carries; the engine's lease owner is made from it (`leaseOwnerFor`). */
   id: string;
-  /** This engine's lease owner (`leaseOwnerFor(id)`): unique to it. */
-  owner: string;
   queues: string[] | null;
   slots: number;
-  /** The most jobs one claim asks for: the invocation's batch, or the worker's prefetch (what sizes the pace's lookahead). */
-  batchSize: number;
   leaseMs: number;
   heartbeatMs: number;
   /** The local clock: budget, schedules, error times. */
@@ -40,7 +36,7 @@ export interface EngineOptions {
    */
   budget: BudgetClock;
   signal?: AbortSignal;
-  /** How it claims: an invocation's or a worker lane's (claim-policy.ts). */
+  /** How it claims, and the most jobs one claim asks for: an invocation's or a worker lane's (claim-policy.ts). */
   policy: ClaimPolicy;
   /** What rides on each claim (riders.ts: recovery, schedules, retention, history, registry, backlog, upkeep). */
   riders: ClaimRider[];

@@ -6,35 +6,31 @@ import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { queryJson, type Db } from "../db/query.js";
 import { InvalidInput } from "../core/errors.js";
-import { holdInvocationSlotStatement } from "../sql/fan-out/hold-invocation-slot.js";
+import { confirmInvocationSlotStatement } from "../sql/fan-out/confirm-invocation-slot.js";
 import { passInvocationSlotStatement } from "../sql/fan-out/pass-invocation-slot.js";
-import { releaseInvocationSlotsStatement, releaseUnstartedSlotStatement } from "../sql/fan-out/release-invocation-slots.js";
+import { releaseInvocationSlotsStatement, releaseUntakenSlotStatement } from "../sql/fan-out/release-invocation-slots.js";
 import { takeInvocationSlotsStatement } from "../sql/fan-out/take-invocation-slots.js";
 import type { Claim } from "./claimer.js";
 import type { BudgetClock } from "./budget-clock.js";
 import { deadline } from "./deadline.js";
 import { knownRunMs } from "./pace.js";
-import type { RunSummary } from "./run-options.js";
+import type { Summary } from "./summary.js";
 import type { TraceCarrier } from "../core/tracing.js";
 import { DEFAULT_MAX_INVOCATIONS, MAX_BACKLOG_COUNT, MAX_INVOCATIONS, type FanOutOptions, type FanOutReport, type SiblingRequest } from "./fan-out-options.js";
 
 export * from "./fan-out-options.js";
 
-/** How long a held slot outlives its holder's budget and lease: its last statements and its successor's start fit well inside. */
+/** How long a taken slot outlives its holder's budget and lease: its last statements and its successor's first fit well inside. */
 const END_GRACE_MS = 10_000;
 /**
- * How long an invocation fan-out asks for has to start (to hold its slot): a Worker's call to itself or a warm
- * function answers in milliseconds, a cold start in a second or two. A sibling gets at most what is left of its
- * starter's budget (at least MIN_START_MS), a successor, asked for once the budget is spent, all of it.
+ * How long an invocation fan-out asks for has to confirm its slot (its first statement): a Worker's call to
+ * itself or a warm function answers in milliseconds, a cold start in a second or two. A sibling gets at most
+ * what is left of its starter's budget (at least MIN_TAKE_SLOT_WITHIN_MS), a successor, asked for once the
+ * budget is spent, all of it.
  */
-const START_MS = 3_000;
-const MIN_START_MS = 500;
+const TAKE_SLOT_WITHIN_MS = 3_000;
+const MIN_TAKE_SLOT_WITHIN_MS = 500;
 
-
-/** Whether an invocation ended any job (a successor of one that ended none could spin on a limit held elsewhere). */
-function progressed(s: RunSummary): boolean {
-  return s.succeeded + s.failed + s.retried + s.snoozed + s.cancelled > 0;
-}
 
 /** The scope of a set of queues: invocations claiming from the same queues share one cap. */
 export function fanOutScope(queues: string[] | null): string {
@@ -104,7 +100,7 @@ export class FanOutSession {
   async enter(): Promise<boolean> {
     this.statements++;
     if (this.f.ticket) {
-      this.report.slot = await queryJson<number | null>(this.o.db, holdInvocationSlotStatement(this.scope, this.o.id, this.o.sqlNow(), this.ttlMs));
+      this.report.slot = await queryJson<number | null>(this.o.db, confirmInvocationSlotStatement(this.scope, this.o.id, this.o.sqlNow(), this.ttlMs));
     } else {
       const [mine] = await this.take(1, null, [this.o.id], null, this.ttlMs);
       this.report.slot = mine?.slot ?? null;
@@ -126,11 +122,14 @@ export class FanOutSession {
     // A short first claim took all there was (or met siblings' locks: contention): starting more would not help.
     if (!this.lastFull || claim.backlog === undefined) return;
     const need = Math.min(this.cap, Math.ceil(claim.backlog / this.perInvocation()));
-    if (need > 1 && !this.o.signal?.aborted) this.pending.push(this.startSiblings(need));
+    if (need > 1 && !this.o.signal?.aborted) this.pending.push(this.invokeSiblings(need));
   }
 
-  /** At the end of the invocation: a successor if the budget ended with work due, else the slot is freed; then what it started is handed on. */
-  async finish(summary: RunSummary, budgetSpent: boolean): Promise<void> {
+  /**
+   * At the end of the invocation: a successor if the budget ended with work due (or, ended early, more was due
+   * and it got something done), else the slot is freed; then it waits for the calls in `pending`.
+   */
+  async finish(summary: Summary, budgetSpent: boolean): Promise<void> {
     if (this.report.slot !== null) {
       try {
         // Stopped on purpose (SIGTERM, the caller's signal): the chain ends here, whatever is due.
@@ -139,17 +138,17 @@ export class FanOutSession {
         // Ended early while its last claim saw more due than it took (siblings held those jobs then): the chain's
         // last live invocation carries on, if it got something done. Jobs a limit holds back are not counted as
         // due beyond the limit's room (backlog.ts), so a limit never makes the chain spin: they wait for the next tick.
-        else if (this.moreDue && progressed(summary) && await this.handOver(true)) { /* handed over */ }
+        // (A successor of one that ended no job could spin on a limit held elsewhere.)
+        else if (this.moreDue && summary.jobsEnded > 0 && await this.handOver(true)) { /* handed over */ }
         else await this.release([this.o.id]);
       } catch (error) {
         // The slot expires on its own; the next tick carries on.
-        console.error("akadze: fan-out could not hand over or free its slot", error);
+        this.o.app.log({ level: "error", message: "fan-out could not hand over or free its slot", fields: { invocation: this.o.id, error } });
       }
     }
-    // (Starting siblings adds the requests it sent to `pending` once their slots are taken.)
+    // (`pending` holds invokeSiblings itself and, without `waitUntil`, each call it made; with `waitUntil` the calls are the platform's to keep.)
     while (this.pending.length > 0) await Promise.allSettled(this.pending.splice(0));
-    summary.roundTrips += this.statements;
-    summary.fanOut = this.report;
+    summary.fannedOut(this.report, this.statements);
   }
 
   /** Jobs one invocation runs in what is left of its budget: its slots times the jobs each runs, once their run time is known. */
@@ -170,20 +169,20 @@ export class FanOutSession {
     return queryJson(this.o.db, releaseInvocationSlotsStatement(this.scope, holders, this.o.sqlNow()));
   }
 
-  private async startSiblings(need: number): Promise<void> {
+  private async invokeSiblings(need: number): Promise<void> {
     const names = Array.from({ length: need - 1 }, () => this.mint(this.report.generation));
-    const startMs = Math.min(START_MS, Math.max(MIN_START_MS, this.o.budget.remainingMs()));
+    const takeWithinMs = Math.min(TAKE_SLOT_WITHIN_MS, Math.max(MIN_TAKE_SLOT_WITHIN_MS, this.o.budget.remainingMs()));
     this.statements++;
     let taken: { slot: number; holder: string }[];
     try {
-      taken = await this.take(need - 1, need, names, this.o.id, startMs);
+      taken = await this.take(need - 1, need, names, this.o.id, takeWithinMs);
     } catch (error) {
-      console.error("akadze: fan-out could not take slots for siblings", error);
+      this.o.app.log({ level: "error", message: "fan-out could not take slots for siblings", fields: { invocation: this.o.id, error } });
       return;
     }
     for (const { holder } of taken) {
       this.report.started.push(holder);
-      this.invoke({ id: holder, kind: "sibling", generation: this.report.generation }, startMs);
+      this.invoke({ id: holder, kind: "sibling", generation: this.report.generation }, takeWithinMs);
     }
   }
 
@@ -192,52 +191,52 @@ export class FanOutSession {
     const next = this.mint(this.report.generation + 1);
     this.statements++;
     const slot = await queryJson<number | null>(this.o.db, passInvocationSlotStatement({
-      scope: this.scope, from: this.o.id, to: next, queues: this.o.queues, now: this.o.sqlNow(), startMs: START_MS, onlyIfLast,
+      scope: this.scope, from: this.o.id, to: next, queues: this.o.queues, now: this.o.sqlNow(), takeWithinMs: TAKE_SLOT_WITHIN_MS, onlyIfLast,
     }));
     if (slot === null) return false;
     this.report.successor = next;
-    this.invoke({ id: next, kind: "successor", generation: this.report.generation + 1 }, START_MS);
+    this.invoke({ id: next, kind: "successor", generation: this.report.generation + 1 }, TAKE_SLOT_WITHIN_MS);
     return true;
   }
 
   /**
-   * Asks the platform for one invocation, which has `startMs` to take its slot. If the call fails, or is still
+   * Asks the platform for one invocation, which has `takeWithinMs` to take its slot. If the call fails, or is still
    * on its way by then (aborted: an `ownUrl` request stops there), the slot is freed unless the invocation took
    * it, rather than left to expire. Without `waitUntil` the call is waited for until the budget's end at most.
    */
-  private invoke(r: { id: string; kind: SiblingRequest["kind"]; generation: number }, startMs: number): void {
+  private invoke(r: { id: string; kind: SiblingRequest["kind"]; generation: number }, takeWithinMs: number): void {
     const request: SiblingRequest = {
       ...r, chain: this.report.chain, startedBy: this.o.id, ...(this.o.queues ? { queues: this.o.queues } : {}),
       slots: this.o.slots, batchSize: this.o.batchSize, budgetMs: this.o.budgetMs, ...(this.o.trace ? { trace: this.o.trace } : {}),
     };
     const from = this.o.budget.mark();
-    const stop = new AbortController();
-    const call = Promise.resolve().then(() => this.f.invoke(request, { signal: stop.signal }));
-    const startBy = deadline(this.o.budget, from, startMs);
+    const abortCall = new AbortController();
+    const call = Promise.resolve().then(() => this.f.invoke(request, { signal: abortCall.signal }));
+    const takeBy = deadline(this.o.budget, from, takeWithinMs);
     let due = false;
     const answered = call.then(() => true, (error: unknown) => {
-      if (!due) console.error(`akadze: fan-out's call for invocation ${r.id} failed; its slot is freed unless it took it`, error);
+      if (!due) this.o.app.log({ level: "error", message: `fan-out's call for invocation ${r.id} failed; its slot is freed unless it took it`, fields: { invocation: r.id, error } });
       return false;
     });
-    const started = Promise.race([answered, startBy.passed.then(() => null)]).then(async (ok) => {
-      startBy.cancel();
+    const slotChecked = Promise.race([answered, takeBy.passed.then(() => null)]).then(async (ok) => {
+      takeBy.cancel();
       if (ok === true) return;
       due = ok === null;
       this.statements++;
-      const freed = await queryJson<number>(this.o.db, releaseUnstartedSlotStatement(this.scope, r.id, startMs, this.o.sqlNow())).catch(() => null);
+      const freed = await queryJson<number>(this.o.db, releaseUntakenSlotStatement(this.scope, r.id, takeWithinMs, this.o.sqlNow())).catch(() => null);
       // A call still on its way whose invocation never took its slot is given up (one that did runs on).
       if (due && freed !== 0) {
-        console.error(`akadze: fan-out invocation ${r.id} did not start within ${startMs} ms; the call is aborted and its slot freed`);
-        stop.abort(new Error(`akadze: invocation ${r.id} did not start within ${startMs} ms`));
+        this.o.app.log({ level: "error", message: `fan-out invocation ${r.id} did not start within ${takeWithinMs} ms; the call is aborted and its slot freed`, fields: { invocation: r.id } });
+        abortCall.abort(new Error(`akadze: invocation ${r.id} did not start within ${takeWithinMs} ms`));
       }
     });
     if (this.f.waitUntil) {
       this.f.waitUntil(answered);
-      this.f.waitUntil(started);
+      this.f.waitUntil(slotChecked);
       return;
     }
-    const waitBy = deadline(this.o.budget, from, Math.max(startMs, this.o.budget.remainingMs()));
-    this.pending.push(started, Promise.race([answered, waitBy.passed]).finally(waitBy.cancel));
+    const waitBy = deadline(this.o.budget, from, Math.max(takeWithinMs, this.o.budget.remainingMs()));
+    this.pending.push(slotChecked, Promise.race([answered, waitBy.passed]).finally(waitBy.cancel));
   }
 
   /** A new invocation id: the chain, the budget it belongs to, and a random part (ids double as lease owners). */

@@ -1,58 +1,51 @@
 import { queryJsonWithin } from "./timed-query.js";
-import type { SQL } from "drizzle-orm";
 import { Cancel, LeaseLost } from "../core/errors.js";
-import { queryJsonPrepared, type Db } from "../db/query.js";
 import { heartbeatStatement, type BeatAnswer, type HeldJob } from "../sql/claim/heartbeat.js";
+import type { UnheldJobs } from "./unheld-jobs.js";
 import type { JobAbort } from "./signal.js";
+import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
 
 /**
- * Renews the engine's lease (its owner row, which every job it holds shares: running or prefetched) in one
- * statement every `intervalMs`, and tells the caller which jobs must stop (cancel requested, expired), which
- * leases were lost to another invocation, and whether jobs it did not name are leased to it. An answer judges only the jobs its statement covered: a job claimed while
- * the beat was on its way is not in it and is not taken for lost.
+ * Renews the engine's lease (its owner row, which every job it holds shares, running or prefetched) in one
+ * statement every `heartbeatMs`, and aborts the bodies of jobs to cancel (cancel requested, expired) and of
+ * jobs whose lease was lost to another engine (`judgeBeat`). An answer judges only the jobs its statement
+ * covered: a job claimed while the beat was on its way is not in it and is not taken for lost. Jobs leased to
+ * the engine that the beat did not name were claimed meanwhile or are forgotten (a claim's answer lost), and a
+ * forgotten job's lease, its owner's, lasts as long as the engine: they are put back before the next claim or
+ * at the engine's end, those the engine does not know only (unheld-jobs.ts; nothing, for the former).
  */
 export class Heartbeat {
   private timer: ReturnType<typeof setInterval> | undefined;
   private inFlight = false;
 
   constructor(
-    private readonly options: {
-      db: Db; owner: string; leaseMs: number; intervalMs: number; now: () => SQL;
-      /** How long to wait for a beat's answer (Infinity: as long as it takes). */
-      requestTimeoutMs: () => number;
-      /** The jobs held now, with the controller of each. */
-      held: () => ReadonlyMap<number, JobAbort>;
-      count: () => void;
-      /**
-       * `covered`: the jobs the beat was sent for, as held then; `held`: those the database still leases to this
-       * owner; `unnamed`: how many other jobs it leases to this owner (claimed meanwhile, or forgotten).
-       */
-      onBeat: (covered: ReadonlyMap<number, JobAbort>, held: HeldJob[], unnamed: number) => void;
-    },
+    private readonly o: Pick<EngineContext, "db" | "owner" | "leaseMs" | "heartbeatMs" | "sqlNow" | "budget" | "jobs" | "summary" | "change">,
+    private readonly unheld: UnheldJobs,
   ) {}
 
-  start(): void {
-    this.timer ??= setInterval(() => void this.beat(), this.options.intervalMs);
+  begin(): void {
+    this.timer ??= setInterval(() => void this.beat(), this.o.heartbeatMs);
   }
 
-  stop(): void {
+  end(): void {
     clearInterval(this.timer);
     this.timer = undefined;
   }
 
   /** One beat; a failed beat is skipped, the lease outlives several intervals. */
   async beat(): Promise<void> {
-    if (this.inFlight || this.options.held().size === 0) return;
-    const covered = new Map(this.options.held());
+    if (this.inFlight || this.o.jobs.held().size === 0) return;
+    const covered = new Map(this.o.jobs.held());
     this.inFlight = true;
     try {
-      const { db, owner, now, leaseMs } = this.options;
-      this.options.count();
-      const answer = await queryJsonWithin<BeatAnswer>(db, heartbeatStatement(owner, now(), leaseMs, [...covered.keys()]),
-        this.options.requestTimeoutMs(), "a heartbeat");
-      if (this.timer !== undefined) {
-        this.options.onBeat(covered, answer.held.map((h) => ({ id: Number(h.id), stop: h.stop })), Number(answer.unnamed));
-      }
+      const { db, owner, sqlNow, leaseMs, jobs } = this.o;
+      this.o.summary.roundTrip();
+      const answer = await queryJsonWithin<BeatAnswer>(db, heartbeatStatement(owner, sqlNow(), leaseMs, [...covered.keys()]),
+        answerTimeoutMs(this.o), "a heartbeat");
+      if (this.timer === undefined) return;
+      judgeBeat(covered, answer.held.map((h) => ({ id: Number(h.id), cancel: h.cancel })), (id) => jobs.controllerOf(id));
+      if (Number(answer.unnamed) > 0) this.unheld.mayExist = true;
+      this.o.change.notify();
     } catch {
       // The next beat tries again; leases last three intervals.
     } finally {
@@ -66,8 +59,8 @@ export class Heartbeat {
  * sent: a job claimed again meanwhile is a new lease the answer knows nothing of): a job no longer held is
  * aborted with LeaseLost; one whose cancel was requested (or that expired) is aborted with Cancel (a job not started yet then never starts).
  */
-export function judgeBeat(covered: ReadonlyMap<number, JobAbort>, held: { id: number; stop: boolean }[], controllerOf: (id: number) => JobAbort | undefined): void {
-  const seen = new Map(held.map((h) => [h.id, h.stop]));
+export function judgeBeat(covered: ReadonlyMap<number, JobAbort>, held: HeldJob[], controllerOf: (id: number) => JobAbort | undefined): void {
+  const seen = new Map(held.map((h) => [h.id, h.cancel]));
   for (const [id, sent] of covered) {
     const controller = controllerOf(id);
     if (!controller || controller !== sent) continue;

@@ -4,8 +4,8 @@ import type { Outcome } from "../sql/settle/settle.js";
 import { isHeld, isQueued, nextLife, type JobLife, type LifeEvent, type LifeState } from "./job-life.js";
 import { JobAbort } from "./signal.js";
 
-/** A queued job as the engine starts it. */
-export interface ReadyJob { job: ClaimedJob; startBy?: { clock: number; mono: number } }
+/** A queued job as the engine runs it; `runBy`, with a `maxStarts` token: the latest moment its run may begin. */
+export interface ReadyJob { job: ClaimedJob; runBy?: { clock: number; mono: number } }
 
 /**
  * Every job an engine knows of, in one map of lives (job-life.ts), moved only by `nextLife`; plus the claim
@@ -100,7 +100,7 @@ export class HeldJobs {
 
   /**
    * The first queued job, if it is ready: jobs start strictly in claim order (so in priority order), none
-   * before an earlier one whose start is still to be asked or answered. The caller starts it or ends it.
+   * before an earlier one whose start is still to be asked or answered. The caller runs it or releases it.
    */
   nextReady(): ReadyJob | undefined {
     if (this.counts.ready === 0) return undefined;
@@ -110,7 +110,7 @@ export class HeldJobs {
       if (!life || !isQueued(life)) { this.order.shift(); continue; }
       if (life.state !== "ready") return undefined;
       this.order.shift();
-      return { job: life.job, ...(life.startBy ? { startBy: life.startBy } : {}) };
+      return { job: life.job, ...(life.runBy ? { runBy: life.runBy } : {}) };
     }
     return undefined;
   }
@@ -167,7 +167,7 @@ export class HeldJobs {
 
   /**
    * The answer to a start request for `ids` sent at `sent` (null: the request failed): those started are ready
-   * for a slot, a job that took a `maxStarts` token by the deadline its slack gives; the others (stopped,
+   * for a slot, a job that took a `maxStarts` token by the deadline its slack gives; the others (cancelled,
    * denied a limit, not ours any more, or a failed request: left to lease expiry, never started, no attempt
    * spent) are no longer held.
    */
@@ -175,8 +175,8 @@ export class HeldJobs {
     const started = new Set(result?.started ?? []);
     for (const id of ids) {
       const slack = result?.slack?.[String(id)];
-      const startBy = slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
-      this.apply(id, { kind: "startAnswered", started: started.has(id), ...(startBy ? { startBy } : {}) });
+      const runBy = slack === undefined ? undefined : { clock: sent.clock + Number(slack), mono: sent.mono + Number(slack) };
+      this.apply(id, { kind: "startAnswered", started: started.has(id), ...(runBy ? { runBy } : {}) });
     }
   }
 

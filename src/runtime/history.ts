@@ -52,8 +52,8 @@ export class HistoryKeeper implements ClaimRider {
     this.running = queryJson<HistoryMaintenance>(this.o.db, statement).then((done) => {
       if (done?.denied && !deniedSaid) {
         deniedSaid = true;
-        console.warn(`akadze: the history's partitions cannot be made or dropped by this role (${done.denied}); ` +
-          "finished jobs are pruned row by row instead. Run `akadze migrate` as the tables' owner, or grant it.");
+        this.o.app.log({ level: "warn", message: `the history's partitions cannot be made or dropped by this role (${done.denied}); ` +
+          "finished jobs are pruned row by row instead. Run `akadze migrate` as the tables' owner, or grant it.", fields: { denied: done.denied } });
       }
     }, () => {}).finally(() => { this.running = null; });
   }

@@ -22,8 +22,8 @@ export interface JobLife {
   readonly job: ClaimedJob;
   /** What its body gets as `job.signal`; the heartbeat aborts it on a cancel request or a lost lease. */
   readonly controller: JobAbort;
-  /** `ready` with a `maxStarts` token: the latest moment its body may start (local and monotonic ms). */
-  readonly startBy?: { clock: number; mono: number };
+  /** `ready` with a `maxStarts` token: the latest moment its body may begin (local and monotonic ms). */
+  readonly runBy?: { clock: number; mono: number };
   /** `settling`, `unsettled`: what is recorded. */
   readonly outcome?: Outcome;
   /** `unsettled`: an unanswered try may have committed. */
@@ -41,8 +41,8 @@ export type LifeEvent =
   | { kind: "claimed"; job: ClaimedJob; controller: JobAbort }
   | { kind: "startAsked" }
   /** The start statement answered: `started` (ready for a slot) or not (denied, stopped, not ours, failed). */
-  | { kind: "startAnswered"; started: boolean; startBy?: { clock: number; mono: number } }
-  | { kind: "bodyStarted" }
+  | { kind: "startAnswered"; started: boolean; runBy?: { clock: number; mono: number } }
+  | { kind: "bodyBegan" }
   /** The body ended: its outcome to record, or null when it recorded itself (completeTx, completeBatch). */
   | { kind: "bodyEnded"; outcome: Outcome | null }
   /** A job that never ran goes back (release) or is cancelled before it ran. */
@@ -66,13 +66,13 @@ export interface LifeStep {
  * spreading lives of mixed shapes cost a tenth of a quick job's CPU).
  */
 function lifeOf(state: LifeState, job: ClaimedJob, controller: JobAbort, o: Partial<JobLife> = {}): JobLife {
-  return { state, job, controller, startBy: o.startBy, outcome: o.outcome, unsure: o.unsure, next: o.next };
+  return { state, job, controller, runBy: o.runBy, outcome: o.outcome, unsure: o.unsure, next: o.next };
 }
 
 /** The same life in another state (or with other fields). */
 function moved(life: JobLife, state: LifeState, o: Partial<JobLife> = {}): JobLife {
   return lifeOf(state, o.job ?? life.job, o.controller ?? life.controller, {
-    startBy: "startBy" in o ? o.startBy : life.startBy, outcome: "outcome" in o ? o.outcome : life.outcome,
+    runBy: "runBy" in o ? o.runBy : life.runBy, outcome: "outcome" in o ? o.outcome : life.outcome,
     unsure: "unsure" in o ? o.unsure : life.unsure, next: "next" in o ? o.next : life.next,
   });
 }
@@ -102,8 +102,8 @@ export function nextLife(life: JobLife | undefined, event: LifeEvent): LifeStep 
       return life?.state === "waiting" ? { life: moved(life, "requested") } : ignored(life);
     case "startAnswered":
       if (life?.state !== "requested") return ignored(life);
-      return { life: event.started ? moved(life, "ready", { startBy: event.startBy }) : end(life) };
-    case "bodyStarted":
+      return { life: event.started ? moved(life, "ready", { runBy: event.runBy }) : end(life) };
+    case "bodyBegan":
       return life?.state === "ready" ? { life: moved(life, "running") } : ignored(life);
     case "bodyEnded":
       if (life?.state !== "running") return ignored(life);

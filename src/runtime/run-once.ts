@@ -3,18 +3,17 @@ import { inTimestampRange, parseOrThrow, RunOptionsSchema } from "../core/valida
 import { InvalidInput } from "../core/errors.js";
 import type { App } from "../app/app.js";
 import { resolveRetention } from "../core/retention.js";
-import { invocationDoneCte, invocationEndedStatement } from "../sql/fan-out/mark-invocation-done.js";
+import { invocationDoneCte, invocationEndedStatement } from "../sql/registry/mark-invocation-done.js";
 import { timestamp } from "../sql/time.js";
 import { claimRiders, invocationRetention } from "./riders.js";
 import { Engine } from "./engine.js";
-import { leaseOwnerFor } from "./engine-options.js";
 import { invocationPolicy } from "./claim-policy.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { driverName } from "../db/query.js";
 import { HistoryKeeper } from "./history.js";
 import { FanOutSession } from "./fan-out.js";
 import { BudgetClock } from "./budget-clock.js";
-import { emptySummary } from "./summary.js";
+import { Summary } from "./summary.js";
 import type { EngineTrace } from "../core/tracing.js";
 import { DEFAULT_BATCH_SIZE, DEFAULT_BUDGET, DEFAULT_LEASE, DEFAULT_SLOTS, type RunOnceOptions, type RunSummary } from "./run-options.js";
 
@@ -75,10 +74,13 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
     budget, signal: options.signal, trace: trace?.carrier() ?? null,
   }) : null;
   // A fan-out invocation claims only while it holds a slot: the cap is counted in slots.
-  if (fan && !(await fan.enter())) return { ...emptySummary(id), roundTrips: 1, fanOut: fan.report, driver: driverName(options.db) };
-  const owner = leaseOwnerFor(id);
-  const engine = new Engine({
-    app, db: options.db, id, owner, queues, slots: o.slots, batchSize: o.batchSize, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
+  if (fan && !(await fan.enter())) {
+    const refused = new Summary(id);
+    refused.fannedOut(fan.report, 1); // the one statement that found no slot
+    return { ...refused.take(), driver: driverName(options.db) };
+  }
+  const engine: Engine = new Engine({
+    app, db: options.db, id, queues, slots: o.slots, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, budget, signal: options.signal,
     policy: invocationPolicy({ batchSize: o.batchSize, drain: options.drain !== false }), keepSucceeded: retention ? retention.keepSucceeded : true,
     // Retention rides along with the first claim (no extra round trip), the registry row with the claims until one took a job.
@@ -93,23 +95,23 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
     settleAfter: (unreported, final) => {
       if (!register || (!final && reportedAt !== null && performance.now() - reportedAt < REGISTRY_EVERY_MS)) return [];
       reportedAt = performance.now();
-      return [invocationDoneCte(id, owner, now(), unreported)];
+      return [invocationDoneCte(id, engine.owner, now(), unreported)];
     },
     // Jobs completed on their own with no settle after them (a completeBatch chain) are counted at the end.
-    reportUncounted: (uncounted) => register ? invocationEndedStatement(id, owner, now(), uncounted) : null,
+    reportUncounted: (uncounted) => register ? invocationEndedStatement(id, engine.owner, now(), uncounted) : null,
     trace,
   });
   const driver = driverName(options.db);
-  if (!fan) return { ...await engine.run(), driver };
+  if (!fan) return { ...(await engine.run()).take(), driver };
   let summary;
   try {
     summary = await engine.run();
   } catch (error) {
-    await fan.finish(emptySummary(id), false);
+    await fan.finish(new Summary(id), false);
     throw error;
   }
   await fan.finish(summary, options.signal?.aborted !== true && budget.remainingMs() <= 0);
-  return { ...summary, driver };
+  return { ...summary.take(), driver };
 }
 
 /**

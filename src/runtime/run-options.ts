@@ -13,24 +13,6 @@ export const DEFAULT_BATCH_SIZE = 50;
 export const DEFAULT_BUDGET = "25s";
 /** How long a claim holds a job before any invocation may recover it; heartbeats renew it. @example runOnce(app, { db, lease: DEFAULT_LEASE }) */
 export const DEFAULT_LEASE = "30s";
-/**
- * A task is claimed only if its timeout fits the remaining budget with this much to spare: the claim's
- * own round trip passes before the first job starts, and a job that no longer fits is only released.
- */
-export const CLAIM_MARGIN_MS = 1000;
-/**
- * Over HTTP Postgres (neon-http) no statement is waited for longer than this, nor past the budget's end
- * (but at least MIN_REQUEST_TIMEOUT_MS, so the last settle gets its round trip): a response that never
- * comes does not keep an invocation past its budget.
- */
-export const REQUEST_TIMEOUT_MS = 10_000;
-/** See REQUEST_TIMEOUT_MS. */
-export const MIN_REQUEST_TIMEOUT_MS = 1_000;
-/** The wait before an engine claims again after a failed claim, or sends unanswered outcomes again: doubles from this... */
-export const RETRY_MIN_MS = 50;
-/** ...up to this. */
-export const RETRY_MAX_MS = 1_000;
-
 /** Options of one invocation. @example const options: RunOnceOptions = { db, queues: ["mail"], budget: "25s" }; */
 export interface RunOnceOptions {
   db: Db;
@@ -101,8 +83,9 @@ export interface RunSummary {
    */
   unconfirmed: number;
   /**
-   * Tasks not claimed because their declared timeout does not fit the budget (minus CLAIM_MARGIN_MS):
-   * their jobs wait for an invocation with a longer budget. Empty when every task fits.
+   * Tasks not claimed because their declared timeout does not fit what was left of the budget at a claim,
+   * minus the claim's margin (CLAIM_MARGIN_MS until a round trip was measured, then a few round trips): their
+   * jobs wait for an invocation with a longer budget. Empty when every task fits.
    */
   tooLongForBudget: string[];
   /** Every run that failed or will retry, with its error, for logs. */

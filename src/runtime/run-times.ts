@@ -1,4 +1,4 @@
-import { CLAIM_MARGIN_MS } from "./run-options.js";
+import { CLAIM_MARGIN_MS } from "../core/claim-margin.js";
 
 /**
  * How long each task's runs took in one engine (a moving average, on the budget's clock), for the least

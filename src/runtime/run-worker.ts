@@ -9,8 +9,7 @@ import { claimRiders } from "./riders.js";
 import { timestamp } from "../sql/time.js";
 import { Engine } from "./engine.js";
 import { BudgetClock } from "./budget-clock.js";
-import { leaseOwnerFor } from "./engine-options.js";
-import { COUNTED } from "./summary.js";
+import { countsAnything, jobsEnded, Summary } from "./summary.js";
 import { workerLanePolicy } from "./claim-policy.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { HistoryKeeper } from "./history.js";
@@ -79,6 +78,9 @@ export interface WorkerSummary {
   failed: number;
   /** Claimed but never started because the worker was stopping; back in `queued`, attempt unspent. */
   released: number;
+  /** A lane's cycles: each ran from its start, or its last idle wait, until its claims ran dry (or it stopped). */
+  cycles: number;
+  /** @deprecated Use `cycles` (the same value): a lane's cycle is not an invocation. Removed in the next release. */
   invocations: number;
 }
 
@@ -107,7 +109,8 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const stopping = options.signal ?? new AbortController().signal;
   const retention = resolveRetention(options.retention);
   const onError = (error: unknown) => options.onError?.(error);
-  const summary: WorkerSummary = { id, jobsDone: 0, succeeded: 0, retried: 0, failed: 0, released: 0, invocations: 0 };
+  // The worker's totals: each lane's cycles added as they end.
+  const totals = new Summary(id);
   let unreported = 0;
   let lastPrune = 0;
 
@@ -146,20 +149,14 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
       let engine: Engine | undefined;
       const take = () => {
         // What the lane did since the last report, as a summary of its own.
-        const delta = engine!.takeDelta();
-        const done = delta.succeeded + delta.retried + delta.snoozed + delta.failed + delta.cancelled;
-        summary.invocations++;
-        summary.jobsDone += done;
-        summary.succeeded += delta.succeeded;
-        summary.retried += delta.retried;
-        summary.failed += delta.failed;
-        summary.released += delta.released;
-        unreported += done;
-        if (COUNTED.some((k) => k !== "roundTrips" && delta[k] !== 0)) options.onInvocation?.({ ...delta, driver });
-        return delta.claimed;
+        const cycle = engine!.summary.take();
+        totals.add(cycle);
+        unreported += jobsEnded(cycle);
+        if (countsAnything(cycle)) options.onInvocation?.({ ...cycle, driver });
+        return cycle.claimed;
       };
       engine = new Engine({
-        app, db, id, owner: leaseOwnerFor(id), queues: queue === null ? null : [queue], slots, batchSize: prefetch,
+        app, db, id, queues: queue === null ? null : [queue], slots,
         leaseMs: run.leaseMs, heartbeatMs: run.heartbeatMs, now, sqlNow,
         budget: new BudgetClock(now, options.now === undefined && app.sqlClock === null, Infinity), signal: stopping,
         riders: claimRiders({
@@ -201,7 +198,8 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     await reporting;
     await queryJson(db, workerStatements.stopped(id, now(), unreported)).catch(onError);
   }
-  return summary;
+  const t = totals.take();
+  return { id, jobsDone: jobsEnded(t), succeeded: t.succeeded, retried: t.retried, failed: t.failed, released: t.released, cycles: totals.cycles, invocations: totals.cycles };
 }
 
 /**

@@ -1,16 +1,15 @@
 import { queryJsonWithin } from "./timed-query.js";
 import { causeChain } from "../core/error-causes.js";
-import type { SQL } from "drizzle-orm";
-import type { Hooks, Transition } from "../app/hooks.js";
-import { queryJsonPrepared, type Db } from "../db/query.js";
+import type { Transition } from "../app/hooks.js";
 import { traitsOf } from "../db/traits.js";
 import { settleResultOf, settleStatement, type CompletedJob, type Outcome, type SettleAnswer, type SettleResult, type StartRequest } from "../sql/settle/settle.js";
 import type { StartResult } from "../sql/claim/start.js";
 import { transitionOf } from "../app/hooks.js";
 import { sendWithTransitions } from "./send.js";
-import { nextTurn } from "./signal.js";
+import { nextTurn, sleep } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
-import type { EngineTrace } from "../core/tracing.js";
+import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
+import { RETRY_MAX_MS, RETRY_MIN_MS } from "./retry-wait.js";
 
 /** Outcomes in order, cut into chunks of at most `max` bytes of JSON each (a larger outcome goes alone). */
 function chunkByBytes(outcomes: Outcome[], max: number): Outcome[][] {
@@ -30,50 +29,37 @@ function chunkByBytes(outcomes: Outcome[], max: number): Outcome[][] {
 /** Tries of one statement before its outcomes are split (or, alone, replaced by a storable failure). */
 const TRIES = 3;
 
-export interface SettlerOptions {
-  db: Db;
-  hooks: Hooks;
-  owner: string;
-  sqlNow: () => SQL;
-  /** False: a succeeded job is deleted with no history row. */
-  keepSucceeded?: boolean;
-  /** Settles wake workflows parked on the child jobs they end (the app declares workflows). */
-  wakeParents?: boolean;
-  /** The local clock, read when a start request is sent. */
-  now: () => Date;
-  /** CTEs added to every settle statement that records outcomes (the workers registry). */
-  after: () => SQL[];
-  /** Told once per statement sent, with how long it took. */
-  sent: (ms: number) => void;
-  /**
-   * Told of every job a statement moved; `unsure`: an earlier try of it may have committed unanswered, so
-   * the outcomes it did not move may be recorded already.
-   */
-  done: (jobs: CompletedJob[], sent: Outcome[], unsure: boolean) => void;
-  /** Outcomes that could not be recorded (the database stayed unreachable; `unsure`: or its answers were lost); their leases expire. */
-  lost: (outcomes: Outcome[], error: unknown, unsure: boolean) => void;
-  /** How long to wait for a statement's answer now (Infinity: as long as it takes). */
-  requestTimeoutMs: () => number;
-  /** What is left of the budget: the transition hooks are not waited for past it (sendWithTransitions). */
-  remainingMs?: () => number;
-  /** The answer to a start request (`null` when it failed), with when it was sent: local clock and monotonic ms. */
-  started: (request: StartRequest, result: StartResult | null, sent: { clock: number; mono: number }) => void;
-  /** Each settle statement is a span; null or absent: untraced. */
-  trace?: EngineTrace | null;
-}
+/** Tries an engine gives its unanswered outcomes at its end (at most about 1.5 s of backoff between them). */
+const END_RESENDS = 5;
+
+/** What a settler reads of its engine, and counts into. */
+export type SettlerContext = Pick<EngineContext, "app" | "db" | "owner" | "sqlNow" | "now" | "keepSucceeded" | "settleAfter" | "budget"
+  | "jobs" | "summary" | "unreported" | "pace" | "change" | "trace">;
 
 /**
  * The outcome buffer: outcomes and start requests wait at most one macrotask, then go in one settle
  * statement (one at a time, so whatever arrives meanwhile shares the next one). A statement that fails is
  * retried, then split in halves until the outcome the database refuses is alone; that one is recorded as
- * its job's failure, and the others complete once. One job's outcome never decides another's.
+ * its job's failure, and the others complete once. One job's outcome never decides another's. Outcomes
+ * whose statement went unanswered are kept in their jobs' lives and sent again after a backoff, and at the
+ * engine's end (`resendAtEnd`). Each answer moves the jobs' lives (held-jobs.ts) and is counted in the summary.
  */
 export class Settler {
   private outcomes: Outcome[] = [];
   private start: StartRequest | null = null;
   private loop: Promise<void> | null = null;
 
-  constructor(private readonly o: SettlerOptions) {}
+  /** Settles wake workflows parked on the child jobs they end (the app declares workflows). */
+  private readonly wakeParents: boolean;
+  /** What is left of the budget: the transition hooks are not waited for past it (sendWithTransitions). */
+  private readonly remainingMs = () => this.o.budget.remainingMs();
+  /** The timer that sends unanswered outcomes again, and how many times it was set. */
+  private resendTimer: ReturnType<typeof setTimeout> | undefined;
+  private resends = 0;
+
+  constructor(private readonly o: SettlerContext) {
+    this.wakeParents = o.app.hasWorkflows();
+  }
 
   push(outcome: Outcome): void {
     this.outcomes.push(outcome);
@@ -119,7 +105,7 @@ export class Settler {
       try {
         const sent = { clock: this.o.now().getTime(), mono: performance.now() };
         const result = await this.send(outcomes, start);
-        this.o.done(result.done, outcomes, unsure);
+        this.answered(result.done, outcomes, unsure);
         if (start) this.answer(start, result.start, sent);
         return;
       } catch (e) {
@@ -132,7 +118,7 @@ export class Settler {
     }
     if (!refusedData(error)) {
       // The database was not reached (or failed on its own): the leases expire and recovery takes over.
-      if (outcomes.length > 0) this.o.lost(outcomes, error, unsure);
+      if (outcomes.length > 0) this.unanswered(outcomes, unsure);
       if (start) this.answer(start, null, { clock: 0, mono: 0 });
       return;
     }
@@ -148,32 +134,85 @@ export class Settler {
       const reason = `the database refused this job's outcome (${only.kind}): ${messageOf(error)}`;
       return this.settle([{ id: only.id, kind: "fail", attempt: only.attempt, error: unstorableEntry(only, this.o.now(), reason) }], start);
     }
-    if (outcomes.length > 0) this.o.lost(outcomes, error, unsure);
+    if (outcomes.length > 0) this.unanswered(outcomes, unsure);
     if (start) this.answer(start, null, { clock: 0, mono: 0 });
   }
 
+  /**
+   * The database answered a settle of `sent`, moving `done`; `unsure`: an earlier try of it may have committed
+   * unanswered, so the outcomes it did not move may be recorded already.
+   */
+  private answered(done: CompletedJob[], sent: Outcome[], unsure: boolean): void {
+    const lost = this.o.jobs.settleAnswered(sent, done, unsure);
+    this.o.summary.settled(done, sent.length, lost, unsure);
+    this.o.unreported.settled(done);
+  }
+
+  /** The answer to a start request (`null` when it failed), with when it was sent: local clock and monotonic ms. */
   private answer(start: StartRequest, result: StartResult | null, sent: { clock: number; mono: number }): void {
     if (!this.start) this.startPending = false;
-    this.o.started(start, result ? { ...result, started: result.started.map(Number) } : null, sent);
+    const answer = result ? { ...result, started: result.started.map(Number) } : null;
+    this.o.jobs.answerStarts(start.ids, answer, sent);
+    if (answer) this.o.summary.startAnswered(answer);
+    this.o.change.notify();
+  }
+
+  /**
+   * A settle of `outcomes` could not be recorded (the database stayed unreachable; `unsure`: or its answers were
+   * lost): they are kept and sent again after a short backoff (the database may be back), and once more at the end.
+   */
+  private unanswered(outcomes: Outcome[], unsure: boolean): void {
+    this.o.jobs.settleLost(outcomes, unsure);
+    if (this.resendTimer !== undefined) return;
+    const backoff = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.resends++);
+    this.resendTimer = setTimeout(() => { this.resendTimer = undefined; this.resend(); }, backoff);
+  }
+
+  /**
+   * At the engine's end: unanswered outcomes are sent again, up to END_RESENDS times with the same backoff (one try
+   * was not enough: at a tenth of answers dropped, an invocation in a few hundred lost a whole settle, and its jobs,
+   * run, were charged by lease recovery); those still unanswered are counted lost (or unconfirmed).
+   */
+  async resendAtEnd(): Promise<void> {
+    const { jobs } = this.o;
+    for (let tries = 0; tries < END_RESENDS && jobs.unsettled > 0; tries++) {
+      clearTimeout(this.resendTimer);
+      this.resendTimer = undefined;
+      if (tries > 0) await sleep(Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** tries));
+      this.resend();
+      await this.flush();
+    }
+    clearTimeout(this.resendTimer);
+    this.resendTimer = undefined;
+    if (jobs.unsettled === 0) return;
+    const { lost, unsure } = jobs.unconfirmed();
+    this.o.summary.unanswered(lost, unsure);
+  }
+
+  private resend(): void {
+    for (const outcome of this.o.jobs.resend()) this.push(outcome);
   }
 
   private async send(outcomes: Outcome[], start: StartRequest | null): Promise<SettleResult> {
-    const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, outcomes.length > 0 ? this.o.after() : [], { keepSucceeded: this.o.keepSucceeded !== false, wakeParents: this.o.wakeParents === true });
+    const { jobs } = this.o;
+    const after = outcomes.length > 0 ? this.o.unreported.take((n) => this.o.settleAfter(n, jobs.running === 0 && jobs.queued === 0)) : [];
+    const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, after, { keepSucceeded: this.o.keepSucceeded, wakeParents: this.wakeParents });
     const began = performance.now();
     const traced = this.o.trace?.settle(outcomes.length, start?.ids.length ?? 0);
     try {
-      const result = await sendWithTransitions(this.o.db, this.o.hooks, async (db) => settleResultOf(await queryJsonWithin<SettleAnswer>(db, statement, this.o.requestTimeoutMs(), "a settle"), outcomes), (r) => [
+      const result = await sendWithTransitions(this.o.db, this.o.app.hooks, async (db) => settleResultOf(await queryJsonWithin<SettleAnswer>(db, statement, answerTimeoutMs(this.o), "a settle"), outcomes), (r) => [
         ...r.done.map((d) => transitionOf(d, d.error ?? undefined)),
         ...(r.start?.stopped ?? []).map((t) => transitionOf({ ...t, from: "running", to: "cancelled" })),
         ...(r.start?.denied ?? []).map((t) => transitionOf({ ...t, from: "running", to: "queued" })),
-      ] as Transition[], this.o.remainingMs);
+      ] as Transition[], this.remainingMs);
       traced?.end(result.done.length);
       return result;
     } catch (error) {
       traced?.end(0, error);
       throw error;
     } finally {
-      this.o.sent(performance.now() - began);
+      this.o.summary.roundTrip();
+      this.o.pace.roundTripTook(performance.now() - began);
     }
   }
 }

@@ -1,55 +1,142 @@
 import type { ClaimResult } from "../sql/claim/claim.js";
 import type { SQL } from "drizzle-orm";
 import type { CompletedJob } from "../sql/settle/settle.js";
-import type { RunSummary } from "./run-options.js";
+import type { StartResult } from "../sql/claim/start.js";
+import type { FanOutReport } from "./fan-out-options.js";
+import type { JobProblem, RunSummary } from "./run-options.js";
+
+/** The counts a summary adds up. */
+const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited", "abandoned", "lost", "unconfirmed", "roundTrips"] as const;
+type Counted = (typeof COUNTED)[number];
+type Counts = Record<Counted, number>;
+
+const noCounts = (): Counts => ({ claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
+  recovered: 0, rateLimited: 0, abandoned: 0, lost: 0, unconfirmed: 0, roundTrips: 0 });
+
+/** Whether a summary counted anything but round trips (a worker lane's cycle worth telling `onInvocation`). */
+export function countsAnything(s: RunSummary): boolean {
+  return COUNTED.some((k) => k !== "roundTrips" && s[k] !== 0);
+}
 
 /** A summary with nothing done yet. */
 export function emptySummary(id: string): RunSummary {
-  return { id, claimed: 0, succeeded: 0, retried: 0, snoozed: 0, failed: 0, cancelled: 0, released: 0,
-    recovered: 0, rateLimited: 0, abandoned: 0, lost: 0, unconfirmed: 0, tooLongForBudget: [], problems: [], roundTrips: 0, durationMs: 0 };
+  return new Summary(id).take();
 }
 
-/** The counts a summary adds up. */
-export const COUNTED = ["claimed", "succeeded", "retried", "snoozed", "failed", "cancelled", "released", "recovered", "rateLimited", "abandoned", "lost", "unconfirmed", "roundTrips"] as const;
-export type Counts = Record<(typeof COUNTED)[number], number>;
+/** Runs that reached an outcome (succeeded, retried, snoozed, failed, cancelled): a retried job counts each run. */
+export function jobsEnded(s: Pick<RunSummary, "succeeded" | "retried" | "snoozed" | "failed" | "cancelled">): number {
+  return s.succeeded + s.retried + s.snoozed + s.failed + s.cancelled;
+}
 
-/** What a summary gained since the last `take`: its counts' differences and its new problems, as a summary of its own. */
-export class SummaryDeltas {
-  private counted: Partial<Counts> = {};
-  private problems = 0;
-  constructor(private readonly summary: RunSummary) {}
+/**
+ * What an engine did, counted by the summary itself: each method records one event (a claim answered, a
+ * settle answered, a start answered, a statement sent...) and `take` hands over the totals as a `RunSummary`.
+ * No other module writes a count. A worker lane takes one per cycle (counting starts again from zero); a
+ * worker's totals are one more summary that `add`s its lanes' cycles.
+ */
+export class Summary {
+  private counts = noCounts();
+  private problems: JobProblem[] = [];
+  private tooLongForBudget: string[] = [];
+  private durationMs = 0;
+  private fanOut: FanOutReport | undefined;
+  /** Summaries added to this one (a worker's lane cycles). */
+  private added = 0;
 
-  take(): RunSummary & Counts {
-    const s = this.summary;
-    const delta = Object.fromEntries(COUNTED.map((k) => [k, s[k] - (this.counted[k] ?? 0)])) as Counts;
-    this.counted = Object.fromEntries(COUNTED.map((k) => [k, s[k]]));
-    const problems = s.problems.slice(this.problems);
-    this.problems = s.problems.length;
-    return { ...s, ...delta, problems };
+  constructor(readonly id: string) {}
+
+  /** Jobs this summary counts as released so far. */
+  get released(): number { return this.counts.released; }
+
+  /** Runs that reached an outcome so far. */
+  get jobsEnded(): number { return jobsEnded(this.counts); }
+
+  /** How many summaries were added (`add`). */
+  get cycles(): number { return this.added; }
+
+  /** One statement sent to the database (bound: riders are handed it as their count). */
+  readonly roundTrip = (): void => { this.counts.roundTrips++; };
+
+  /** A claim's answer: jobs claimed, and those it recovered, cancelled, ended `rate_limited` or failed as too large. */
+  claimed(claim: ClaimResult): void {
+    const c = this.counts;
+    c.claimed += claim.claimed.length;
+    c.recovered += claim.recovered.length;
+    c.cancelled += claim.cancelled.length;
+    c.rateLimited += claim.rateLimited.length;
+    c.failed += claim.tooLarge.length;
   }
-}
 
-/** Counts what a claim did: jobs claimed, and those it recovered, cancelled, ended `rate_limited` or failed as too large. */
-export function countClaim(s: RunSummary, claim: ClaimResult): void {
-  s.claimed += claim.claimed.length;
-  s.recovered += claim.recovered.length;
-  s.cancelled += claim.cancelled.length;
-  s.rateLimited += claim.rateLimited.length;
-  s.failed += claim.tooLarge.length;
-}
+  /** A start request's answer: jobs it cancelled (their cancel was requested, or they expired) and jobs their limit denied (released). */
+  startAnswered(result: StartResult): void {
+    this.counts.cancelled += result.stopped.length;
+    this.counts.released += result.denied.length;
+  }
 
-/** Counts the jobs a settle statement moved into the summary, and lists each failed or retried run with its error. */
-export function countCompleted(s: RunSummary, done: CompletedJob[]): void {
-  for (const d of done) {
-    if (d.to === "succeeded") s.succeeded++;
-    else if (d.to === "failed") s.failed++;
-    else if (d.to === "cancelled") s.cancelled++;
-    else if (d.kind === "release") s.released++;
-    else if (d.kind === "snooze") s.snoozed++;
-    else s.retried++;
-    if (d.error && (d.to === "failed" || (d.to === "queued" && d.kind !== "snooze"))) {
-      s.problems.push({ jobId: d.id, task: d.task, queue: d.queue, attempt: d.attempt, to: d.to as "failed" | "queued", error: d.error });
+  /**
+   * A settle's answer: the jobs it moved (each failed or retried run listed with its error), of `sent` outcomes.
+   * `lost`: outcomes it did not record (their run was not this engine's any more); `unsure`: an earlier try may
+   * have committed unanswered, so those it did not move are unconfirmed, not lost.
+   */
+  settled(done: CompletedJob[], sent: number, lost: number, unsure: boolean): void {
+    const c = this.counts;
+    if (unsure) c.unconfirmed += sent - done.length;
+    else c.lost += lost;
+    for (const d of done) {
+      if (d.to === "succeeded") c.succeeded++;
+      else if (d.to === "failed") c.failed++;
+      else if (d.to === "cancelled") c.cancelled++;
+      else if (d.kind === "release") c.released++;
+      else if (d.kind === "snooze") c.snoozed++;
+      else c.retried++;
+      if (d.error && (d.to === "failed" || (d.to === "queued" && d.kind !== "snooze"))) {
+        this.problems.push({ jobId: d.id, task: d.task, queue: d.queue, attempt: d.attempt, to: d.to as "failed" | "queued", error: d.error });
+      }
     }
+  }
+
+  /** A body completed its job itself (completeTx, completeBatch): succeeded, with no outcome to settle. */
+  completedAlone(): void { this.counts.succeeded++; }
+
+  /** Jobs put back after a claim whose answer was lost (unheld-jobs.ts). */
+  releasedUnheld(n: number): void { this.counts.released += n; }
+
+  /** A body outlived its timeout's grace. */
+  abandoned(): void { this.counts.abandoned++; }
+
+  /** Outcomes still unanswered at the engine's end: `lost` never recorded, `unsure` perhaps recorded. */
+  unanswered(lost: number, unsure: number): void {
+    this.counts.lost += lost;
+    this.counts.unconfirmed += unsure;
+  }
+
+  /** The engine ended after `durationMs`; `tooLongForBudget`: the tasks its claims left out. */
+  ended(durationMs: number, tooLongForBudget: string[]): void {
+    this.durationMs = durationMs;
+    this.tooLongForBudget = tooLongForBudget;
+  }
+
+  /** What fan-out did, and the statements it sent. */
+  fannedOut(report: FanOutReport, statements: number): void {
+    this.fanOut = report;
+    this.counts.roundTrips += statements;
+  }
+
+  /** Adds another summary's counts (a worker lane's cycle, into the worker's totals). */
+  add(other: RunSummary): void {
+    for (const k of COUNTED) this.counts[k] += other[k];
+    this.added++;
+  }
+
+  /** What was counted since the last `take` (or the start), as a `RunSummary`; counting starts again from zero. */
+  take(): RunSummary {
+    const { counts, problems } = this;
+    this.counts = noCounts();
+    this.problems = [];
+    const { roundTrips, ...jobs } = counts;
+    const taken: RunSummary = { id: this.id, ...jobs, tooLongForBudget: this.tooLongForBudget, problems, roundTrips, durationMs: this.durationMs };
+    if (this.fanOut) taken.fanOut = this.fanOut;
+    return taken;
   }
 }
 

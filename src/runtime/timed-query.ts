@@ -2,7 +2,15 @@ import { sql, type SQL } from "drizzle-orm";
 import { queryJsonPrepared, rowsOf, type Db } from "../db/query.js";
 import { traitsOf } from "../db/traits.js";
 import { withTimeout } from "./signal.js";
-import { MIN_REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from "./run-options.js";
+
+/**
+ * Over HTTP Postgres (neon-http) no statement is waited for longer than this, nor past the budget's end
+ * (but at least MIN_REQUEST_TIMEOUT_MS, so the last settle gets its round trip): a response that never
+ * comes does not keep an invocation past its budget.
+ */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** See REQUEST_TIMEOUT_MS. */
+export const MIN_REQUEST_TIMEOUT_MS = 1_000;
 
 /** How much longer than the server's statement timeout the client waits for the answer (the network's share). */
 const ANSWER_GRACE_MS = 500;

@@ -1,7 +1,7 @@
-import type { Db } from "../db/query.js";
 import { releaseUnheldStatement } from "../sql/claim/release-unheld.js";
 import { answered } from "./settler.js";
 import { queryJsonWithin } from "./timed-query.js";
+import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
 
 /**
  * Jobs a claim may have leased to an engine that never learnt of them: the claim's answer was lost after it
@@ -13,24 +13,21 @@ export class UnheldJobs {
   /** A claim's answer was lost: jobs may be leased to this owner that the engine does not know of. */
   mayExist = false;
 
-  constructor(private readonly o: {
-    db: Db; owner: string; requestTimeoutMs: () => number; count: () => void;
-    released: (n: number) => void; onError?: (error: unknown) => void;
-  }) {}
+  constructor(private readonly o: Pick<EngineContext, "db" | "owner" | "budget" | "jobs" | "summary" | "onError">) {}
 
   /** A claim failed with `error`: unless the database answered (so it did not commit), jobs may be unheld. */
   claimFailed(error: unknown): void {
     if (!answered(error)) this.mayExist = true;
   }
 
-  /** Puts back the jobs leased to the owner outside `known()` (held or settling, asked only when some may be unheld); kept for later if it fails too. */
-  async release(known: () => number[]): Promise<void> {
+  /** Puts back the jobs leased to the owner that the engine does not know (held, settling or parked); kept for later if it fails too. */
+  async release(): Promise<void> {
     if (!this.mayExist) return;
     try {
-      this.o.count();
-      const put = await queryJsonWithin<number>(this.o.db, releaseUnheldStatement(this.o.owner, known()), this.o.requestTimeoutMs(), "a release of unheld jobs");
+      this.o.summary.roundTrip();
+      const put = await queryJsonWithin<number>(this.o.db, releaseUnheldStatement(this.o.owner, this.o.jobs.known()), answerTimeoutMs(this.o), "a release of unheld jobs");
       this.mayExist = false;
-      this.o.released(put ?? 0);
+      this.o.summary.releasedUnheld(put ?? 0);
     } catch (error) {
       this.o.onError?.(error);
     }

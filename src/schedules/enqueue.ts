@@ -1,6 +1,6 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
-import { enqueueDueSlotsCtes, slotReport, type SlotOffer, type SlotReport } from "../sql/schedules/enqueue-due-slots.js";
+import { enqueueDueSlotsCtes, scheduleSlotReport, type ScheduleSlotOffer, type ScheduleSlotReport } from "../sql/schedules/enqueue-due-slots.js";
 import { dueRuntimeSchedulesCte, runtimeDueReport, type StoredDefinition } from "../sql/schedules/due-runtime-schedules.js";
 import { LearnedSchedules, type Offerable } from "./learned.js";
 
@@ -21,7 +21,7 @@ export const SCHEDULE_RECHECK_MS = 60_000;
  * database's clock, and knows the latest, when the guess is off by up to a period (off by more, nothing fires
  * until the report teaches the offset). A long gap fires at most `catchUp` slots, never a storm.
  */
-function slotOffer(app: App, { schedule, revision }: Offerable, estimate: Date): SlotOffer | null {
+function slotOffer(app: App, { schedule, revision }: Offerable, estimate: Date): ScheduleSlotOffer | null {
   const task = app.tasks.get(schedule.task);
   if (!task) return null;
   const latest = schedule.latestSlots(estimate, schedule.policy.catchUp + 1);
@@ -64,7 +64,7 @@ export class ScheduleSlots {
    * of the claim once it succeeded; it returns true when the claim brought back runtime schedules with a slot
    * due (the caller claims again to fire them).
    */
-  forClaim(hostNow: Date, now: SQL): { extra: SQL[]; report: Record<string, SQL>; answered: (report: SlotReport | undefined, runtimeDue?: StoredDefinition[] | null) => boolean } {
+  forClaim(hostNow: Date, now: SQL): { extra: SQL[]; report: Record<string, SQL>; answered: (report: ScheduleSlotReport | undefined, runtimeDue?: StoredDefinition[] | null) => boolean } {
     const at = hostNow.getTime();
     const estimate = at + this.offsetMs;
     const offerables: Offerable[] = [...[...this.app.schedules.values()].map((schedule) => ({ schedule, revision: null })), ...this.learned.values()];
@@ -72,13 +72,13 @@ export class ScheduleSlots {
       const seen = this.carried.get(schedule.name);
       // A clock moved back (by a test) has nothing to go by either.
       return !seen || at < seen.at || at - seen.at >= SCHEDULE_RECHECK_MS || (seen.next !== null && estimate >= seen.next);
-    }).map((o) => slotOffer(this.app, o, new Date(estimate))).filter((o): o is SlotOffer => o !== null);
+    }).map((o) => slotOffer(this.app, o, new Date(estimate))).filter((o): o is ScheduleSlotOffer => o !== null);
     const offeredRuntime = offers.filter((o) => o.revision !== null).map((o) => ({ name: o.name, revision: o.revision! }));
     const probe = dueRuntimeSchedulesCte(now, [...this.app.tasks.keys()], offeredRuntime);
     const extra = offers.length === 0 ? [probe] : [...enqueueDueSlotsCtes(offers, now, FIRST_SIGHT_GRACE_MS), probe];
     return {
       extra,
-      report: { ...(offers.length === 0 ? {} : slotReport(now)), ...runtimeDueReport() },
+      report: { ...(offers.length === 0 ? {} : scheduleSlotReport(now)), ...runtimeDueReport() },
       answered: (report, runtimeDue) => {
         if (report) {
           this.offsetMs = Number(report.now) - at;

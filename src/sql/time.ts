@@ -29,6 +29,6 @@ export function defaultBackoffSql(attempt: SQL): SQL {
 }
 
 /** A job that must not run (any more): its cancel was requested or it expired. `j` is the jobs row. */
-export function mustStop(now: SQL): SQL {
+export function mustCancel(now: SQL): SQL {
   return sql`(j.cancel_requested or coalesce(j.expires_at <= ${now}, false))`;
 }

@@ -2,9 +2,9 @@ import { sql, type SQL } from "drizzle-orm";
 import { tokenFree } from "./start.js";
 import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
 import { archiveCtes } from "../history/archive.js";
-import { mustStop } from "../time.js";
+import { mustCancel } from "../time.js";
 import { ownerLeaseCte } from "./owner-lease.js";
-import type { SlotReport } from "../schedules/enqueue-due-slots.js";
+import type { ScheduleSlotReport } from "../schedules/enqueue-due-slots.js";
 import type { StoredDefinition } from "../schedules/due-runtime-schedules.js";
 import { movedJobsJson, type MovedJob } from "../control/changed-job.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, fairSubKeysSeen } from "./fair.js";
@@ -111,8 +111,8 @@ export interface ClaimResult {
   fairSubKeys?: boolean;
   /** Jobs the schedules' rider enqueued in the same statement. */
   scheduled?: number;
-  /** What the schedules' CTEs found due, on the statement's clock (`slotReport`), when they rode along. */
-  schedules?: SlotReport;
+  /** What the schedules' CTEs found due, on the statement's clock (`scheduleSlotReport`), when they rode along. */
+  schedules?: ScheduleSlotReport;
   /** Runtime schedules with a slot due that the claim did not offer (`runtimeDueReport`), when asked; null: none. */
   runtimeDue?: StoredDefinition[] | null;
   /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */
@@ -233,7 +233,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   const after = rides.flatMap((r) => r.after ?? []).map((cte) => sql`${cte},`);
   // The result is built as json, not jsonb: it is only sent, and json costs Postgres a third of jsonb to build.
   const report = rides.flatMap((r) => Object.entries(r.report ?? {})).map(([name, value]) => sql`, ${name}::text, ${value}`);
-  const stop = mustStop(now);
+  const stop = mustCancel(now);
   const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
   const order = claimOrder(p.fair === true);
   // A fair claim walks the keys first; its plain scan then offers what the batch still lacks (fair.ts).

@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { archiveCtes } from "../history/archive.js";
-import { msInterval, mustStop } from "../time.js";
+import { msInterval, mustCancel } from "../time.js";
 
 /**
  * A `maxStarts` token is taken again only this long after its last start plus the window: a body starts a
@@ -37,7 +37,7 @@ export interface StartResult {
  * started again (a retried request whose first answer was lost). Report with `startReport()`.
  */
 export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: boolean, locked: SQL = sql`true`): SQL[] {
-  const stop = mustStop(now);
+  const stop = mustCancel(now);
   // (`locked`: the condition that takes the statement's row locks first, in id order; see lockedFirst.)
   const requested = sql`start_req as (
       select j.id, j.limit_key, j.priority, j.run_at, j.started_at is not null as already, ${stop} as stop

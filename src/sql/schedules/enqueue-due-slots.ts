@@ -8,7 +8,7 @@ export const SEEN_REFRESH = "1 minute";
  * One schedule as an invocation offers it to the claim: the slots around its estimate of the database's
  * clock, with the job it would enqueue and its policies. The statement fires the slots due on the database's clock.
  */
-export interface SlotOffer {
+export interface ScheduleSlotOffer {
   name: string;
   task: string;
   /** Candidate slots, consecutive, any order; those after the statement's clock are ignored. */
@@ -28,7 +28,7 @@ export interface SlotOffer {
 }
 
 /** What the schedule CTEs report in the claim's result (under `schedules`). */
-export interface SlotReport {
+export interface ScheduleSlotReport {
   /** The statement's clock, epoch ms. */
   now: number;
   /** The slot each offered schedule had due, epoch ms; absent if none of its candidates was due yet. */
@@ -50,9 +50,9 @@ export interface SlotReport {
  * `akadze.jobs` (queued or running), and `last_slot` moves on all the same (the slot is dropped, not kept for
  * later). A runtime schedule (`revision` set) fires only while its row has that revision and is not paused,
  * and never a slot before its row's `next_slot` (its creation or resume). `scheduled_jobs` returns the ids of
- * the enqueued jobs; report with `slotReport(now)`.
+ * the enqueued jobs; report with `scheduleSlotReport(now)`.
  */
-export function enqueueDueSlotsCtes(offers: SlotOffer[], now: SQL, firstSightGraceMs: number): SQL[] {
+export function enqueueDueSlotsCtes(offers: ScheduleSlotOffer[], now: SQL, firstSightGraceMs: number): SQL[] {
   const payload = JSON.stringify(offers.map((d) => ({
     name: d.name, task: d.task, slots: d.slots.map((slot) => slot.toISOString()), ends: d.ends, queue: d.queue, args: d.args,
     priority: d.priority, max_attempts: d.maxAttempts, catch_up: d.catchUp, skip: d.skip, revision: d.revision,
@@ -137,8 +137,8 @@ export function enqueueDueSlotsCtes(offers: SlotOffer[], now: SQL, firstSightGra
   ];
 }
 
-/** The claim's report entries for `enqueueDueSlotsCtes`: `scheduled` (jobs enqueued) and `schedules` (a `SlotReport`). */
-export function slotReport(now: SQL): Record<string, SQL> {
+/** The claim's report entries for `enqueueDueSlotsCtes`: `scheduled` (jobs enqueued) and `schedules` (a `ScheduleSlotReport`). */
+export function scheduleSlotReport(now: SQL): Record<string, SQL> {
   return {
     scheduled: sql`(select count(*) from scheduled_jobs)`,
     schedules: sql`jsonb_build_object('now', extract(epoch from ${now}) * 1000,

@@ -3,7 +3,7 @@ import type { ErrorEntry } from "../../core/errors.js";
 import { startJobsCtes, startReport, type StartResult } from "../claim/start.js";
 import { archiveCtes } from "../history/archive.js";
 import { movedJobsJson, type MovedJob } from "../control/changed-job.js";
-import { msInterval, mustStop } from "../time.js";
+import { msInterval, mustCancel } from "../time.js";
 import { CTE, cte } from "../claim/cte-names.js";
 
 /**
@@ -89,7 +89,7 @@ export function settleResultOf(answer: SettleAnswer, sent: Outcome[]): SettleRes
   return { done: [...succeeded, ...answer.done.map((d) => ({ ...d, id: Number(d.id) }))], start: answer.start };
 }
 
-const STOP = mustStop(sql`o_now.now`);
+const STOP = mustCancel(sql`o_now.now`);
 const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and ${STOP}))`;
 
 /** How a settle treats what it ends. */
