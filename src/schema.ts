@@ -70,7 +70,9 @@ export const jobs = akadze.table("jobs", {
   index("jobs_limit_idx").on(t.limitKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.limitKey} is not null`),
   // Only jobs that opted into limitWait: each claim looks for those held back too long without reading the backlog.
   index("jobs_limit_wait_idx").on(t.runAt).where(sql`${t.state} = 'queued' and ${t.limitWaitMs} is not null`),
-  index("jobs_lease_idx").on(t.leaseExpiresAt).where(sql`${t.state} = 'running'`),
+  // A running job's lease is its owner's row (`owners`); only a job leased by a version before the owners table
+  // (or given back by its own engine's heartbeat as forgotten) has an expiry of its own, and only those are indexed.
+  index("jobs_lease_idx").on(t.leaseExpiresAt).where(sql`${t.state} = 'running' and ${t.leaseExpiresAt} is not null`),
   index("jobs_owner_idx").on(t.leaseOwner).where(sql`${t.state} = 'running'`),
   // Only jobs that have a key: jobs without one (most) cost this index nothing. Every row is active now
   // (the state check), so the predicate only keeps the index the enqueue's ON CONFLICT names.
@@ -188,6 +190,17 @@ export const workers = akadze.table("workers", {
   /** The invocation that started this one by fan-out (a sibling or a successor); null for a cron tick or a worker. */
   startedBy: text("started_by"),
 }, (t) => [index("workers_last_seen_idx").on(t.lastSeenAt)]);
+
+/**
+ * The lease of each engine (an invocation or a worker lane) on the jobs it runs: one row per owner, renewed by
+ * its claims and heartbeats, so a heartbeat writes one row however many jobs the engine holds. A job leased to
+ * an owner whose row expired is recovered by another engine (sql/claim/recover.ts); an owner row with no running
+ * job left is deleted then.
+ */
+export const owners = akadze.table("owners", {
+  owner: text("owner").primaryKey(),
+  expiresAt: tz("expires_at").notNull(),
+});
 
 /**
  * Every job whatever its state: `jobs`, `jobHistory` and `failedJobs` as one view (made by `akadze migrate`),

@@ -1,10 +1,20 @@
 -- Rendered by scripts/render-sql.ts (npm run render-sql); test/repo/rendered-sql.test.ts keeps it current.
 -- The recovery rider: what it adds to a claim (src/runtime/riders.ts); $n are bound per claim.
 -- Before the core's CTEs:
+recover_owners as (
+      select o.owner from akadze.owners o where o.expires_at < now() and o.owner <> $1
+      order by o.expires_at limit $2 for update skip locked
+    ),
 recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_expires_at < now() and lease_owner <> $1
-      order by lease_expires_at limit $2 for update skip locked
+      where state = 'running' and lease_owner <> $1
+        and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < now())
+      order by id limit $2 for update skip locked
+    ),
+recover_owners_ended as (
+      delete from akadze.owners o where o.owner in (select owner from recover_owners)
+        and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner
+          and j.id not in (select id from recover_expired))
     ),
 recover_requeued as (
       update akadze.jobs j set

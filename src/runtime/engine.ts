@@ -63,7 +63,7 @@ export class Engine implements EngineDecisions {
     this.settler = new Settler(this.ctx);
     this.runs = new JobRuns(this.ctx, this.settler);
     this.unheld = new UnheldJobs(this.ctx);
-    this.heartbeat = new Heartbeat(this.ctx);
+    this.heartbeat = new Heartbeat(this.ctx, this.unheld);
   }
 
   /** Runs until the budget is spent, the work is done (and the policy does not idle) or `signal` aborts; never rejects once a body runs. */

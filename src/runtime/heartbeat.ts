@@ -1,20 +1,27 @@
 import { queryJsonWithin } from "./timed-query.js";
 import { Cancel, LeaseLost } from "../core/errors.js";
-import { heartbeatStatement, type HeldJob } from "../sql/claim/heartbeat.js";
+import { heartbeatStatement, type BeatAnswer, type HeldJob } from "../sql/claim/heartbeat.js";
+import type { UnheldJobs } from "./unheld-jobs.js";
 import type { JobAbort } from "./signal.js";
 import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
 
 /**
- * Extends the leases of every job an engine holds (running or prefetched) in one statement every
- * `heartbeatMs`, and aborts the bodies of jobs to cancel (cancel requested, expired) and of jobs whose lease
- * was lost to another engine (`judgeBeat`). An answer judges only the jobs its statement covered: a job
- * claimed while the beat was on its way is not in it and is not taken for lost.
+ * Renews the engine's lease (its owner row, which every job it holds shares, running or prefetched) in one
+ * statement every `heartbeatMs`, and aborts the bodies of jobs to cancel (cancel requested, expired) and of
+ * jobs whose lease was lost to another engine (`judgeBeat`). An answer judges only the jobs its statement
+ * covered: a job claimed while the beat was on its way is not in it and is not taken for lost. Jobs leased to
+ * the engine that the beat did not name were claimed meanwhile or are forgotten (a claim's answer lost), and a
+ * forgotten job's lease, its owner's, lasts as long as the engine: they are put back before the next claim or
+ * at the engine's end, those the engine does not know only (unheld-jobs.ts; nothing, for the former).
  */
 export class Heartbeat {
   private timer: ReturnType<typeof setInterval> | undefined;
   private inFlight = false;
 
-  constructor(private readonly o: Pick<EngineContext, "db" | "owner" | "leaseMs" | "heartbeatMs" | "sqlNow" | "budget" | "jobs" | "summary" | "change">) {}
+  constructor(
+    private readonly o: Pick<EngineContext, "db" | "owner" | "leaseMs" | "heartbeatMs" | "sqlNow" | "budget" | "jobs" | "summary" | "change">,
+    private readonly unheld: UnheldJobs,
+  ) {}
 
   begin(): void {
     this.timer ??= setInterval(() => void this.beat(), this.o.heartbeatMs);
@@ -33,10 +40,11 @@ export class Heartbeat {
     try {
       const { db, owner, sqlNow, leaseMs, jobs } = this.o;
       this.o.summary.roundTrip();
-      const held = await queryJsonWithin<HeldJob[]>(db, heartbeatStatement(owner, sqlNow(), leaseMs, [...covered.keys()]),
+      const answer = await queryJsonWithin<BeatAnswer>(db, heartbeatStatement(owner, sqlNow(), leaseMs, [...covered.keys()]),
         answerTimeoutMs(this.o), "a heartbeat");
       if (this.timer === undefined) return;
-      judgeBeat(covered, held.map((h) => ({ id: Number(h.id), cancel: h.cancel })), (id) => jobs.controllerOf(id));
+      judgeBeat(covered, answer.held.map((h) => ({ id: Number(h.id), cancel: h.cancel })), (id) => jobs.controllerOf(id));
+      if (Number(answer.unnamed) > 0) this.unheld.mayExist = true;
       this.o.change.notify();
     } catch {
       // The next beat tries again; leases last three intervals.

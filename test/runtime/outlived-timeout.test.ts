@@ -9,7 +9,7 @@ import { createApp, runOnce, setLimit, type Db } from "../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { ManualClock } from "../support/clock.js";
 import { abortedOf, deferred } from "../support/deferred.js";
-import { sentStatement } from "../support/statements.js";
+import { isHeartbeat, sentStatement } from "../support/statements.js";
 import { waitFor } from "../support/wait-for.js";
 
 let t: TestDatabase;
@@ -21,7 +21,7 @@ beforeEach(async () => { await t.reset(); });
 class BeatPool extends pg.Pool {
   beats = 0;
   override query(...args: any[]): any {
-    if (sentStatement(args).text.includes("hb_locked")) this.beats++;
+    if (isHeartbeat(sentStatement(args).text)) this.beats++;
     return (super.query as any)(...args);
   }
 }

@@ -15,3 +15,6 @@ export const isClaim = (text: string): boolean => text.includes("unlimited_candi
 
 /** The settle statement (outcomes recorded, prefetched jobs started). */
 export const isSettle = (text: string): boolean => text.includes("settle_locked");
+
+/** The heartbeat statement (the owner's lease renewed, the named jobs read). */
+export const isHeartbeat = (text: string): boolean => text.includes("hb_named as (");

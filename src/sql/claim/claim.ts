@@ -2,7 +2,8 @@ import { sql, type SQL } from "drizzle-orm";
 import { tokenFree } from "./start.js";
 import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
 import { archiveCtes } from "../history/archive.js";
-import { msInterval, mustCancel } from "../time.js";
+import { mustCancel } from "../time.js";
+import { ownerLeaseCte } from "./owner-lease.js";
 import type { ScheduleSlotReport } from "../schedules/enqueue-due-slots.js";
 import type { StoredDefinition } from "../schedules/due-runtime-schedules.js";
 import { movedJobsJson, type MovedJob } from "../control/changed-job.js";
@@ -240,7 +241,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   // The plain scan's candidates and the limited keys' ones, which the batch is cut from.
   const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`;
   return sql`
-    with ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}${fair ? sql`
+    with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}${fair ? sql`
     ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
     ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
       select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
@@ -265,8 +266,9 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
         and c.id not in (select id from oversized)
     ),
     ${cte("claimed")} as (
+      -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
       update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = ${p.owner},
-        lease_expires_at = ${now} + ${msInterval(sql`${p.leaseMs}`)}, started_at = case when d.start then ${now} end,
+        lease_expires_at = null, started_at = case when d.start then ${now} end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
       -- (The array as well as the join: the planner reads the rows to update through the primary key, not a scan of

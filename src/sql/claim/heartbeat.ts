@@ -1,45 +1,33 @@
 import { sql, type SQL } from "drizzle-orm";
-import { msInterval, mustCancel } from "../time.js";
-
-/**
- * A CTE `name(ids)` that locks the jobs among `ids` (a jsonb array) leased to `owner`, in id order, before
- * anything else in the statement touches them: the heartbeat and the settle lock the same rows from two
- * connections at once, and rows locked in different orders deadlock. Statements name the rows themselves and
- * add `lockedFirst(name)` to their condition.
- */
-export function lockOwnedInIdOrder(name: string, owner: string, ids: SQL): SQL {
-  return sql`${sql.raw(name)} as (select array(
-      select l.id from akadze.jobs l
-      where l.id in (select value::bigint from jsonb_array_elements_text(${ids})) and l.state = 'running' and l.lease_owner = ${owner}
-      order by l.id for update) as ids)`;
-}
-
-/**
- * The condition that takes `lockOwnedInIdOrder(name)`'s locks before the scan it filters returns its first
- * row: an init plan that Postgres checks once, as a one-time filter. (Reading the locked ids as
- * `j.id = any(ids)` did the same, but Postgres tests each row against the array element by element: with a
- * settle of 1,000 jobs, a million comparisons, a quarter of the statement's time.)
- */
-export function lockedFirst(name: string): SQL {
-  return sql`(select ids from ${sql.raw(name)}) is not null`;
-}
+import { mustCancel } from "../time.js";
+import { ownerLeaseCte } from "./owner-lease.js";
 
 /** A job still leased to the engine, with what its body should know: `cancel`, its cancel was requested or it expired. */
 export interface HeldJob { id: number; cancel: boolean }
 
+/** What a heartbeat answers: the named jobs still leased to the engine, and how many others are leased to it. */
+export interface BeatAnswer { held: HeldJob[]; unnamed: number }
+
 /**
- * Extends the leases of the jobs `owner` holds among `ids` in one statement and reports cancel requests and
- * expiries. Only the jobs the invocation still holds are named: a job it forgot is left to lease expiry.
+ * Renews the lease of `owner` (its one row in `akadze.owners`, which every job it runs shares) and reports, of
+ * the jobs it names (`ids`, those it holds), which are still leased to it and which to cancel (cancel
+ * requested, expired); and how many jobs leased to it it did not name. The jobs' rows are only read: the
+ * heartbeat writes one row however many jobs the engine holds. Unnamed jobs are either claimed while the beat
+ * was on its way or forgotten (a claim whose answer was lost): the engine then puts back those it does not
+ * know before its next claim (release-unheld.ts), as it does after a lost answer.
  */
 export function heartbeatStatement(owner: string, now: SQL, leaseMs: number, ids: number[]): SQL {
   const named = sql`${JSON.stringify(ids)}::jsonb`;
   return sql`
-    with ${lockOwnedInIdOrder("hb_locked", owner, named)},
+    with ${ownerLeaseCte(owner, now, leaseMs)},
+    hb_named as (select value::bigint as id from jsonb_array_elements_text(${named})),
     held as (
-      update akadze.jobs j set lease_expires_at = ${now} + ${msInterval(sql`${leaseMs}`)}
-      where j.id in (select value::bigint from jsonb_array_elements_text(${named})) and ${lockedFirst("hb_locked")}
-        and j.state = 'running' and j.lease_owner = ${owner}
-      returning j.id, ${mustCancel(now)} as cancel
+      select j.id, ${mustCancel(now)} as cancel from akadze.jobs j
+      where j.id in (select id from hb_named) and j.state = 'running' and j.lease_owner = ${owner}
     )
-    select coalesce(json_agg(json_build_object('id', id, 'cancel', cancel)), '[]'::json) as r from held`;
+    select json_build_object(
+      'held', coalesce((select json_agg(json_build_object('id', id, 'cancel', cancel)) from held), '[]'::json),
+      'unnamed', (select count(*) from akadze.jobs j where j.state = 'running' and j.lease_owner = ${owner}
+        and j.lease_expires_at is null and j.id not in (select id from hb_named))
+    ) as r`;
 }

@@ -7,6 +7,8 @@ import type { RideSql } from "./ride.js";
 
 /** How many expired leases one claim recovers at most; the rest wait for the next claim. */
 export const RECOVER_LIMIT = 500;
+/** How many expired owner rows one claim looks at (and deletes once they lease no job) at most. */
+export const RECOVER_OWNERS_LIMIT = 50;
 
 /** (A literal, not a parameter: the claim's text stays the same for every claim.) */
 const LEASE_EXPIRED_MESSAGE = sql.raw("'the invocation running this job stopped renewing its lease'");
@@ -17,20 +19,35 @@ const LEASE_EXPIRED_NOTE = sql`json_build_object('kind', 'LeaseExpired', 'messag
 
 /**
  * CTEs `recovered` and `recover_freed` for the claim's round trip: jobs whose lease expired go back to
- * `queued`. A job whose body may have started (`started_at` set when it was handed to a slot) spends its
- * attempt and follows the default backoff, `failed` on its last attempt (moved to the dead letters); a job
- * that was only prefetched gets its attempt back and stays due, so a crash never charges (or fails) a job
- * that never ran. A claim never recovers the leases of its own engine (`owner`): that engine still holds
- * those jobs (a body that held the event loop past its lease, a heartbeat that stalled) and its heartbeat
- * renews them; only another engine takes them over.
+ * `queued`. A job's lease is its owner's row in `akadze.owners` (owner-lease.ts): the jobs of an owner whose
+ * row expired are recovered, and the row is deleted once it leases no job. (A job leased by a version before
+ * the owners table has an expiry of its own, renewed by that version's heartbeat: it is recovered when that
+ * expiry passes, so old and new engines can run side by side during a deploy; an older engine never recovers
+ * a newer one's jobs, whose own expiry is null.) A job whose body may have started (`started_at` set when it
+ * was handed to a slot) spends its attempt and follows the default backoff, `failed` on its last attempt
+ * (moved to the dead letters); a job that was only prefetched gets its attempt back and stays due, so a crash
+ * never charges (or fails) a job that never ran. A claim never recovers the leases of its own engine
+ * (`owner`): that engine still holds those jobs (a body that held the event loop past its lease, a heartbeat
+ * that stalled) and its next claim or heartbeat renews them; only another engine takes them over.
  */
 export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
   return [
+    // An owner row another engine is renewing right now is skipped (locked), or re-read as renewed.
+    sql`recover_owners as (
+      select o.owner from akadze.owners o where o.expires_at < ${now} and o.owner <> ${owner}
+      order by o.expires_at limit ${RECOVER_OWNERS_LIMIT} for update skip locked
+    )`,
     // Locked once, read by both branches (a CTE read twice is computed once).
     sql`recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_expires_at < ${now} and lease_owner <> ${owner}
-      order by lease_expires_at limit ${RECOVER_LIMIT} for update skip locked
+      where state = 'running' and lease_owner <> ${owner}
+        and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < ${now})
+      order by id limit ${RECOVER_LIMIT} for update skip locked
+    )`,
+    sql`recover_owners_ended as (
+      delete from akadze.owners o where o.owner in (select owner from recover_owners)
+        and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner
+          and j.id not in (select id from recover_expired))
     )`,
     sql`recover_requeued as (
       update akadze.jobs j set

@@ -31,7 +31,8 @@ export function queueCounts(now: SQL, history: SQL = historyCounts(["queue", "st
         min(run_at) filter (where state = 'queued' and run_at <= ${now}) as oldest_due
       from (
         -- Live jobs and dead letters row by row; the history (which retention keeps large) by historyCounts.
-        select queue, state, run_at, lease_expires_at, started_at, 1::bigint as n from akadze.jobs
+        select queue, state, run_at, coalesce(j.lease_expires_at, o.expires_at) as lease_expires_at, started_at, 1::bigint as n
+          from akadze.jobs j left join akadze.owners o on o.owner = j.lease_owner
         union all select queue, 'failed', null, null, null, count(*) from akadze.failed_jobs group by queue
         union all select queue, state, null, null, null, n from (${history}) h
       ) a

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { parseDuration } from "../../core/duration.js";
 import { msInterval } from "../time.js";
+import { leaseExpirySql } from "../claim/owner-lease.js";
 
 /**
  * Job `j` is leased to an engine of the invocation or worker whose id is `id` (lease owners are `id#token`,
@@ -31,8 +32,8 @@ export function workerStatus(now: SQL, where: SQL): SQL {
       else 'stopped' end as status
     from (
       select w.*,
-        (select count(*) from akadze.jobs j where j.state = 'running' and ${ownedBy(sql`w.id`)} and j.lease_expires_at >= ${now}) as held,
-        (select count(*) from akadze.jobs j where j.state = 'running' and ${ownedBy(sql`w.id`)} and j.lease_expires_at < ${now}) as expired
+        (select count(*) from akadze.jobs j where j.state = 'running' and ${ownedBy(sql`w.id`)} and ${leaseExpirySql("j")} >= ${now}) as held,
+        (select count(*) from akadze.jobs j where j.state = 'running' and ${ownedBy(sql`w.id`)} and ${leaseExpirySql("j")} < ${now}) as expired
       from akadze.workers w
       where ${where}
     ) w`;

@@ -20,6 +20,7 @@ export const REQUIRED_SCHEMA_OBJECTS: readonly SchemaObject[] = [
   { kind: "table", name: "akadze.limit_tokens" },
   { kind: "table", name: "akadze.schedules" },
   { kind: "table", name: "akadze.workers" },
+  { kind: "table", name: "akadze.owners" },
   { kind: "table", name: "akadze.job_history" },
   { kind: "table", name: "akadze.failed_jobs" },
   { kind: "view", name: "akadze.all_jobs" },

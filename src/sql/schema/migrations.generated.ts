@@ -222,5 +222,14 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "CREATE INDEX \"schedules_due_idx\" ON \"akadze\".\"schedules\" USING btree (\"next_slot\") WHERE \"akadze\".\"schedules\".\"runtime\" and not \"akadze\".\"schedules\".\"paused\";",
       "CREATE INDEX \"schedules_tenant_idx\" ON \"akadze\".\"schedules\" USING btree (\"tenant\",\"name\") WHERE \"akadze\".\"schedules\".\"tenant\" is not null;"
     ]
+  },
+  {
+    "id": 21,
+    "name": "0021_owners",
+    "statements": [
+      "CREATE TABLE \"akadze\".\"owners\" (\n\t\"owner\" text PRIMARY KEY NOT NULL,\n\t\"expires_at\" timestamp with time zone NOT NULL\n);",
+      "DROP INDEX \"akadze\".\"jobs_lease_idx\";",
+      "CREATE INDEX \"jobs_lease_idx\" ON \"akadze\".\"jobs\" USING btree (\"lease_expires_at\") WHERE \"akadze\".\"jobs\".\"state\" = 'running' and \"akadze\".\"jobs\".\"lease_expires_at\" is not null;"
+    ]
   }
 ];

@@ -4,8 +4,31 @@ import { startJobsCtes, startReport, type StartResult } from "../claim/start.js"
 import { archiveCtes } from "../history/archive.js";
 import { movedJobsJson, type MovedJob } from "../control/changed-job.js";
 import { msInterval, mustCancel } from "../time.js";
-import { lockedFirst, lockOwnedInIdOrder } from "../claim/heartbeat.js";
 import { CTE, cte } from "../claim/cte-names.js";
+
+/**
+ * A CTE `name(ids)` that locks the jobs among `ids` (a jsonb array) leased to `owner`, in id order, before
+ * anything else in the statement touches them: statements that lock several of an engine's jobs from two
+ * connections at once (two settles, a settle and a release of unheld jobs) lock them in one order, since rows
+ * locked in different orders deadlock. Statements name the rows themselves and
+ * add `lockedFirst(name)` to their condition.
+ */
+export function lockOwnedInIdOrder(name: string, owner: string, ids: SQL): SQL {
+  return sql`${sql.raw(name)} as (select array(
+      select l.id from akadze.jobs l
+      where l.id in (select value::bigint from jsonb_array_elements_text(${ids})) and l.state = 'running' and l.lease_owner = ${owner}
+      order by l.id for update) as ids)`;
+}
+
+/**
+ * The condition that takes `lockOwnedInIdOrder(name)`'s locks before the scan it filters returns its first
+ * row: an init plan that Postgres checks once, as a one-time filter. (Reading the locked ids as
+ * `j.id = any(ids)` did the same, but Postgres tests each row against the array element by element: with a
+ * settle of 1,000 jobs, a million comparisons, a quarter of the statement's time.)
+ */
+export function lockedFirst(name: string): SQL {
+  return sql`(select ids from ${sql.raw(name)}) is not null`;
+}
 
 /**
  * What a run ended with, as the completion statement records it:
@@ -102,7 +125,7 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       when o.kind = 'snooze' then 'queued'
       when o.kind = 'fail' or j.attempt >= j.max_attempts then 'failed'
       else 'queued' end`;
-  // Every row the statement changes (outcomes and starts) is locked first, in id order, as the heartbeat does.
+  // Every row the statement changes (outcomes and starts) is locked first, in id order (lockOwnedInIdOrder).
   const lockIds = JSON.stringify([...outcomes.map((o) => o.id), ...(start?.ids ?? [])]);
   const locked = lockedFirst("settle_locked");
   const starts = start && start.ids.length > 0 ? startJobsCtes(owner, now, start.ids, start.limited, locked) : [];
