@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { App } from "../app/app.js";
 import { invocationLogLines, overBudgetSentence, reportToDev, writeLogLines, type LogLevel } from "../ops/invocation-log.js";
 import { runOnce, type RunOnceOptions } from "../runtime/run-once.js";
+import { memoryOf } from "../runtime/process-memory.js";
 
 /** Budget of a nudge: short, since the cron picks up whatever it leaves. */
 export const NUDGE_BUDGET = "10s";
@@ -9,8 +10,6 @@ export const NUDGE_BUDGET = "10s";
 /** Options of `nudge`: an invocation's, plus how much it logs (default "warn": failed and retried jobs, misfit tasks). */
 export type NudgeOptions = RunOnceOptions & { log?: LogLevel };
 
-// Tasks already reported as never fitting a nudge's budget, per app: said once per isolate, not per request.
-const reported = new WeakMap<App, Set<string>>();
 
 /**
  * Starts one invocation after the response is sent (`executionCtx.waitUntil`), so a job enqueued by
@@ -28,8 +27,8 @@ export function nudge(c: Context, app: App, options: NudgeOptions): void {
       const lines = invocationLogLines(summary, "nudge");
       writeLogLines(lines, log, app.log);
       reportToDev(lines, log);
-      const seen = reported.get(app) ?? new Set<string>();
-      reported.set(app, seen);
+      // Said once per isolate, not per request.
+      const seen = memoryOf(app).overNudgeBudget;
       const fresh = summary.tooLongForBudget.filter((name) => !seen.has(name));
       fresh.forEach((name) => seen.add(name));
       if (fresh.length > 0 && log !== "silent") {

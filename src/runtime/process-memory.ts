@@ -24,6 +24,8 @@ export interface ProcessMemory {
   historyCheckedAt: number;
   /** The moving averages of its jobs' run time and the round trip the last engines measured, so the next starts warm (pace.ts). */
   pace: { run: number; roundTrip: number } | null;
+  /** The tasks a nudge already reported as never fitting its budget: said once per process, not per request (edge/nudge.ts). */
+  overNudgeBudget: Set<string>;
 }
 
 const memories = new WeakMap<App, ProcessMemory>();
@@ -35,6 +37,7 @@ export function memoryOf(app: App): ProcessMemory {
     memories.set(app, (memory = {
       limits: true, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
       prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
+      overNudgeBudget: new Set(),
     }));
   }
   return memory;
