@@ -3,6 +3,7 @@
 -- Before the core's CTEs:
 recover_owners as (
       select o.owner from akadze.owners o where o.expires_at < now() and o.owner <> $1
+        and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
       order by o.expires_at limit $2 for update skip locked
     ),
 recover_expired as (
@@ -12,7 +13,9 @@ recover_expired as (
       order by id limit $2 for update skip locked
     ),
 recover_owners_ended as (
-      delete from akadze.owners o where o.owner in (select owner from recover_owners)
+      delete from akadze.owners o where o.owner in (
+          select e.owner from akadze.owners e where e.expires_at < now() and e.owner <> $1
+          order by e.expires_at limit $2 for update skip locked)
         and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner
           and j.id not in (select id from recover_expired))
     ),

@@ -72,6 +72,22 @@ forEachDriver((h) => {
     expect((await h().rows(`select state from akadze.all_jobs where id = ${id}`))[0]).toEqual({ state: "succeeded" });
   });
 
+  it("owner rows of engines that ended holding nothing, however many, never delay the recovery of one that died holding jobs", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const id = await app.task("t", async () => {}).using(h().db).enqueue({});
+    const ended = new Date(clock.now().getTime() - 1000).toISOString();
+    await h().db.execute(sql.raw(`insert into akadze.owners (owner, expires_at) select 'ended-' || n, '${ended}' from generate_series(1, 300) n`));
+    await claimAs("vanished", clock, ["t"]);
+    clock.advance(LEASE_MS + 1);
+    expect(await runOnce(app, { db: h().db, now: clock.now, queues: ["none"] })).toMatchObject({ recovered: 1 });
+    expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0]).toEqual({ state: "queued" });
+    // The ended rows go a bounded number a claim, oldest first.
+    const left = Number((await h().rows<{ n: string }>("select count(*) as n from akadze.owners where owner like 'ended-%'"))[0].n);
+    expect(left).toBeLessThan(300);
+    expect(left).toBeGreaterThan(0);
+  });
+
   it("during a deploy: an older engine's job (an expiry of its own) is recovered once that expiry passes, and the older recovery never takes a newer engine's job", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

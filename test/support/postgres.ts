@@ -6,7 +6,7 @@ import { migrate } from "../../src/migrate.js";
 export const PG_HOST = process.env.PGHOST_TEST ?? "127.0.0.1";
 export const PG_PORT = Number(process.env.PGPORT_TEST ?? 5432);
 /** Empties every akadze table, so a test starts from a clean database. */
-export const TRUNCATE_AKADZE = "truncate akadze.jobs, akadze.job_history, akadze.failed_jobs, akadze.queues, akadze.limits, akadze.limit_slots, akadze.limit_tokens, akadze.schedules, akadze.workers, akadze.invocation_slots, akadze.steps, akadze.dashboard_sign_outs, akadze.child_waits, akadze.fair_cursor, akadze.replays, akadze.job_progress, akadze.job_logs, akadze.sent_events, akadze.debounce_windows restart identity";
+export const TRUNCATE_AKADZE = "truncate akadze.jobs, akadze.job_history, akadze.failed_jobs, akadze.queues, akadze.limits, akadze.limit_slots, akadze.limit_tokens, akadze.schedules, akadze.workers, akadze.owners, akadze.invocation_slots, akadze.steps, akadze.dashboard_sign_outs, akadze.child_waits, akadze.fair_cursor, akadze.replays, akadze.job_progress, akadze.job_logs, akadze.sent_events, akadze.debounce_windows restart identity";
 
 export const ADMIN_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
 /**

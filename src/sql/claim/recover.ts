@@ -7,7 +7,7 @@ import type { RideSql } from "./ride.js";
 
 /** How many expired leases one claim recovers at most; the rest wait for the next claim. */
 export const RECOVER_LIMIT = 500;
-/** How many expired owner rows one claim looks at (and deletes once they lease no job) at most. */
+/** How many expired owners one claim recovers jobs of, and how many expired owner rows it deletes once they lease no job, at most. */
 export const RECOVER_OWNERS_LIMIT = 50;
 
 /** (A literal, not a parameter: the claim's text stays the same for every claim.) */
@@ -32,9 +32,12 @@ const LEASE_EXPIRED_NOTE = sql`json_build_object('kind', 'LeaseExpired', 'messag
  */
 export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
   return [
-    // An owner row another engine is renewing right now is skipped (locked), or re-read as renewed.
+    // Expired owners that still lease jobs (an owner row another engine is renewing right now is skipped, locked,
+    // or re-read as renewed). Rows of engines that ended with nothing leased are only deleted, below: however many
+    // there are, they never delay the recovery of an engine that died holding jobs.
     sql`recover_owners as (
       select o.owner from akadze.owners o where o.expires_at < ${now} and o.owner <> ${owner}
+        and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
       order by o.expires_at limit ${RECOVER_OWNERS_LIMIT} for update skip locked
     )`,
     // Locked once, read by both branches (a CTE read twice is computed once).
@@ -44,8 +47,11 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
         and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < ${now})
       order by id limit ${RECOVER_LIMIT} for update skip locked
     )`,
+    // Expired owner rows that lease nothing once this recovery is done, oldest first, a bounded number a claim.
     sql`recover_owners_ended as (
-      delete from akadze.owners o where o.owner in (select owner from recover_owners)
+      delete from akadze.owners o where o.owner in (
+          select e.owner from akadze.owners e where e.expires_at < ${now} and e.owner <> ${owner}
+          order by e.expires_at limit ${RECOVER_OWNERS_LIMIT} for update skip locked)
         and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner
           and j.id not in (select id from recover_expired))
     )`,
