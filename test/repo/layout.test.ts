@@ -1,5 +1,5 @@
 // The README's Layout table is the map of the tree (issue 15): every folder of src/ has a row, every file a
-// row names exists where the row says, and every statement file of src/sql is named in its row, under its family's folder.
+// row names exists where the row says, and every statement file of src/sql is named in its row, under its family's folder. And test/ mirrors src/: each folder of suites is named after a layer.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,5 +55,26 @@ describe("the README's Layout table", () => {
     }
     const names = files.map((f) => f.split("/").pop());
     for (const name of named.keys()) expect(names, `\`${name}\` is in the src/sql row but not in src/sql`).toContain(name);
+  });
+});
+
+describe("test/ as the specification tree", () => {
+  /** Folders of test/ that hold no behaviour suite of one layer: helpers, fixtures, and what checks the repository or the package. */
+  const APART = ["test/support", "test/fixtures", "test/repo", "test/package"];
+  /** The layer a test folder mirrors: a folder of src/, or a top-level module (`control.ts`, `migrate.ts`). */
+  const mirrored = (folder: string) => {
+    const inSrc = `src/${folder.slice("test/".length)}`;
+    return statSync(join(ROOT, inSrc), { throwIfNoEntry: false })?.isDirectory() === true
+      || (!inSrc.slice(4).includes("/") && statSync(join(ROOT, `${inSrc}.ts`), { throwIfNoEntry: false })?.isFile() === true);
+  };
+
+  it("mirrors src/: every folder of suites is named after a folder or a top-level module of src/", () => {
+    const folders = foldersUnder("test").filter((f) => !APART.some((a) => f === a || f.startsWith(`${a}/`)));
+    const astray = folders.filter((f) => !/\/faults$/.test(f) && !mirrored(f));
+    expect(astray, "test folders that mirror nothing in src/").toEqual([]);
+  });
+
+  it("keeps no suite loose in test/ itself", () => {
+    expect(readdirSync(join(ROOT, "test")).filter((f) => f.endsWith(".test.ts"))).toEqual([]);
   });
 });
