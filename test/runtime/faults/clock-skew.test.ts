@@ -138,7 +138,16 @@ function skewSuite(driver: keyof typeof SIZES): void {
         // A deadline, not a timing claim: alone the neon-http case finishes in ~17 s, but beside the rest of the
         // suite on 2 cores it once needed more than 25 s, and 46 s with 14 CPU burners beside it (every loop's
         // statements go through the one endpoint in this process). The assertions below are what the test promises.
-      }, "every job to finish and the schedule to run its slots", { timeoutMs: 120_000 });
+      }, "every job to finish and the schedule to run its slots", { timeoutMs: 120_000 }).catch(async (error: unknown) => {
+        // What was left, for whoever reads a failed run: the jobs not done, the engines' leases, the tasks' states.
+        console.log("clock skew: left", JSON.stringify({
+          jobs: await rows("select id, task, state, attempt, lease_owner, lease_expires_at, started_at, run_at from akadze.jobs order by id limit 40"),
+          owners: await rows("select owner, expires_at from akadze.owners"),
+          states: await rows("select task, state, count(*)::int as n from akadze.all_jobs group by 1, 2"),
+          databaseNow: (await rows<{ now: string }>("select now()"))[0].now,
+        }));
+        throw error;
+      });
       phase("work done");
       for (const { child } of loops) child.send("stop");
       const totals = await within(Promise.all(loops.map((l) => l.done)), 20_000, "the eight loops' totals after the stop");
