@@ -2,14 +2,13 @@
 // actually ends (within a grace: job-runs.ts lingerGraceMs), and the invocation waits for it even past its budget,
 // so `maxRunning` never sees more bodies than it allows: its retry does not start beside it.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import pg from "pg";
 import * as v from "valibot";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { createApp, runOnce, setLimit, type Db } from "../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { ManualClock } from "../support/clock.js";
 import { abortedOf, deferred } from "../support/deferred.js";
-import { isHeartbeat, sentStatement } from "../support/statements.js";
+import { BeatPool } from "../support/beat-pool.js";
 import { waitFor } from "../support/wait-for.js";
 
 let t: TestDatabase;
@@ -17,14 +16,6 @@ beforeAll(async () => { t = await openTestDatabase("outlived_timeout"); });
 afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
 
-/** A pool that counts heartbeat statements. */
-class BeatPool extends pg.Pool {
-  beats = 0;
-  override query(...args: any[]): any {
-    if (isHeartbeat(sentStatement(args).text)) this.beats++;
-    return (super.query as any)(...args);
-  }
-}
 
 describe("a body that ignores its timeout", () => {
   it("keeps its maxRunning place past the invocation's budget: its retry never runs beside it", async () => {

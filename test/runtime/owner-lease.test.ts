@@ -3,7 +3,6 @@
 // whose row expired are recovered by another engine; during a deploy, jobs leased by an older version (an
 // expiry of their own) are recovered as before, and the older version's recovery never takes a newer engine's.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import pg from "pg";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -16,7 +15,7 @@ import { forEachDriver } from "../support/drivers.js";
 import { ManualClock } from "../support/clock.js";
 import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { deferred } from "../support/deferred.js";
-import { isHeartbeat, sentStatement } from "../support/statements.js";
+import { BeatPool } from "../support/beat-pool.js";
 import { waitFor } from "../support/wait-for.js";
 
 const LEASE_MS = 30_000;
@@ -120,14 +119,6 @@ describe("a job leased to a live engine that does not know it (a claim answer lo
   afterAll(async () => { await t?.close(); });
   beforeEach(async () => { await t.reset(); });
 
-  /** A pool that counts heartbeat statements. */
-  class BeatPool extends pg.Pool {
-    beats = 0;
-    override query(...args: any[]): any {
-      if (isHeartbeat(sentStatement(args).text)) this.beats++;
-      return (super.query as any)(...args);
-    }
-  }
 
   it("is found by its heartbeat and put back, attempt refunded, though its owner's lease lives on", async () => {
     const clock = new ManualClock();
