@@ -9,8 +9,9 @@ import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
  * Renews the engine's lease (its owner row, which every job it holds shares, running or prefetched) in one
  * statement every `heartbeatMs`, and aborts the bodies of jobs to cancel (cancel requested, expired) and of
  * jobs whose lease was lost to another engine (`judgeBeat`). An answer judges only the jobs its statement
- * covered: a job claimed while the beat was on its way is not in it and is not taken for lost. Jobs leased to
- * the engine that the beat did not name were claimed meanwhile or are forgotten (a claim's answer lost), and a
+ * covered: a job claimed while the beat was on its way is not in it and is not taken for lost. The beat names
+ * every job the engine knows (held, settling, parked), so jobs leased to the engine that it did not name were
+ * claimed meanwhile or are forgotten (a claim's answer lost), and a
  * forgotten job's lease, its owner's, lasts as long as the engine: they are put back before the next claim or
  * at the engine's end, those the engine does not know only (unheld-jobs.ts; nothing, for the former).
  */
@@ -34,13 +35,13 @@ export class Heartbeat {
 
   /** One beat; a failed beat is skipped, the lease outlives several intervals. */
   async beat(): Promise<void> {
-    if (this.inFlight || this.o.jobs.held().size === 0) return;
-    const covered = new Map(this.o.jobs.held());
+    const covered = this.o.jobs.held();
+    if (this.inFlight || covered.size === 0) return;
     this.inFlight = true;
     try {
       const { db, owner, sqlNow, leaseMs, jobs } = this.o;
       this.o.summary.roundTrip();
-      const answer = await queryJsonWithin<BeatAnswer>(db, heartbeatStatement(owner, sqlNow(), leaseMs, [...covered.keys()]),
+      const answer = await queryJsonWithin<BeatAnswer>(db, heartbeatStatement(owner, sqlNow(), leaseMs, jobs.known()),
         answerTimeoutMs(this.o), "a heartbeat");
       if (this.timer === undefined) return;
       judgeBeat(covered, answer.held.map((h) => ({ id: Number(h.id), cancel: h.cancel })), (id) => jobs.controllerOf(id));

@@ -10,7 +10,7 @@ export interface BeatAnswer { held: HeldJob[]; unnamed: number }
 
 /**
  * Renews the lease of `owner` (its one row in `akadze.owners`, which every job it runs shares) and reports, of
- * the jobs it names (`ids`, those it holds), which are still leased to it and which to cancel (cancel
+ * the jobs it names (`ids`, those it knows), which are still leased to it and which to cancel (cancel
  * requested, expired); and how many jobs leased to it it did not name. The jobs' rows are only read: the
  * heartbeat writes one row however many jobs the engine holds. Unnamed jobs are either claimed while the beat
  * was on its way or forgotten (a claim whose answer was lost): the engine then puts back those it does not
