@@ -9,7 +9,7 @@ import { migrate } from "../../src/migrate.js";
 import { queryJson, type Db } from "../../src/db/query.js";
 import { startNeonEndpoint, type NeonEndpoint } from "../../src/dev/neon-endpoint.js";
 import { configureNeonForEndpoint, neonHttpDb, neonServerlessDb } from "./neon.js";
-import { createTestDatabase, TRUNCATE_AKADZE } from "./postgres.js";
+import { createTestDatabase, EMPTY_AKADZE } from "./postgres.js";
 
 export const DRIVERS = ["node-postgres", "neon-http", "neon-serverless", "pglite"] as const;
 export type DriverName = (typeof DRIVERS)[number];
@@ -58,7 +58,7 @@ export async function openDriver(name: DriverName): Promise<Harness> {
     db,
     rows: async (query) => (await queryJson<any[]>(db, sql.raw(`select coalesce(jsonb_agg(t), '[]'::jsonb) as r from (${query}) t`))) ?? [],
     reset: async () => {
-      await db.execute(sql.raw(TRUNCATE_AKADZE));
+      await db.execute(sql.raw(EMPTY_AKADZE));
     },
     close: async () => { for (const close of closers) await close(); },
   };

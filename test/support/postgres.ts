@@ -5,8 +5,21 @@ import { migrate } from "../../src/migrate.js";
 
 export const PG_HOST = process.env.PGHOST_TEST ?? "127.0.0.1";
 export const PG_PORT = Number(process.env.PGPORT_TEST ?? 5432);
-/** Empties every akadze table, so a test starts from a clean database. */
-export const TRUNCATE_AKADZE = "truncate akadze.jobs, akadze.job_history, akadze.failed_jobs, akadze.queues, akadze.limits, akadze.limit_slots, akadze.limit_tokens, akadze.schedules, akadze.workers, akadze.owners, akadze.invocation_slots, akadze.steps, akadze.dashboard_sign_outs, akadze.child_waits, akadze.fair_cursor, akadze.replays, akadze.job_progress, akadze.job_logs, akadze.sent_events, akadze.debounce_windows restart identity";
+/**
+ * Empties every akadze table (its history's partitions through their parent) and restarts its ids, so a test
+ * starts from a clean database. One statement, so it runs over every driver (neon-http takes one a request).
+ * Deletes, not TRUNCATE: on tables this small a TRUNCATE of all of them took 45-75 ms a test here (new files
+ * for every table and index), the deletes under 3 ms, and the suite empties them before each of its ~1,800 tests.
+ */
+export const EMPTY_AKADZE = `do $$ declare t text; begin
+  for t in select format('%I.%I', n.nspname, c.relname) from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = 'akadze' and c.relkind in ('r', 'p') and not c.relispartition loop
+    execute 'delete from ' || t;
+  end loop;
+  for t in select format('%I.%I', schemaname, sequencename) from pg_sequences where schemaname = 'akadze' loop
+    execute 'alter sequence ' || t || ' restart';
+  end loop;
+end $$`;
 
 export const ADMIN_URL = `postgres://postgres@${PG_HOST}:${PG_PORT}/test`;
 /**

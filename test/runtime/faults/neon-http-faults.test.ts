@@ -6,7 +6,7 @@ import pg from "pg";
 import * as v from "valibot";
 import { createApp, runOnce, type Db } from "../../../src/index.js";
 import { startNeonEndpoint, type NeonEndpoint, type PlannedFault } from "../../../src/dev/neon-endpoint.js";
-import { createTestDatabase, TRUNCATE_AKADZE } from "../../support/postgres.js";
+import { createTestDatabase, EMPTY_AKADZE } from "../../support/postgres.js";
 import { neonHttpDb } from "../../support/neon.js";
 import { ManualClock } from "../../support/clock.js";
 
@@ -29,7 +29,7 @@ beforeAll(async () => {
   drop = database.drop;
 });
 afterAll(async () => { await endpoint?.close(); await pool?.end(); await drop?.(); });
-beforeEach(async () => { plan = () => undefined; await pool.query(TRUNCATE_AKADZE); });
+beforeEach(async () => { plan = () => undefined; await pool.query(EMPTY_AKADZE); });
 
 /** The n-th request (from 1) that `matches` gets `fault`; the others none. */
 function nth(n: number, matches: (q: string[]) => boolean, fault: PlannedFault): (q: string[]) => PlannedFault | undefined {
