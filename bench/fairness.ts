@@ -1,6 +1,6 @@
 // Issue 27's fairness: how long the jobs of 100 small tenants wait behind one tenant's burst of 50,000, with
 // fairness keys and without (4 concurrent invocations, one claim each per call), and what a fair claim costs
-// Postgres with 10,000 keys queued (EXPLAIN ANALYZE of the claim: time, and probes of jobs_fair_idx).
+// Postgres with 100 and with 10,000 keys queued (EXPLAIN ANALYZE of the claim: time, and probes of jobs_fair_idx).
 import pg from "pg";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
@@ -16,9 +16,9 @@ export interface FairnessSettings {
   smallJobsPerKey: number;
   invocations: number;
   batchSize: number;
-  /** Keys for the claim's cost (each with `jobsPerCostKey` jobs), and claims explained. */
-  costKeys: number;
-  jobsPerCostKey: number;
+  /** The key counts a claim's cost is measured at, the jobs queued over them (spread evenly), and claims explained. */
+  costKeys: number[];
+  costJobs: number;
   explains: number;
 }
 
@@ -110,16 +110,17 @@ function fairProbes(node: PlanNode): number {
   return own + (node.Plans ?? []).reduce((sum, child) => sum + fairProbes(child), 0);
 }
 
-/** One claim of `batchSize` over `costKeys` keys of `jobsPerCostKey` jobs, fair or plain, explained in rolled-back transactions. */
-export async function fairClaimCost(mode: "fair" | "plain", s: FairnessSettings): Promise<FairClaimCost> {
-  const target = await openAkadze("node-postgres", `fcost${mode}`);
+/** One claim of `batchSize` over `keys` keys sharing `costJobs` jobs, fair or plain, explained in rolled-back transactions. */
+export async function fairClaimCost(mode: "fair" | "plain", keys: number, s: FairnessSettings): Promise<FairClaimCost> {
+  const target = await openAkadze("node-postgres", `fcost${mode}${keys}`);
   try {
     const app = createApp();
     const work = app.task("bench.tenant", { args: Tenant }, async () => {});
-    const jobs = (tenant: string) => Array.from({ length: s.jobsPerCostKey }, () => ({ tenant }));
-    for (let i = 0; i < s.costKeys; i += 500) {
+    const perKey = Math.ceil(s.costJobs / keys);
+    const jobs = (tenant: string) => Array.from({ length: perKey }, () => ({ tenant }));
+    for (let i = 0; i < keys; i += 500) {
       // One statement per key (a key is an enqueue option), sent 500 at a time.
-      await Promise.all(Array.from({ length: Math.min(500, s.costKeys - i) }, (_, k) => {
+      await Promise.all(Array.from({ length: Math.min(500, keys - i) }, (_, k) => {
         const tenant = `t${String(i + k).padStart(5, "0")}`;
         return work.using(target.db, mode === "fair" ? { fairKey: tenant } : {}).enqueueMany(jobs(tenant));
       }));
@@ -152,7 +153,7 @@ export async function fairClaimCost(mode: "fair" | "plain", s: FairnessSettings)
           await client.query("rollback");
         }
       }
-      return { mode, keys: s.costKeys, queued, planningMs: median(planning), executionMs: median(execution), fairIndexProbes: median(probes), keysServed: served, claimed };
+      return { mode, keys, queued, planningMs: median(planning), executionMs: median(execution), fairIndexProbes: median(probes), keysServed: served, claimed };
     } finally {
       await client.end();
     }

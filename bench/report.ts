@@ -229,10 +229,14 @@ function fairnessSections(r: Results): Section[] {
       "Before the clock starts, twice as many claims of an empty queue as there are loops (they check the schema, learn that keyed jobs exist and open the connections the loops use) and an ANALYZE of the jobs table (the statistics of a table in use): the first cycles are then not slower than the rest, so the p95 wait counts claim order, not start-up.",
     ],
   }, {
-    title: `A fair claim's cost: ${f.costKeys.toLocaleString("en-US")} keys of ${f.jobsPerCostKey} queued jobs, one claim of ${f.batchSize} (EXPLAIN ANALYZE, medians of ${f.explains}, rolled back)`,
-    head: ["claim order", "keys", "jobs queued", "planning ms", "execution ms", "jobs_fair_idx probes", "keys served", "jobs claimed"],
-    rows: (r.fairClaimCost ?? []).map((x) => [x.mode === "fair" ? "fair" : "plain (no keys)", fmt(x.keys), fmt(x.queued), fmt(x.planningMs, 2), fmt(x.executionMs, 2),
-      fmt(x.fairIndexProbes), fmt(x.keysServed), fmt(x.claimed)]),
+    title: `A fair claim's cost: ${f.costKeys.map((k) => k.toLocaleString("en-US")).join(" and ")} keys sharing ${f.costJobs.toLocaleString("en-US")} queued jobs, one claim of ${f.batchSize} (EXPLAIN ANALYZE, medians of ${f.explains}, rolled back)`,
+    head: ["claim order", "keys", "jobs queued", "planning ms", "execution ms", "fair ÷ plain, execution", "fair ÷ plain, planning + execution", "jobs_fair_idx probes", "keys served", "jobs claimed"],
+    rows: (r.fairClaimCost ?? []).map((x) => {
+      const plain = x.mode === "fair" ? r.fairClaimCost.find((p) => p.mode === "plain" && p.keys === x.keys) : undefined;
+      return [x.mode === "fair" ? "fair" : "plain (no keys)", fmt(x.keys), fmt(x.queued), fmt(x.planningMs, 2), fmt(x.executionMs, 2),
+        plain ? `${fmt(x.executionMs / plain.executionMs, 2)}×` : "", plain ? `${fmt((x.planningMs + x.executionMs) / (plain.planningMs + plain.executionMs), 2)}×` : "",
+        fmt(x.fairIndexProbes), fmt(x.keysServed), fmt(x.claimed)];
+    }),
     notes: ["Probes: the loops of every index scan of jobs_fair_idx in the plan: one per key walked, one per key's share, and the claim's question whether keyed jobs exist."],
   }];
 }

@@ -270,9 +270,11 @@ async function main(): Promise<void> {
       log(`fairness: one tenant's burst, ${mode} claims`);
       r.fairness.push(await fairnessWaits(mode, config.fairness));
     }
-    for (const mode of ["fair", "plain"] as const) {
-      log(`fairness: claim cost over ${config.fairness.costKeys} keys, ${mode}`);
-      r.fairClaimCost.push(await fairClaimCost(mode, config.fairness));
+    for (const keys of config.fairness.costKeys) {
+      for (const mode of ["fair", "plain"] as const) {
+        log(`fairness: claim cost over ${keys} keys, ${mode}`);
+        r.fairClaimCost.push(await fairClaimCost(mode, keys, config.fairness));
+      }
     }
   }
 
