@@ -35,8 +35,9 @@ export class Heartbeat {
 
   /** One beat; a failed beat is skipped, the lease outlives several intervals. */
   async beat(): Promise<void> {
+    if (this.inFlight) return;
     const covered = this.o.jobs.held();
-    if (this.inFlight || covered.size === 0) return;
+    if (covered.size === 0) return;
     this.inFlight = true;
     try {
       const { db, owner, sqlNow, leaseMs, jobs } = this.o;
