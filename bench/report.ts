@@ -1,6 +1,6 @@
 // Turns the results into tables: boxed for the terminal, pipe tables for bench/RESULTS.md.
 import Table from "cli-table3";
-import { firstDrainRatio, PEERS, type Results } from "./results.js";
+import { fairOverPlain, firstDrainRatio, PEERS, type Results } from "./results.js";
 import type { Throughput } from "./akadze.js";
 import { WORKER_SLOTS } from "./akadze-worker.js";
 
@@ -232,10 +232,9 @@ function fairnessSections(r: Results): Section[] {
     title: `A fair claim's cost: ${f.costKeys.map((k) => k.toLocaleString("en-US")).join(" and ")} keys sharing ${f.costJobs.toLocaleString("en-US")} queued jobs, one claim of ${f.batchSize} (EXPLAIN ANALYZE, medians of ${f.explains}, rolled back)`,
     head: ["claim order", "keys", "jobs queued", "planning ms", "execution ms", "fair ÷ plain, execution", "fair ÷ plain, planning + execution", "jobs_fair_idx probes", "keys served", "jobs claimed"],
     rows: (r.fairClaimCost ?? []).map((x) => {
-      const plain = x.mode === "fair" ? r.fairClaimCost.find((p) => p.mode === "plain" && p.keys === x.keys) : undefined;
+      const ratio = fairOverPlain(r.fairClaimCost, x);
       return [x.mode === "fair" ? "fair" : "plain (no keys)", fmt(x.keys), fmt(x.queued), fmt(x.planningMs, 2), fmt(x.executionMs, 2),
-        plain ? `${fmt(x.executionMs / plain.executionMs, 2)}×` : "", plain ? `${fmt((x.planningMs + x.executionMs) / (plain.planningMs + plain.executionMs), 2)}×` : "",
-        fmt(x.fairIndexProbes), fmt(x.keysServed), fmt(x.claimed)];
+        ratio ? `${fmt(ratio.execution, 2)}×` : "", ratio ? `${fmt(ratio.server, 2)}×` : "", fmt(x.fairIndexProbes), fmt(x.keysServed), fmt(x.claimed)];
     }),
     notes: ["Probes: the loops of every index scan of jobs_fair_idx in the plan: one per key walked, one per key's share, and the claim's question whether keyed jobs exist."],
   }];
