@@ -8,6 +8,7 @@ import { boolean, integer, pgTable, serial, text } from "drizzle-orm/pg-core";
 import type { Db } from "../../src/index.js";
 import { startNeonEndpoint } from "../../src/dev/neon-endpoint.js";
 import { neonHttpDb } from "./neon.js";
+import { EMPTY_AKADZE } from "./postgres.js";
 
 /** The application's database: node-postgres over a fresh clone of the migrated template. */
 export let db: Db = unavailable("db") as Db;
@@ -61,8 +62,8 @@ export async function openPrelude(url: string): Promise<() => Promise<void>> {
 
 /** Empties akadze's and the application's tables so every example starts from nothing. */
 export async function resetPrelude(): Promise<void> {
-  await db.execute(sql.raw(`truncate akadze.jobs, akadze.job_history, akadze.failed_jobs, akadze.queues, akadze.limits, akadze.limit_slots, akadze.limit_tokens,
-    akadze.schedules, akadze.workers, akadze.steps, akadze.sent_events, akadze.debounce_windows, orders, reports restart identity`));
+  await db.execute(sql.raw(EMPTY_AKADZE));
+  await db.execute(sql.raw("truncate orders, reports restart identity"));
 }
 
 function unavailable(name: string): unknown {
