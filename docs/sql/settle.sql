@@ -86,8 +86,7 @@ with settle_locked as (select array(
     update akadze.workers w set
       jobs_done = w.jobs_done + $8::int + (select count(*) from done d where d.kind <> 'release')::int,
       last_seen_at = greatest(w.last_seen_at, $9::timestamptz),
-      stopped_at = case when exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = $10
-                                      and j.id not in (select id from done)) then w.stopped_at else $11::timestamptz end
+      stopped_at = case when $10::boolean then w.stopped_at else $11::timestamptz end
     where w.id = $12
     returning w.id)
     select json_build_object(

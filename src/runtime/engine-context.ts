@@ -41,7 +41,7 @@ export interface EngineContext {
   /** False: a succeeded job keeps no row. */
   readonly keepSucceeded: boolean;
   /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
-  readonly settleAfter: (unreported: number, final: boolean) => SQL[];
+  readonly settleAfter: (unreported: number, othersHeld: boolean) => SQL[];
   readonly onError: ((error: unknown) => void) | undefined;
   /** The spans of the engine's claims, settles and runs; null: untraced. */
   readonly trace: EngineTrace | null;

@@ -42,8 +42,11 @@ export interface EngineOptions {
   riders: ClaimRider[];
   /** False: a succeeded job keeps no row (`retention.keepSucceeded`). Default true. */
   keepSucceeded?: boolean;
-  /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */
-  settleAfter: (unreported: number, final: boolean) => SQL[];
+  /**
+   * CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their
+   * own meanwhile and whether the engine holds jobs besides the ones the statement settles.
+   */
+  settleAfter: (unreported: number, othersHeld: boolean) => SQL[];
   /**
    * A statement for the jobs completed on their own (completeTx, completeBatch) that no settle counted, sent
    * at the end only if there are any (no settle followed them); null: nothing to send.

@@ -27,6 +27,9 @@ export class HeldJobs {
   /** Outcomes whose statement went unanswered, to send again. */
   get unsettled(): number { return this.counts.unsettled; }
 
+  /** Outcomes on their way to the database. */
+  get settling(): number { return this.counts.settling; }
+
   lifeOf(id: number): JobLife | undefined {
     return this.lives.get(id);
   }

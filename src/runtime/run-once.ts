@@ -92,13 +92,13 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
     }),
     onClaim: (claim, asked) => { fan?.claimed(claim, asked); },
     // The registry is updated by the first settle, then at most every REGISTRY_EVERY_MS, and by any that may be the last.
-    settleAfter: (unreported, final) => {
-      if (!register || (!final && reportedAt !== null && performance.now() - reportedAt < REGISTRY_EVERY_MS)) return [];
+    settleAfter: (unreported, othersHeld) => {
+      if (!register || (othersHeld && reportedAt !== null && performance.now() - reportedAt < REGISTRY_EVERY_MS)) return [];
       reportedAt = performance.now();
-      return [invocationDoneCte(id, engine.owner, now(), unreported)];
+      return [invocationDoneCte(id, now(), unreported, othersHeld)];
     },
     // Jobs completed on their own with no settle after them (a completeBatch chain) are counted at the end.
-    reportUncounted: (uncounted) => register ? invocationEndedStatement(id, engine.owner, now(), uncounted) : null,
+    reportUncounted: (uncounted) => register ? invocationEndedStatement(id, now(), uncounted) : null,
     trace,
   });
   const driver = driverName(options.db);
