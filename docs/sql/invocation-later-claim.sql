@@ -10,6 +10,8 @@ with owner_leased as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
       where state = 'running' and lease_owner <> $5
         and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < now())
+        and (exists (select 1 from recover_owners) or (select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
+        and j.lease_expires_at < now() order by j.lease_expires_at limit 1) is not null)
       order by id limit $6 for update skip locked
     ), recover_owners_ended as (
       delete from akadze.owners o where o.owner in (

@@ -18,6 +18,15 @@ const LEASE_EXPIRED = (now: SQL) => sql`jsonb_build_array(jsonb_build_object('at
 const LEASE_EXPIRED_NOTE = sql`json_build_object('kind', 'LeaseExpired', 'message', ${LEASE_EXPIRED_MESSAGE})`;
 
 /**
+ * The earliest expiry of a job leased with an expiry of its own (by a version before the owners table) that
+ * passed at `now`, or null: one probe of jobs_lease_idx in its order, whatever the statistics say.
+ */
+function firstOwnExpiry(now: SQL): SQL {
+  return sql`(select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
+        and j.lease_expires_at < ${now} order by j.lease_expires_at limit 1)`;
+}
+
+/**
  * CTEs `recovered` and `recover_freed` for the claim's round trip: jobs whose lease expired go back to
  * `queued`. A job's lease is its owner's row in `akadze.owners` (owner-lease.ts): the jobs of an owner whose
  * row expired are recovered, and the row is deleted once it leases no job. (A job leased by a version before
@@ -40,11 +49,15 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
         and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
       order by o.expires_at limit ${RECOVER_OWNERS_LIMIT} for update skip locked
     )`,
-    // Locked once, read by both branches (a CTE read twice is computed once).
+    // Locked once, read by both branches (a CTE read twice is computed once). Looked for only when an owner
+    // expired or a job's own expiry passed (a condition on no row, so Postgres checks it once, before the scan):
+    // planned on statistics gathered while jobs ran, the scan walks the primary key in id order, every row of
+    // the table, to avoid a sort of the few it expects, on every claim that carries the recovery.
     sql`recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
       where state = 'running' and lease_owner <> ${owner}
         and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < ${now})
+        and (exists (select 1 from recover_owners) or ${firstOwnExpiry(now)} is not null)
       order by id limit ${RECOVER_LIMIT} for update skip locked
     )`,
     // Expired owner rows that lease nothing once this recovery is done, oldest first, a bounded number a claim.
