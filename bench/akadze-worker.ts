@@ -1,7 +1,7 @@
 // akadze beyond the runOnce loops: the long-lived worker (burn-down at a given concurrency, enqueue-to-start
 // latency when idle), a nudged invocation, and one cron invocation over a backlog of slower jobs.
 import * as v from "valibot";
-import { createApp, DEFAULT_SLOTS, parseDuration, runOnce, runWorker, type Duration, type RunSummary } from "../src/index.js";
+import { createApp, DEFAULT_SLOTS, parseDuration, runOnce, type Duration, type RunSummary } from "../src/index.js";
 import { query } from "../src/db/query.js";
 import { sql } from "drizzle-orm";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
@@ -49,7 +49,7 @@ export async function workerThroughput(driver: AkadzeDriver, count: number, slot
 }
 
 function latencyApp(probe: { record(t: number): void }) {
-  const app = createApp();
+  const app = CURRENT.createApp();
   const task = app.task("bench.latency", { args: v.object({ t: v.number() }) }, async ({ t }) => { probe.record(t); });
   return { app, task };
 }
@@ -62,7 +62,7 @@ export async function workerLatency(driver: AkadzeDriver, settings: LatencySetti
   const stop = new AbortController();
   let started!: () => void;
   const ready = new Promise<void>((resolve) => { started = resolve; });
-  const worker = runWorker(app, { db: target.db, slots: WORKER_SLOTS, signal: stop.signal, onStart: () => started() });
+  const worker = CURRENT.runWorker(app, { db: target.db, slots: WORKER_SLOTS, signal: stop.signal, onStart: () => started() });
   try {
     await Promise.race([ready, worker, sleep(2000)]); // onStart is a convenience, not a must
     return await measureLatency(settings, probe, async (t) => { await task.using(target.db).enqueue({ t }); },
@@ -82,7 +82,7 @@ export async function nudgedLatency(driver: AkadzeDriver, settings: LatencySetti
   try {
     return await measureLatency({ ...settings, idleMs: 0 }, probe, async (t) => {
       await task.using(target.db).enqueue({ t });
-      await runOnce(app, { db: target.db, batchSize: 1, slots: 1 });
+      await CURRENT.runOnce(app, { db: target.db, batchSize: 1, slots: 1 });
     }, "enqueue, then runOnce");
   } finally {
     await target.close();

@@ -28,7 +28,7 @@ import { fanOutMinute } from "./fan-out.js";
 import { fairClaimCost, fairnessWaits } from "./fairness.js";
 import { best, type SweepEntry } from "./sweep.js";
 import { workflowBench } from "./workflows.js";
-import { loadBaseline, type AkadzeLib } from "./baseline.js";
+import { loadBaseline, useBuiltAkadze, type AkadzeLib } from "./baseline.js";
 import { progressLoopStatements } from "./progress.js";
 import { tracingThroughput } from "./tracing.js";
 
@@ -64,8 +64,8 @@ function underNode(major: string): number | null {
     throw new Error(`--node ${major}: this process runs Node ${process.versions.node}; the bench can start ${Object.keys(NODE_PACKAGES).map((m) => `Node ${m}`).join(", ")} from npm, ` +
       `or run it with Node ${major} on the PATH (without --node)`);
   }
-  const rest = process.argv.slice(2).filter((a, i, all) => a !== "--node" && all[i - 1] !== "--node" && !a.startsWith("--node="));
-  const child = spawnSync("npm", ["exec", "--yes", `--package=${pkg}`, "--", "node", "--import", "tsx", "bench/run.ts", ...rest], { stdio: "inherit" });
+  // (--node stays in the arguments, so the results record it: the child runs that Node and goes on.)
+  const child = spawnSync("npm", ["exec", "--yes", `--package=${pkg}`, "--", "node", "--import", "tsx", "bench/run.ts", ...process.argv.slice(2)], { stdio: "inherit" });
   return child.status ?? 1;
 }
 
@@ -188,8 +188,11 @@ async function main(): Promise<void> {
   };
   // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
   let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
+  log("building akadze as npm run build does (dist/): the throughput and latency sections run the built package");
+  await useBuiltAkadze();
+  r.settings.systems.akadze = "this checkout as `npm run build` compiles it (dist/), loaded as JavaScript, as an app imports it";
   const baseline = args.baseline ? await loadBaseline(args.baseline) : null;
-  if (baseline) r.settings.systems[baseline.name] = `akadze at ${args.baseline} (its sources and migrations), measured in the same rounds as this checkout`;
+  if (baseline) r.settings.systems[baseline.name] = `akadze at ${args.baseline} (its migrations; built the same way), measured in the same rounds as this checkout`;
   if (sections.has("burn-down")) ({ graphile10 } = await burnDown(r, baseline));
 
   if (sections.has("worker")) {
