@@ -192,7 +192,12 @@ async function main(): Promise<void> {
   await useBuiltAkadze();
   r.settings.systems.akadze = "this checkout as `npm run build` compiles it (dist/), loaded as JavaScript, as an app imports it";
   const baseline = args.baseline ? await loadBaseline(args.baseline) : null;
-  if (baseline) r.settings.systems[baseline.name] = `akadze at ${args.baseline} (its migrations; built the same way), measured in the same rounds as this checkout`;
+  if (baseline) {
+    // (Named by its commit, not its path: the results are committed, a path is this machine's.)
+    const checkout = `<a checkout of ${baseline.name.slice("akadze@".length)}>`;
+    r.settings.command = r.settings.command.replace(args.baseline!, checkout);
+    r.settings.systems[baseline.name] = `akadze at ${checkout} (its migrations; built the same way), measured in the same rounds as this checkout`;
+  }
   if (sections.has("burn-down")) ({ graphile10 } = await burnDown(r, baseline));
 
   if (sections.has("worker")) {
