@@ -6,7 +6,7 @@ import { cte } from "../claim/cte-names.js";
  * The invocation's registry row: `counted` more jobs done, seen at `now`, and stopped once its engine holds no
  * job besides those this statement settles (`othersHeld` false). The engine knows what it holds; asking the
  * queue table instead read every running row of the engine that the statement was moving out (its snapshot
- * still holds them): some 2.5 µs a job, a tenth of a burn-down's Postgres time.
+ * still holds them): 5 ms of a settle of 2,000 jobs under EXPLAIN ANALYZE.
  */
 function markDone(id: string, now: Date, counted: SQL, othersHeld: boolean): SQL {
   return sql`update akadze.workers w set
