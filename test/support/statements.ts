@@ -18,3 +18,21 @@ export const isSettle = (text: string): boolean => text.includes("settle_locked"
 
 /** The heartbeat statement (the owner's lease renewed, the named jobs read). */
 export const isHeartbeat = (text: string): boolean => text.includes("hb_named as (");
+
+/**
+ * The statements `run` sends through `pool` whose text `pick` accepts, in order, as text and values (to
+ * EXPLAIN them afterwards): the pool's `query` is wrapped while `run` runs.
+ * @example const [claim] = await statementsSent(t.pool, isClaim, () => runOnce(app, { db: t.db }));
+ */
+export async function statementsSent(pool: object, pick: (text: string) => boolean, run: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }[]> {
+  const sent: { text: string; values: unknown[] }[] = [];
+  const target = pool as { query: (...args: any[]) => unknown };
+  const send = target.query.bind(target);
+  target.query = (...args: any[]) => {
+    const statement = sentStatement(args);
+    if (pick(statement.text)) sent.push(statement);
+    return send(...args);
+  };
+  try { await run(); } finally { target.query = send; }
+  return sent;
+}

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/database.js";
+import { isClaim, isSettle, statementsSent } from "../../support/statements.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("idle_riders"); });
@@ -12,23 +13,6 @@ afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
 
 type Sent = { text: string; values: unknown[] };
-
-/** The statements `run` sends through the pool whose text holds `marker`. */
-async function sentWith(marker: string, run: () => Promise<unknown>): Promise<Sent[]> {
-  const sent: Sent[] = [];
-  const pool = t.pool as unknown as { query: (...args: unknown[]) => unknown };
-  const send = pool.query.bind(pool);
-  pool.query = (...args: unknown[]) => {
-    const first = args[0] as string | { text?: string; values?: unknown[] };
-    const text = typeof first === "string" ? first : first?.text;
-    if (typeof text === "string" && text.includes(marker)) {
-      sent.push({ text, values: (typeof first === "object" && first.values) || (Array.isArray(args[1]) ? args[1] as unknown[] : []) });
-    }
-    return send(...args);
-  };
-  try { await run(); } finally { pool.query = send; }
-  return sent;
-}
 
 interface PlanNode {
   "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Subplan Name"?: string;
@@ -74,7 +58,7 @@ it("a claim's recovery reads no job when no owner expired, on statistics gathere
   await t.rows("insert into akadze.owners (owner, expires_at) values ('other-engine', now() + interval '1 hour')");
   await t.rows("update akadze.jobs set state = 'running', lease_owner = 'other-engine', attempt = 1, started_at = now() where id <= 3000");
   await t.rows("analyze akadze.jobs");
-  const [claim] = await sentWith("recover_expired as (", () => runOnce(app, { db: t.db, batchSize: 100, slots: 4, drain: false }));
+  const [claim] = await statementsSent(t.pool, isClaim, () => runOnce(app, { db: t.db, batchSize: 100, slots: 4, drain: false }));
   const recovery = cteNode(await planOf(claim!, true), "recover_expired");
   expect(recovery).toBeDefined();
   const reads = jobReads(recovery!);
@@ -92,7 +76,7 @@ it("the settle that ends an invocation's jobs marks it stopped without reading t
   const app = createApp();
   const task = app.task("work", { args: Args }, async () => {});
   await task.using(t.db).enqueueMany(Array.from({ length: 500 }, (_, n) => ({ n })));
-  const settles = await sentWith("settle_locked as (", () => runOnce(app, { db: t.db, id: "inv-ends", batchSize: 500, slots: 50, drain: false }));
+  const settles = await statementsSent(t.pool, isSettle, () => runOnce(app, { db: t.db, id: "inv-ends", batchSize: 500, slots: 50, drain: false }));
   const last = settles.at(-1)!;
   expect(last.text).toContain("akadze_seen as (");
   const registry = cteNode(await planOf(last, false), "akadze_seen");

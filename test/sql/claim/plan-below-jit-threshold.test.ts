@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/database.js";
+import { isClaim, statementsSent } from "../../support/statements.js";
 
 // A plan costed above the threshold is compiled by JIT, which costs a claim hundreds of milliseconds: an invocation's
 // first claim once took 386 ms that way, and ran out of budget for its second. A process knows neither its keys nor its
@@ -16,20 +17,8 @@ afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
 
 /** The claims `run` sends through the pool, as text and values. */
-async function claimsOf(run: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }[]> {
-  const claims: { text: string; values: unknown[] }[] = [];
-  const pool = t.pool as unknown as { query: (...args: unknown[]) => unknown };
-  const send = pool.query.bind(pool);
-  pool.query = (...args: unknown[]) => {
-    const first = args[0] as string | { text?: string; values?: unknown[] };
-    const text = typeof first === "string" ? first : first?.text;
-    if (typeof text === "string" && text.includes("recover_expired as (")) {
-      claims.push({ text, values: (typeof first === "object" && first.values) || (Array.isArray(args[1]) ? args[1] as unknown[] : []) });
-    }
-    return send(...args);
-  };
-  try { await run(); } finally { pool.query = send; }
-  return claims;
+function claimsOf(run: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }[]> {
+  return statementsSent(t.pool, isClaim, run);
 }
 
 /** The planner's total cost of `claim`, with JIT's threshold as this server has it. */
