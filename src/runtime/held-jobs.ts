@@ -27,8 +27,8 @@ export class HeldJobs {
   /** Outcomes whose statement went unanswered, to send again. */
   get unsettled(): number { return this.counts.unsettled; }
 
-  /** Outcomes on their way to the database. */
-  get settling(): number { return this.counts.settling; }
+  /** Jobs this engine holds, whatever their state (settling and unsettled ones too). */
+  get size(): number { return this.lives.size; }
 
   lifeOf(id: number): JobLife | undefined {
     return this.lives.get(id);

@@ -195,8 +195,8 @@ export class Settler {
 
   private async send(outcomes: Outcome[], start: StartRequest | null): Promise<SettleResult> {
     const { jobs } = this.o;
-    // (Every job the engine holds is in one state; this statement's outcomes are among those settling.)
-    const othersHeld = jobs.queued + jobs.running + jobs.unsettled > 0 || jobs.settling > outcomes.length;
+    // (Each outcome is one held job's: the engine holds others when it holds more jobs than the statement settles.)
+    const othersHeld = jobs.size > outcomes.length;
     const after = outcomes.length > 0 ? this.o.unreported.take((n) => this.o.settleAfter(n, othersHeld)) : [];
     const statement = settleStatement(this.o.owner, this.o.sqlNow(), outcomes, start, after, { keepSucceeded: this.o.keepSucceeded, wakeParents: this.wakeParents });
     const began = performance.now();
