@@ -11,6 +11,7 @@ import { sql } from "drizzle-orm";
 import * as v from "valibot";
 import { createApp, runOnce, type Db } from "../src/index.js";
 import { openAkadze, type AkadzeTarget } from "./akadze-db.js";
+import { fairProbes, type PlanNode } from "../test/support/plan-nodes.js";
 import { median } from "./stats.js";
 import { PG_HOST, PG_PORT } from "./databases.js";
 
@@ -67,19 +68,6 @@ export interface FairCostRow {
 }
 
 const Tenant = v.object({ tenant: v.string() });
-
-interface PlanNode {
-  "Index Name"?: string;
-  "Actual Loops"?: number;
-  "Shared Hit Blocks"?: number;
-  "Shared Read Blocks"?: number;
-  Plans?: PlanNode[];
-}
-
-function fairProbes(node: PlanNode): number {
-  const own = node["Index Name"] === "jobs_fair_idx" ? node["Actual Loops"] ?? 0 : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + fairProbes(child), 0);
-}
 
 type Captured = { text: string; values: unknown[] };
 

@@ -8,6 +8,7 @@ import { createApp, runOnce } from "../src/index.js";
 import { PG_HOST, PG_PORT } from "../test/support/postgres.js";
 import { query } from "../src/db/query.js";
 import { openAkadze } from "./akadze-db.js";
+import { fairProbes, type PlanNode } from "../test/support/plan-nodes.js";
 import { median, percentile, timed } from "./stats.js";
 
 export interface FairnessSettings {
@@ -101,13 +102,6 @@ export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings)
   } finally {
     await target.close();
   }
-}
-
-interface PlanNode { "Node Type": string; "Index Name"?: string; "Actual Loops"?: number; Plans?: PlanNode[] }
-
-function fairProbes(node: PlanNode): number {
-  const own = node["Index Name"] === "jobs_fair_idx" ? node["Actual Loops"] ?? 0 : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + fairProbes(child), 0);
 }
 
 /** One claim of `batchSize` over `keys` keys sharing `costJobs` jobs, fair or plain, explained in rolled-back transactions. */

@@ -114,7 +114,6 @@ export function firstDrainRatio(w: WorkerComparison): number | null {
 type Target = Results["targets"][number];
 const times = (n: number) => `${n.toFixed(2)}×`;
 
-/** The issues' targets (10 and 16), checked against this run; a missing measurement adds no row. */
 /** A fair claim's cost over the plain claim at the same key count: execution alone, and planning + execution. */
 export function fairOverPlain(rows: FairClaimCost[], fair: FairClaimCost): { execution: number; server: number } | null {
   const plain = rows.find((x) => x.mode === "plain" && x.keys === fair.keys);
@@ -122,6 +121,7 @@ export function fairOverPlain(rows: FairClaimCost[], fair: FairClaimCost): { exe
   return { execution: fair.executionMs / plain.executionMs, server: (fair.planningMs + fair.executionMs) / (plain.planningMs + plain.executionMs) };
 }
 
+/** The issues' targets (10 and 16), checked against this run; a missing measurement adds no row. */
 export function targets(r: Omit<Results, "targets">): Target[] {
   const out: Target[] = [];
   const vsGraphile = r.ratios["akadze/node-postgres"]?.["graphile-worker"];

@@ -10,6 +10,7 @@ import { ENQUEUE_CHUNK } from "./akadze.js";
 import { withDatabase } from "./databases.js";
 import { median } from "./stats.js";
 import { ROW_DESIGNS, type RowDesign } from "./row-designs-sql.js";
+import { planNodes, type PlanNode } from "../test/support/plan-nodes.js";
 
 interface HeldClaim {
   design: string; held: number; executionMs: number; planningMs: number;
@@ -19,22 +20,9 @@ interface HeldClaim {
   scanIndexes: string; claimed: number;
 }
 
-interface PlanNode {
-  "Node Type": string; "Index Name"?: string; "Shared Hit Blocks"?: number; "Shared Read Blocks"?: number; "Actual Rows"?: number; Plans?: PlanNode[];
-}
-
 const buffersOf = (n: PlanNode) => (n["Shared Hit Blocks"] ?? 0) + (n["Shared Read Blocks"] ?? 0);
 
-function find(n: PlanNode, type: string): PlanNode | null {
-  if (n["Node Type"] === type) return n;
-  for (const child of n.Plans ?? []) { const hit = find(child, type); if (hit) return hit; }
-  return null;
-}
-
-function indexesUnder(n: PlanNode): string[] {
-  const own = n["Index Name"] ?? (n["Node Type"] === "Seq Scan" ? "seq scan" : null);
-  return [...(own ? [own] : []), ...(n.Plans ?? []).flatMap(indexesUnder)];
-}
+const indexesUnder = (n: PlanNode) => planNodes(n).flatMap((x) => x["Index Name"] ?? (x["Node Type"] === "Seq Scan" ? ["seq scan"] : []));
 
 /** One claim of `batch` by another owner, explained and rolled back: its times and the buffers it touched. */
 async function explainClaim(client: pg.Client, design: RowDesign, batch: number): Promise<Omit<HeldClaim, "design" | "held">> {
@@ -45,7 +33,7 @@ async function explainClaim(client: pg.Client, design: RowDesign, batch: number)
     await client.query("set local enable_seqscan = off");
     const { rows } = await client.query(`explain (analyze, buffers, format json) ${design.claim}`, [batch, "other"]);
     const [top] = rows[0]["QUERY PLAN"] as { Plan: PlanNode; "Execution Time": number; "Planning Time": number }[];
-    const scan = find(top.Plan, "LockRows");
+    const scan = planNodes(top.Plan).find((n) => n["Node Type"] === "LockRows");
     return {
       executionMs: top["Execution Time"], planningMs: top["Planning Time"],
       buffers: buffersOf(top.Plan), scanBuffers: scan ? buffersOf(scan) : NaN, scanIndexes: scan ? [...new Set(indexesUnder(scan))].join(", ") : "?",

@@ -1,9 +1,12 @@
+/** A statement as the driver sent it: its text and its values. */
+export interface SentStatement { text: string; values: unknown[] }
+
 /**
  * What a node-postgres `query(...)` call sends, read from its arguments (a text, a config object, or a text
  * and its values), so a test's pool or client can pick out the engine's statements by their text.
  * @example const { text, values } = sentStatement(args); if (isClaim(text)) ...
  */
-export function sentStatement(args: any[]): { text: string; values: unknown[] } {
+export function sentStatement(args: any[]): SentStatement {
   const config = args[0];
   const text: string = typeof config === "string" ? config : config?.text ?? "";
   const values: unknown[] = (Array.isArray(args[1]) ? args[1] : config?.values) ?? [];
@@ -24,8 +27,8 @@ export const isHeartbeat = (text: string): boolean => text.includes("hb_named as
  * EXPLAIN them afterwards): the pool's `query` is wrapped while `run` runs.
  * @example const [claim] = await statementsSent(t.pool, isClaim, () => runOnce(app, { db: t.db }));
  */
-export async function statementsSent(pool: object, pick: (text: string) => boolean, run: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }[]> {
-  const sent: { text: string; values: unknown[] }[] = [];
+export async function statementsSent(pool: object, pick: (text: string) => boolean, run: () => Promise<unknown>): Promise<SentStatement[]> {
+  const sent: SentStatement[] = [];
   const target = pool as { query: (...args: any[]) => unknown };
   const send = target.query.bind(target);
   target.query = (...args: any[]) => {

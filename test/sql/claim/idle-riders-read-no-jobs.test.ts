@@ -6,46 +6,21 @@ import * as v from "valibot";
 import { createApp, runOnce } from "../../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/database.js";
 import { isClaim, isSettle, statementsSent } from "../../support/statements.js";
+import { planNodes, planOf, type PlanNode } from "../../support/plan-nodes.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("idle_riders"); });
 afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
 
-type Sent = { text: string; values: unknown[] };
-
-interface PlanNode {
-  "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Subplan Name"?: string;
-  "Actual Loops"?: number; "Actual Rows"?: number; "Heap Fetches"?: number; Plans?: PlanNode[];
-}
-
-/** The plan of `statement` (executed with `analyze` in a transaction rolled back). */
-async function planOf(statement: Sent, analyze: boolean): Promise<PlanNode> {
-  const client = await t.pool.connect();
-  try {
-    await client.query("begin");
-    const rows = (await client.query(`explain (${analyze ? "analyze, " : ""}format json) ${statement.text}`, statement.values)).rows;
-    return (rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan;
-  } finally {
-    await client.query("rollback");
-    client.release();
-  }
-}
-
 /** The subtree of the CTE `name`. */
 function cteNode(plan: PlanNode, name: string): PlanNode | undefined {
-  if (plan["Subplan Name"] === `CTE ${name}`) return plan;
-  for (const child of plan.Plans ?? []) {
-    const found = cteNode(child, name);
-    if (found) return found;
-  }
-  return undefined;
+  return planNodes(plan).find((n) => n["Subplan Name"] === `CTE ${name}`);
 }
 
 /** Every node under `node` (itself included) that reads akadze.jobs. */
 function jobReads(node: PlanNode): PlanNode[] {
-  const own = node["Relation Name"] === "jobs" && /Scan/.test(node["Node Type"]) ? [node] : [];
-  return [...own, ...(node.Plans ?? []).flatMap(jobReads)];
+  return planNodes(node).filter((n) => n["Relation Name"] === "jobs" && /Scan/.test(n["Node Type"]));
 }
 
 const Args = v.object({ n: v.number() });
@@ -59,7 +34,7 @@ it("a claim's recovery reads no job when no owner expired, on statistics gathere
   await t.rows("update akadze.jobs set state = 'running', lease_owner = 'other-engine', attempt = 1, started_at = now() where id <= 3000");
   await t.rows("analyze akadze.jobs");
   const [claim] = await statementsSent(t.pool, isClaim, () => runOnce(app, { db: t.db, batchSize: 100, slots: 4, drain: false }));
-  const recovery = cteNode(await planOf(claim!, true), "recover_expired");
+  const recovery = cteNode(await planOf(t.pool, claim!, true), "recover_expired");
   expect(recovery).toBeDefined();
   const reads = jobReads(recovery!);
   // The scan is in the plan, for when something expired, and never ran; what ran is the probe for a job's own
@@ -79,7 +54,7 @@ it("the settle that ends an invocation's jobs marks it stopped without reading t
   const settles = await statementsSent(t.pool, isSettle, () => runOnce(app, { db: t.db, id: "inv-ends", batchSize: 500, slots: 50, drain: false }));
   const last = settles.at(-1)!;
   expect(last.text).toContain("akadze_seen as (");
-  const registry = cteNode(await planOf(last, false), "akadze_seen");
+  const registry = cteNode(await planOf(t.pool, last), "akadze_seen");
   expect(registry).toBeDefined();
   expect(jobReads(registry!)).toEqual([]);
   expect(await t.rows("select jobs_done, stopped_at is not null as stopped from akadze.workers where id = 'inv-ends'")).toEqual([{ jobs_done: 500, stopped: true }]);

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/database.js";
-import { isClaim, statementsSent } from "../../support/statements.js";
+import { isClaim, statementsSent, type SentStatement } from "../../support/statements.js";
+import { planOf } from "../../support/plan-nodes.js";
 
 // A plan costed above the threshold is compiled by JIT, which costs a claim hundreds of milliseconds: an invocation's
 // first claim once took 386 ms that way, and ran out of budget for its second. A process knows neither its keys nor its
@@ -17,22 +18,14 @@ afterAll(async () => { await t?.close(); });
 beforeEach(async () => { await t.reset(); });
 
 /** The claims `run` sends through the pool, as text and values. */
-function claimsOf(run: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }[]> {
+function claimsOf(run: () => Promise<unknown>): Promise<SentStatement[]> {
   return statementsSent(t.pool, isClaim, run);
 }
 
 /** The planner's total cost of `claim`, with JIT's threshold as this server has it. */
-async function costOf(claim: { text: string; values: unknown[] }): Promise<{ cost: number; threshold: number }> {
-  const client = await t.pool.connect();
-  try {
-    await client.query("begin");
-    const plan = (await client.query(`explain (format json) ${claim.text}`, claim.values)).rows[0]["QUERY PLAN"] as { Plan: { "Total Cost": number } }[];
-    const threshold = Number((await client.query("select current_setting('jit_above_cost') as c")).rows[0].c);
-    return { cost: plan[0]!.Plan["Total Cost"], threshold };
-  } finally {
-    await client.query("rollback");
-    client.release();
-  }
+async function costOf(claim: SentStatement): Promise<{ cost: number; threshold: number }> {
+  const [{ c }] = await t.rows<{ c: string }>("select current_setting('jit_above_cost') as c");
+  return { cost: (await planOf(t.pool, claim))["Total Cost"]!, threshold: Number(c) };
 }
 
 const Args = v.object({ n: v.number() });

@@ -1,0 +1,46 @@
+import type pg from "pg";
+import type { SentStatement } from "./statements.js";
+
+/** A node of `EXPLAIN (FORMAT JSON)`'s plan, with the fields the tests and the bench read. */
+export interface PlanNode {
+  "Node Type": string;
+  "Total Cost"?: number;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  "Subplan Name"?: string;
+  "Actual Loops"?: number;
+  "Actual Rows"?: number;
+  "Heap Fetches"?: number;
+  "Shared Hit Blocks"?: number;
+  "Shared Read Blocks"?: number;
+  Plans?: PlanNode[];
+}
+
+/**
+ * `node` and every node under it, depth first.
+ * @example planNodes(plan).filter((n) => n["Relation Name"] === "jobs")
+ */
+export function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+
+/** The index scans of jobs_fair_idx under `node`, loops summed: a fair claim's probes. */
+export function fairProbes(node: PlanNode): number {
+  return planNodes(node).reduce((sum, n) => sum + (n["Index Name"] === "jobs_fair_idx" ? n["Actual Loops"] ?? 0 : 0), 0);
+}
+
+/**
+ * The plan of `statement` as the engine sent it, explained (with `analyze`: run) in a transaction rolled back, so
+ * the rows stay as they were.
+ */
+export async function planOf(pool: pg.Pool, statement: SentStatement, analyze = false): Promise<PlanNode> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    const rows = (await client.query(`explain (${analyze ? "analyze, " : ""}format json) ${statement.text}`, statement.values)).rows;
+    return (rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan;
+  } finally {
+    await client.query("rollback");
+    client.release();
+  }
+}
