@@ -84,15 +84,18 @@ with owner_leased as (
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
-      -- (The array as well as the join: the planner reads the rows to update through the primary key, not a scan of
-      -- the whole table hashed against a batch it estimates at a quarter of its size.)
-      from due d where j.id = d.id and j.id = any(array(select id from due))
+      -- (The batch as arrays, unnested: each job is read once, by its key. A join of the CTE itself let the planner
+      -- pick a whole-table scan hashed against a batch it estimated at a quarter of the table, or, with the batch
+      -- as an array condition too, read the whole batch once per job when it estimated the batch at one row.)
+      from (select array_agg(id) as id, array_agg(start) as start, array_agg(limited) as limited from due) b,
+        unnest(b.id, b.start, b.limited) as d(id, start, limited)
+      where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited
     ),
     
     -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
-      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop and j.id = any(array(select id from candidates where stop))
+      delete from akadze.jobs j using unnest(array(select id from candidates where stop)) as c(id) where j.id = c.id
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
     ),

@@ -236,6 +236,8 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   const stop = mustCancel(now);
   const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
   const order = claimOrder(p.fair === true);
+  // What the lease reads of each due job.
+  const dueColumns = ["id", "start", "limited", ...(p.fair ? ["fair_rank", "walk"] : [])];
   // A fair claim walks the keys first; its plain scan then offers what the batch still lacks (fair.ts).
   const fair = p.fair ? fairPlainScan(p.batchSize) : null;
   // The plain scan's candidates and the limited keys' ones, which the batch is cut from.
@@ -260,7 +262,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       limit ${p.batchSize}`}
     ),
     ${sizedCtes(p, claimOrder(p.fair === true, "c"))},
-    ${cte("due")} as (
+    due as (
       select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk, c.fair_key` : sql``}
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
         and c.id not in (select id from oversized)
@@ -271,16 +273,19 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
         lease_expires_at = null, started_at = case when d.start then ${now} end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
-      -- (The array as well as the join: the planner reads the rows to update through the primary key, not a scan of
-      -- the whole table hashed against a batch it estimates at a quarter of its size.)
-      from ${cte("due")} d where j.id = d.id and j.id = any(array(select id from ${cte("due")}))
+      -- (The batch as arrays, unnested: each job is read once, by its key. A join of the CTE itself let the planner
+      -- pick a whole-table scan hashed against a batch it estimated at a quarter of the table, or, with the batch
+      -- as an array condition too, read the whole batch once per job when it estimated the batch at one row.)
+      from (select ${sql.raw(dueColumns.map((c) => `array_agg(${c}) as ${c}`).join(", "))} from due) b,
+        unnest(${sql.raw(dueColumns.map((c) => `b.${c}`).join(", "))}) as d(${sql.raw(dueColumns.join(", "))})
+      where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
     ),${p.fair ? sql`
     ${sql.join(fairCursorCtes(p.fairSubKeys === true), sql`, `)},` : sql``}
     ${sql.join(after, sql` `)}
     -- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
-      delete from akadze.jobs j using candidates c where j.id = c.id and c.stop and j.id = any(array(select id from candidates where stop))
+      delete from akadze.jobs j using unnest(array(select id from candidates where stop)) as c(id) where j.id = c.id
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at, j.fair_key, j.trace_context
     ),

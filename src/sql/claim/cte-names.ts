@@ -8,8 +8,6 @@ import { sql, type SQL } from "drizzle-orm";
 export const CTE = {
   /** Defined by the claim (claim.ts): the jobs it leased. Read by `statisticsStale` (analyze.ts) and `invocationSeenCte` (register-worker.ts). */
   claimed: "claimed",
-  /** Defined by the claim (claim.ts): the candidates it takes, with the fair walk's columns. Read by `fairCursorCtes` (fair.ts). */
-  due: "due",
   /** Defined by the claim (claim.ts): the plain scan's candidates. Read by `fairCandidatesCtes` (fair.ts), which offers the rest. */
   unlimitedCandidates: "unlimited_candidates",
   /** Defined by the claim (claim.ts) when limits exist: each limit key's candidates. Read by `backlogCte` (backlog.ts). */
