@@ -1,7 +1,8 @@
 // What fairness costs one claim (issue 38, item 3): a fair claim against a plain claim of the same batch, on the
 // same queued rows, with 100 and with 10,000 fairness keys. Both statements are captured as the runtime sends
 // them (a later claim of an invocation, so the first claim's riders weigh on neither), then run alternately in
-// transactions that are rolled back, so every run sees the same rows and the same cursor.
+// transactions that are rolled back, so every run sees the same rows and the same cursor. `npm run bench` runs it
+// in its fairness section (batch 250, both layouts).
 //
 //   npx tsx bench/fair-claim-cost.ts                 # keys 100 and 10,000, batches 50 and 250, 30 runs each
 //   npx tsx bench/fair-claim-cost.ts --quick         # keys 100 and 2,000, batch 50, 8 runs: a smoke test

@@ -1,14 +1,11 @@
 // Issue 27's fairness: how long the jobs of 100 small tenants wait behind one tenant's burst of 50,000, with
-// fairness keys and without (4 concurrent invocations, one claim each per call), and what a fair claim costs
-// Postgres with 100 and with 10,000 keys queued (EXPLAIN ANALYZE of the claim: time, and probes of jobs_fair_idx).
-import pg from "pg";
+// fairness keys and without (4 concurrent invocations, one claim each per call). What a fair claim costs against
+// a plain one is fair-claim-cost.ts.
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
-import { PG_HOST, PG_PORT } from "../test/support/postgres.js";
 import { query } from "../src/db/query.js";
 import { openAkadze } from "./akadze-db.js";
-import { fairProbes, type PlanNode } from "../test/support/plan-nodes.js";
 import { median, percentile, timed } from "./stats.js";
 
 export interface FairnessSettings {
@@ -17,7 +14,7 @@ export interface FairnessSettings {
   smallJobsPerKey: number;
   invocations: number;
   batchSize: number;
-  /** The key counts a claim's cost is measured at, the jobs queued over them (spread evenly), and claims explained. */
+  /** The key counts a claim's cost is measured at (fair-claim-cost.ts), the jobs queued over them, and the runs of each statement. */
   costKeys: number[];
   costJobs: number;
   explains: number;
@@ -38,20 +35,6 @@ export interface FairnessRow {
   bigStartedBefore: number;
   /** Claims each invocation had made, on average, when the small tenants' last job started (its own claim counted). */
   claimsPerInvocation: number;
-}
-
-export interface FairClaimCost {
-  mode: "fair" | "plain";
-  keys: number;
-  queued: number;
-  /** EXPLAIN (ANALYZE) of one claim of `batchSize`, medians over the explains. */
-  planningMs: number;
-  executionMs: number;
-  /** Index scans of jobs_fair_idx in the plan (loops summed): the walk's probes and each key's lateral. */
-  fairIndexProbes: number;
-  /** Distinct keys among the jobs the explained claim took. */
-  keysServed: number;
-  claimed: number;
 }
 
 const Tenant = v.object({ tenant: v.string() });
@@ -105,54 +88,4 @@ export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings)
 }
 
 /** One claim of `batchSize` over `keys` keys sharing `costJobs` jobs, fair or plain, explained in rolled-back transactions. */
-export async function fairClaimCost(mode: "fair" | "plain", keys: number, s: FairnessSettings): Promise<FairClaimCost> {
-  const target = await openAkadze("node-postgres", `fcost${mode}${keys}`);
-  try {
-    const app = createApp();
-    const work = app.task("bench.tenant", { args: Tenant }, async () => {});
-    const perKey = Math.ceil(s.costJobs / keys);
-    const jobs = (tenant: string) => Array.from({ length: perKey }, () => ({ tenant }));
-    for (let i = 0; i < keys; i += 500) {
-      // One statement per key (a key is an enqueue option), sent 500 at a time.
-      await Promise.all(Array.from({ length: Math.min(500, keys - i) }, (_, k) => {
-        const tenant = `t${String(i + k).padStart(5, "0")}`;
-        return work.using(target.db, mode === "fair" ? { fairKey: tenant } : {}).enqueueMany(jobs(tenant));
-      }));
-    }
-    await target.db.execute(sql`analyze akadze.jobs`);
-    // Warm up and capture a claim as the runtime sends it (a later claim: the process knows whether keys exist).
-    await runOnce(app, { db: target.db, batchSize: s.batchSize, slots: s.batchSize, drain: false });
-    target.counter!.reset();
-    await runOnce(app, { db: target.db, batchSize: s.batchSize, slots: s.batchSize, drain: false });
-    const claim = target.counter!.firstClaim;
-    if (!claim) throw new Error("fairness bench: no claim captured");
-    const client = new pg.Client({ connectionString: `postgres://postgres@${PG_HOST}:${PG_PORT}/${target.database}` });
-    await client.connect();
-    try {
-      const planning: number[] = [], execution: number[] = [], probes: number[] = [];
-      let served = 0, claimed = 0;
-      const queued = Number((await client.query("select count(*) from akadze.jobs where state = 'queued'")).rows[0].count);
-      for (let i = 0; i < s.explains; i++) {
-        await client.query("begin");
-        try {
-          const result = await client.query(`explain (analyze, format json) ${claim.text}`, claim.values);
-          const plan = (result.rows[0]["QUERY PLAN"] as { Plan: PlanNode; "Planning Time": number; "Execution Time": number }[])[0];
-          planning.push(plan["Planning Time"]);
-          execution.push(plan["Execution Time"]);
-          probes.push(fairProbes(plan.Plan));
-          const r = (await client.query("select count(*)::int as n, count(distinct args->>'tenant')::int as keys from akadze.jobs where state = 'running'")).rows[0];
-          served = r.keys;
-          claimed = r.n;
-        } finally {
-          await client.query("rollback");
-        }
-      }
-      return { mode, keys, queued, planningMs: median(planning), executionMs: median(execution), fairIndexProbes: median(probes), keysServed: served, claimed };
-    } finally {
-      await client.end();
-    }
-  } finally {
-    await target.close();
-  }
-}
 

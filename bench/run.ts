@@ -25,7 +25,8 @@ import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type Machine, type Results } from "./results.js";
 import { claimCosts, scaleOut } from "./scale-out.js";
 import { fanOutMinute } from "./fan-out.js";
-import { fairClaimCost, fairnessWaits } from "./fairness.js";
+import { fairnessWaits } from "./fairness.js";
+import { fairClaimCosts } from "./fair-claim-cost.js";
 import { best, type SweepEntry } from "./sweep.js";
 import { workflowBench } from "./workflows.js";
 import { loadBaseline, useBuiltAkadze, type AkadzeLib } from "./baseline.js";
@@ -278,12 +279,10 @@ async function main(): Promise<void> {
       log(`fairness: one tenant's burst, ${mode} claims`);
       r.fairness.push(await fairnessWaits(mode, config.fairness));
     }
-    for (const keys of config.fairness.costKeys) {
-      for (const mode of ["fair", "plain"] as const) {
-        log(`fairness: claim cost over ${keys} keys, ${mode}`);
-        r.fairClaimCost.push(await fairClaimCost(mode, keys, config.fairness));
-      }
-    }
+    const f = config.fairness;
+    log(`fairness: a fair claim's cost against a plain one, ${f.costKeys.join(" and ")} keys`);
+    r.fairClaimCost = await fairClaimCosts({ keys: f.costKeys, batches: [f.batchSize], jobs: f.costJobs, runs: f.explains, layouts: ["mixed", "bursts"] },
+      (line) => log(`fairness: ${line}`));
   }
 
   if (sections.has("workflows")) {
