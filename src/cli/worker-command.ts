@@ -3,6 +3,7 @@ import { DEFAULT_RETENTION } from "../core/retention.js";
 import { DEFAULT_SLOTS } from "../runtime/run-once.js";
 import { DEFAULT_MAX_POLL, DEFAULT_PREFETCH_PER_SLOT, runWorker } from "../runtime/run-worker.js";
 import { describeError } from "./errors.js";
+import { throttledErrorReport } from "../runtime/error-report.js";
 import { loadApp } from "./load-module.js";
 import type { CliContext } from "./context.js";
 import { print, printJson } from "./output.js";
@@ -40,8 +41,6 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
         process.on("SIGINT", onSignal);
         process.on("SIGTERM", onSignal);
         let misfitTimer: NodeJS.Timeout | undefined;
-        let lastError = "";
-        let lastErrorAt = 0;
         // Every line the worker logs goes through --log-level: warnings to stderr, the rest to stdout, nothing when
         // silent; each with its time, since a worker runs for days.
         const log = (lines: LogLine[]) => writeLogLines(lines, opts.logLevel ?? "warn", ({ level, message }) => {
@@ -54,13 +53,7 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
           const summary = await runWorker(app, {
             db, queues, slots, prefetch: opts.prefetch, signal: stop.signal, lease: opts.lease, maxPoll: opts.maxPoll,
             retention: { finished: opts.retention, failed: opts.retentionFailed ?? null },
-            onError: (error) => {
-              // A database outage would repeat on every lane and poll: say it once, then every 30 s.
-              const line = describeError(error, connection.where);
-              if (line !== lastError || Date.now() - lastErrorAt > 30_000) process.stderr.write(`${stamp()} akadze: ${line}\n`);
-              lastError = line;
-              lastErrorAt = Date.now();
-            },
+            onError: throttledErrorReport((error) => describeError(error, connection.where), (line) => process.stderr.write(`${stamp()} akadze: ${line}\n`)),
             onInvocation: (summary) => log(invocationLogLines(summary, "worker")),
             onStart: (id) => {
               // Jobs this app can never run, or runs unlimited, are said at start and every minute while they last.

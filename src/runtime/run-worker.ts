@@ -16,6 +16,7 @@ import { HistoryKeeper } from "./history.js";
 import { checkedClock, DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
 import { sleep } from "./signal.js";
 import { listenForJobs, type JobWakeups } from "./wakeup.js";
+import { errorMessage, throttledErrorReport } from "./error-report.js";
 
 /** The first wait after a claim came back empty; it doubles up to `maxPoll` and resets when work appears. */
 export const DEFAULT_MIN_POLL = "50ms";
@@ -60,7 +61,10 @@ export interface WorkerOptions {
    */
   retention?: Retention;
   now?: () => Date;
-  /** A claim or completion that failed (database unreachable...); the worker backs off and carries on. */
+  /**
+   * A claim or completion that failed (database unreachable...); the worker backs off and carries on. Default:
+   * a line on stderr (`console.error`), the same one at most every 30 s while it repeats.
+   */
   onError?: (error: unknown) => void;
   /** Called once the worker has recorded itself and starts claiming. */
   onStart?: (id: string) => void;
@@ -108,7 +112,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const poll = { min: parseDuration(o.minPoll ?? DEFAULT_MIN_POLL), max: parseDuration(o.maxPoll ?? DEFAULT_MAX_POLL) };
   const stopping = options.signal ?? new AbortController().signal;
   const retention = resolveRetention(options.retention);
-  const onError = (error: unknown) => options.onError?.(error);
+  const onError = options.onError ?? throttledErrorReport((error) => `akadze worker ${id}: ${errorMessage(error)}`, (line) => console.error(line));
   // The worker's totals: each lane's cycles added as they end.
   const totals = new Summary(id);
   let unreported = 0;

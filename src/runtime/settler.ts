@@ -10,6 +10,7 @@ import { nextTurn, sleep } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
 import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
 import { RETRY_MAX_MS, RETRY_MIN_MS } from "./retry-wait.js";
+import { errorMessage } from "./error-report.js";
 
 /** Outcomes in order, cut into chunks of at most `max` bytes of JSON each (a larger outcome goes alone). */
 function chunkByBytes(outcomes: Outcome[], max: number): Outcome[][] {
@@ -131,7 +132,7 @@ export class Settler {
     const [only] = outcomes;
     if (only && only.error?.kind !== "OutcomeNotStorable") {
       // The database refuses this outcome itself: record that, as this job's failure.
-      const reason = `the database refused this job's outcome (${only.kind}): ${messageOf(error)}`;
+      const reason = `the database refused this job's outcome (${only.kind}): ${errorMessage(error)}`;
       return this.settle([{ id: only.id, kind: "fail", attempt: only.attempt, error: unstorableEntry(only, this.o.now(), reason) }], start);
     }
     if (outcomes.length > 0) this.unanswered(outcomes, unsure);
@@ -235,8 +236,3 @@ export function answered(error: unknown): boolean {
   return causeChain(error).some((e) => (typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code)) || /HTTP status \d{3}/.test(String(e.message)));
 }
 
-function messageOf(error: unknown): string {
-  const coded = causeChain(error).find((e) => typeof e.message === "string" && e.code);
-  if (coded) return coded.message;
-  try { return String((error as any)?.message ?? error); } catch { return "unknown error"; }
-}

@@ -1,7 +1,7 @@
 // runWorker's LISTEN (issue 21, items 6 and 7): on a pool of one connection the worker polls instead of holding that
 // connection (it used to hang, deaf to abort); a listening connection that dies is replaced, so enqueues wake the worker
 // again; a woken lane's claim (issue 38, item 4) is a statement Postgres has planned before.
-import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, expect, it, vi } from "vitest";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import * as v from "valibot";
@@ -41,6 +41,23 @@ it("a worker on a pool with max 1 runs jobs and stops on abort", async () => {
     expect(await within(worker, 15_000, "the worker had not stopped")).toMatchObject({ succeeded: 1 });
     expect(warnings.some((w) => /polls for enqueues instead/.test(w))).toBe(true);
   } finally {
+    await pool.end();
+  }
+});
+
+it("without onError, a worker says on stderr why it polls, once", async () => {
+  const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+  const said = vi.spyOn(console, "error").mockImplementation(() => {});
+  try {
+    const db = drizzle(pool) as unknown as Db;
+    const stop = new AbortController();
+    const worker = runWorker(createApp(), { db, slots: 1, signal: stop.signal });
+    await waitFor(async () => said.mock.calls.length > 0, "the worker's line on stderr", { timeoutMs: 20_000 });
+    stop.abort();
+    await within(worker, 15_000, "the worker had not stopped");
+    expect(said.mock.calls.map((c) => String(c[0]))).toEqual([expect.stringMatching(/^akadze worker wrk-\S+: the pool has 1 connection: .*polls for enqueues instead/)]);
+  } finally {
+    said.mockRestore();
     await pool.end();
   }
 });
