@@ -173,7 +173,8 @@ const ownerLease: RowDesign = {
     "+ upsert of the owner's row; heartbeat = one owner row update, a read of its jobs, a release of the owner's unnamed lapsed jobs; settle as today",
   setup: [
     "drop index akadze.jobs_lease_idx",
-    "create table akadze.owners (owner text primary key, expires_at timestamptz not null)",
+    // (Today's schema has the table since this design was adopted; the setup then only drops the index.)
+    "create table if not exists akadze.owners (owner text primary key, expires_at timestamptz not null)",
   ],
   enqueue: ENQUEUE,
   claim: `
