@@ -180,7 +180,7 @@ with owner_leased as (
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $31 and not c.limited as start, c.fair_rank, c.walk, c.fair_key
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $31 and not c.limited as start, c.fair_rank, c.walk
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),

@@ -46,6 +46,17 @@ export function postgresErrorOf(error: unknown): { code: string; message: string
   return causeChain(error).find(isPostgresError);
 }
 
+/**
+ * An error's message for a line of text: the database's (or the network's) own when a cause carries a code, else
+ * the error's, without a failed query's parameters (`withoutParams`).
+ * @example errorMessage(drizzleError) // "deadlock detected"
+ */
+export function errorMessage(error: unknown): string {
+  const coded = causeChain(error).find((e) => typeof e?.message === "string" && e.code);
+  if (coded) return coded.message;
+  try { return withoutParams(error, String((error as any)?.message ?? error)); } catch { return "unknown error"; }
+}
+
 /** A field as storable text (cleaned and cut, `errorText`), or undefined when absent or unreadable. */
 function read(get: () => unknown): string | undefined {
   try {

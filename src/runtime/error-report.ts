@@ -1,5 +1,3 @@
-import { causeChain } from "../core/error-causes.js";
-
 /**
  * An `onError` that writes each error as `describe` puts it, a line it wrote last at most once every `everyMs`:
  * a database outage repeats on every lane and poll, so it is said when it starts, then every 30 s while it lasts.
@@ -19,11 +17,4 @@ export function throttledErrorReport(describe: (error: unknown) => string, write
     last = line;
     lastAt = at;
   };
-}
-
-/** An error's message: the database's own when a cause carries a SQLSTATE (or another code), else the error's. */
-export function errorMessage(error: unknown): string {
-  const coded = causeChain(error).find((e) => typeof e.message === "string" && e.code);
-  if (coded) return coded.message;
-  try { return String((error as any)?.message ?? error); } catch { return "unknown error"; }
 }

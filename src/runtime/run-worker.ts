@@ -16,7 +16,8 @@ import { HistoryKeeper } from "./history.js";
 import { checkedClock, DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
 import { sleep } from "./signal.js";
 import { listenForJobs, type JobWakeups } from "./wakeup.js";
-import { errorMessage, throttledErrorReport } from "./error-report.js";
+import { throttledErrorReport } from "./error-report.js";
+import { errorMessage } from "../core/error-causes.js";
 
 /** The first wait after a claim came back empty; it doubles up to `maxPoll` and resets when work appears. */
 export const DEFAULT_MIN_POLL = "50ms";

@@ -1,5 +1,5 @@
 import { queryJsonWithin } from "./timed-query.js";
-import { causeChain } from "../core/error-causes.js";
+import { causeChain, errorMessage } from "../core/error-causes.js";
 import type { Transition } from "../app/hooks.js";
 import { traitsOf } from "../db/traits.js";
 import { settleResultOf, settleStatement, type CompletedJob, type Outcome, type SettleAnswer, type SettleResult, type StartRequest } from "../sql/settle/settle.js";
@@ -10,7 +10,6 @@ import { nextTurn, sleep } from "./signal.js";
 import { storable, unstorableEntry } from "./storable.js";
 import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
 import { RETRY_MAX_MS, RETRY_MIN_MS } from "./retry-wait.js";
-import { errorMessage } from "./error-report.js";
 
 /** Outcomes in order, cut into chunks of at most `max` bytes of JSON each (a larger outcome goes alone). */
 function chunkByBytes(outcomes: Outcome[], max: number): Outcome[][] {

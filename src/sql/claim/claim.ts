@@ -263,7 +263,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     ),
     ${sizedCtes(p, claimOrder(p.fair === true, "c"))},
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk, c.fair_key` : sql``}
+      select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk` : sql``}
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}
         and c.id not in (select id from oversized)
     ),
