@@ -1,5 +1,5 @@
 import { queryJsonWithin } from "./timed-query.js";
-import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { ClaimedJob } from "../sql/claim/claim-answer.js";
 import { Claimer, longestTimeoutMs, type Claim } from "./claimer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { JobRuns } from "./job-runs.js";

@@ -6,7 +6,7 @@ import { describeNonJson } from "../core/json.js";
 import { describeIssues } from "../core/validate.js";
 import type { Hooks, HookJob } from "../app/hooks.js";
 import type { JobContext, TaskDefinition } from "../app/task.js";
-import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { ClaimedJob } from "../sql/claim/claim-answer.js";
 import type { ErrorEntry } from "../core/errors.js";
 import { errorEntryOf } from "../core/error-entry.js";
 import type { Outcome } from "../sql/settle/settle.js";

@@ -1,4 +1,4 @@
-import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { ClaimedJob } from "../sql/claim/claim-answer.js";
 import type { StartResult } from "../sql/claim/start.js";
 import type { Outcome } from "../sql/settle/settle.js";
 import { isHeld, isQueued, nextLife, type JobLife, type LifeEvent, type LifeState } from "./job-life.js";

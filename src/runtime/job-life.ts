@@ -1,4 +1,4 @@
-import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { ClaimedJob } from "../sql/claim/claim-answer.js";
 import type { Outcome } from "../sql/settle/settle.js";
 import type { JobAbort } from "./signal.js";
 

@@ -1,5 +1,5 @@
 import { LeaseLost } from "../core/errors.js";
-import type { ClaimedJob } from "../sql/claim/claim.js";
+import type { ClaimedJob } from "../sql/claim/claim-answer.js";
 import type { Outcome } from "../sql/settle/settle.js";
 import type { EngineContext } from "./engine-context.js";
 import { runJob } from "./execute.js";

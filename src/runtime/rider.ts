@@ -1,5 +1,6 @@
 // The interface of what rides on a claim (riders.ts lists them).
-import type { ClaimCore, ClaimResult, RideSql } from "../sql/claim/claim.js";
+import type { ClaimCore, RideSql } from "../sql/claim/claim.js";
+import type { ClaimResult } from "../sql/claim/claim-answer.js";
 
 /** What a rider is told of the claim it may ride on. */
 export interface RideContext {

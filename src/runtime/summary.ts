@@ -1,4 +1,4 @@
-import type { ClaimResult } from "../sql/claim/claim.js";
+import type { ClaimResult } from "../sql/claim/claim-answer.js";
 import type { SQL } from "drizzle-orm";
 import type { CompletedJob } from "../sql/settle/settle.js";
 import type { StartResult } from "../sql/claim/start.js";

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { nextLife, type JobLife, type LifeEvent, type LifeState } from "../../src/runtime/job-life.js";
 import { HeldJobs } from "../../src/runtime/held-jobs.js";
 import { JobAbort } from "../../src/runtime/signal.js";
-import type { ClaimedJob } from "../../src/sql/claim/claim.js";
+import type { ClaimedJob } from "../../src/sql/claim/claim-answer.js";
 import type { Outcome } from "../../src/sql/settle/settle.js";
 
 const job = (id: number, o: Partial<ClaimedJob> = {}): ClaimedJob =>

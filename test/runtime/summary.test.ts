@@ -2,7 +2,7 @@
 // worker lane takes one summary per cycle. Pure: no database.
 import { describe, expect, it } from "vitest";
 import { countsAnything, jobsEnded, Summary } from "../../src/runtime/summary.js";
-import type { ClaimResult } from "../../src/sql/claim/claim.js";
+import type { ClaimResult } from "../../src/sql/claim/claim-answer.js";
 import type { CompletedJob } from "../../src/sql/settle/settle.js";
 
 const moved = (id: number) => ({ id, task: "t", queue: "q", attempt: 1, from: "queued", to: "running" });

@@ -1,19 +1,16 @@
 import { sql, type SQL } from "drizzle-orm";
-import { tokenFree } from "./start.js";
 import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit-wait.js";
 import { archiveCtes } from "../history/archive.js";
 import { mustCancel } from "../time.js";
 import { ownerLeaseCte } from "./owner-lease.js";
-import type { ScheduleSlotReport } from "../schedules/enqueue-due-slots.js";
-import type { StoredDefinition } from "../schedules/due-runtime-schedules.js";
-import { movedJobsJson, type MovedJob } from "../control/changed-job.js";
+import { movedJobsJson } from "../control/changed-job.js";
+import { limitedCandidatesCtes } from "./limited-candidates.js";
+import { sizedCtes } from "./size-cap.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, fairSubKeysSeen } from "./fair.js";
 import { cte } from "./cte-names.js";
 import type { ClaimCore, RideSql } from "./ride.js";
 
 export type { ClaimCore, RideSql } from "./ride.js";
-import type { TraceCarrier } from "../../core/tracing.js";
-
 
 export interface ClaimParams {
   owner: string;
@@ -56,75 +53,6 @@ export interface ClaimParams {
   traced?: boolean;
 }
 
-/** A job handed to this invocation. */
-export interface ClaimedJob {
-  id: number;
-  task: string;
-  queue: string;
-  args: unknown;
-  attempt: number;
-  max_attempts: number;
-  priority: number;
-  /** Marked started by the claim: it may run at once. */
-  started: boolean;
-  /** A limit applies: its slot and token are taken when it starts. */
-  limited: boolean;
-  /** Where it was enqueued, when the claim was `traced` (null: untraced); otherwise absent. */
-  trace?: TraceCarrier | null;
-}
-
-/**
- * A claimed job as the statement sends it: `[id, task, queue, args, attempt, max_attempts, priority, started, limited]`, and the
- * trace context last when the claim was `traced`.
- */
-export type ClaimedRow = [number | string, string, string, unknown, number, number, number, boolean, boolean, (TraceCarrier | null)?];
-
-/** The claim statement's answer: `claimed` as rows (see `claimResultOf`). */
-export type ClaimAnswer = Omit<ClaimResult, "claimed" | "recovered"> & { claimed: ClaimedRow[]; recovered?: MovedJob[] };
-
-/** The claim's answer with its rows as jobs (`traced`: the claim was, and each job has its trace context). */
-export function claimResultOf(answer: ClaimAnswer, traced = false): ClaimResult {
-  const claimed = traced
-    ? answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited, trace]): ClaimedJob =>
-      ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited, trace: trace ?? null }))
-    : answer.claimed.map(([id, task, queue, args, attempt, max_attempts, priority, started, limited]): ClaimedJob =>
-      ({ id: Number(id), task, queue, args, attempt, max_attempts, priority, started, limited }));
-  return { ...answer, claimed, recovered: answer.recovered ?? [] };
-}
-
-export interface ClaimResult {
-  claimed: ClaimedJob[];
-  /** Jobs whose lease expired, back to `queued` or `failed` (the recovery rider's report; empty without it). */
-  recovered: MovedJob[];
-  cancelled: MovedJob[];
-  /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this claim. */
-  rateLimited: MovedJob[];
-  /** Jobs whose args alone exceed `maxBytes`: `failed`. */
-  tooLarge: MovedJob[];
-  /** Claimable jobs were left for the next claim because the batch reached `maxBytes`. */
-  more: boolean;
-  /** Whether any limit exists: the next claim includes the limit CTEs only then. */
-  limits: boolean;
-  /** Whether any queued job has a fairness key: the next claim includes the fair CTEs only then. */
-  fair: boolean;
-  /** A fair claim met a tenant with sub-keys: the next fair claims walk them (absent from a plain claim). */
-  fairSubKeys?: boolean;
-  /** Jobs the schedules' rider enqueued in the same statement. */
-  scheduled?: number;
-  /** What the schedules' CTEs found due, on the statement's clock (`scheduleSlotReport`), when they rode along. */
-  schedules?: ScheduleSlotReport;
-  /** Runtime schedules with a slot due that the claim did not offer (`runtimeDueReport`), when asked; null: none. */
-  runtimeDue?: StoredDefinition[] | null;
-  /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */
-  stale?: boolean;
-  /** The queue table has a vacuum's worth of dead rows (`vacuumDue`), when the claim was asked. */
-  vacuum?: boolean;
-  /** The history has retention work (`historyDue`), when the claim was asked. */
-  historyDue?: boolean;
-  /** Due claimable jobs, the claimed ones included, counted up to the backlog rider's bound (only when it rode). */
-  backlog?: number;
-}
-
 /** One queue is an equality, so the planner can walk jobs_claim_idx (queue first) in claim order. */
 function queueCondition(queues: string[] | null): SQL {
   if (queues === null) return sql`true`;
@@ -140,68 +68,6 @@ function queueCondition(queues: string[] | null): SQL {
  */
 function lockLimit(batchSize: number): SQL {
   return sql.raw(String(2 ** Math.ceil(Math.log2(Math.max(1, batchSize)))));
-}
-
-/**
- * Limited keys' candidates: each key brings at most as many jobs as it could start now (free
- * `maxRunning` slots, `maxStarts` tokens out of the window), read from the snapshot. This only sizes
- * what is claimed; the locked slot and token rows taken at start decide what runs.
- */
-function limitedCandidatesCtes(p: ClaimParams, eligible: SQL, stop: SQL): SQL[] {
-  return [
-    sql`room as (
-      select l.key, least(${p.batchSize},
-        case when l.max_running is null then ${p.batchSize}
-             else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then ${p.batchSize}
-             else (select count(*) from akadze.limit_tokens t where t.key = l.key and ${tokenFree(p.now)}) end) as n
-      from akadze.limits l
-    )`,
-    // (The constant inner limit lets the planner walk jobs_limit_idx; the outer one stops it, and
-    // so the locking, after r.n rows.)
-    sql`${cte("limitedCandidates")} as (
-      select x.* from room r cross join lateral (
-        select * from (
-          select j.id, j.priority, j.run_at, ${stop} as stop, true as limited, j.fair_key
-          from akadze.jobs j
-          where j.limit_key = r.key and ${eligible}
-          -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
-          order by j.priority desc nulls last, j.run_at, j.id
-          limit ${p.batchSize}
-          for update of j skip locked
-        ) y limit r.n
-      ) x
-      where r.n > 0
-    )`,
-  ];
-}
-
-/**
- * `oversized`: candidates this claim leaves out for their size (`alone`: too large for any claim), and
- * `too_large`, which fails the latter with a sentence naming the cap. Without `maxBytes` both are empty.
- */
-function sizedCtes(p: ClaimParams, order: SQL): SQL {
-  if (p.maxBytes == null) {
-    return sql`oversized as (select null::bigint as id, false as alone where false),
-    too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`;
-  }
-  const cap = p.maxBytes;
-  return sql`sized as (
-      select c.id, b.bytes, sum(case when b.bytes <= ${cap} then b.bytes else 0 end) over (order by c.limited, ${order}) as total
-      from candidates c join akadze.jobs j on j.id = c.id cross join lateral (select octet_length(j.args::text) as bytes) b
-      where not c.stop
-    ),
-    oversized as (select id, bytes > ${cap} as alone from sized where bytes > ${cap} or total > ${cap}),
-    too_large as (
-      delete from akadze.jobs j using sized s where j.id = s.id and s.bytes > ${cap}
-      returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested,
-        j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt, 'at', ${p.now}, 'kind', 'ArgsTooLarge',
-          'message', 'its args are ' || s.bytes || ' bytes of JSON, over the ' || ${cap}::int || ' bytes one claim over HTTP Postgres may carry (Neon caps a response at 10 MB): keep large data in your own tables and pass its key',
-          'stack', null)) as errors,
-        j.result, j.created_at, j.started_at, ${p.now} as finished_at, j.fair_key, j.trace_context
-    ),
-    ${sql.join(archiveCtes("too_large", sql`select * from too_large`, "failed"), sql`, `)}`;
 }
 
 /** The core's shared fragments for `p` (what riders may build on). */
@@ -234,7 +100,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   // The result is built as json, not jsonb: it is only sent, and json costs Postgres a third of jsonb to build.
   const report = rides.flatMap((r) => Object.entries(r.report ?? {})).map(([name, value]) => sql`, ${name}::text, ${value}`);
   const stop = mustCancel(now);
-  const limited = p.limits ? limitedCandidatesCtes(p, eligible, stop) : [];
+  const limited = p.limits ? limitedCandidatesCtes({ batchSize: p.batchSize, now, eligible, stop }) : [];
   const order = claimOrder(p.fair === true);
   // What the lease reads of each due job.
   const dueColumns = ["id", "start", "limited", ...(p.fair ? ["fair_rank", "walk"] : [])];
@@ -261,7 +127,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       order by ${order}
       limit ${p.batchSize}`}
     ),
-    ${sizedCtes(p, claimOrder(p.fair === true, "c"))},
+    ${sizedCtes({ maxBytes: p.maxBytes, now, order: claimOrder(p.fair === true, "c") })},
     due as (
       select c.id, c.limited, row_number() over (order by c.limited, ${order}) <= ${p.startCount} and not c.limited as start${p.fair ? sql`, c.fair_rank, c.walk` : sql``}
       from candidates c where not c.stop ${p.limits ? sql`and ${notRateLimited(sql`c.id`)}` : sql``}

@@ -10,7 +10,7 @@ export const CTE = {
   claimed: "claimed",
   /** Defined by the claim (claim.ts): the plain scan's candidates. Read by `fairCandidatesCtes` (fair.ts), which offers the rest. */
   unlimitedCandidates: "unlimited_candidates",
-  /** Defined by the claim (claim.ts) when limits exist: each limit key's candidates. Read by `backlogCte` (backlog.ts). */
+  /** Defined by the claim (limited-candidates.ts) when limits exist: each limit key's candidates. Read by `backlogCte` (backlog.ts). */
   limitedCandidates: "limited_candidates",
   /** Defined by `recoverExpiredLeasesCtes` (recover.ts): the jobs recovered from lapsed leases. Read by the claim's report (claim.ts). */
   recovered: "recovered",
