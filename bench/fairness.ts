@@ -17,7 +17,7 @@ export interface FairnessSettings {
   /** The key counts a claim's cost is measured at (fair-claim-cost.ts), the jobs queued over them, and the runs of each statement. */
   costKeys: number[];
   costJobs: number;
-  explains: number;
+  costRuns: number;
 }
 
 export interface FairnessRow {
@@ -86,6 +86,3 @@ export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings)
     await target.close();
   }
 }
-
-/** One claim of `batchSize` over `keys` keys sharing `costJobs` jobs, fair or plain, explained in rolled-back transactions. */
-

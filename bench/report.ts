@@ -229,7 +229,7 @@ function fairnessSections(r: Results): Section[] {
       "Before the clock starts, twice as many claims of an empty queue as there are loops (they check the schema, learn that keyed jobs exist and open the connections the loops use) and an ANALYZE of the jobs table (the statistics of a table in use): the first cycles are then not slower than the rest, so the p95 wait counts claim order, not start-up.",
     ],
   }, {
-    title: `A fair claim's cost: ${f.costKeys.map((k) => k.toLocaleString("en-US")).join(" and ")} keys sharing ${f.costJobs.toLocaleString("en-US")} queued jobs, one claim of ${f.batchSize} (medians of ${f.explains} runs of each, alternating, rolled back)`,
+    title: `A fair claim's cost: ${f.costKeys.map((k) => k.toLocaleString("en-US")).join(" and ")} keys sharing ${f.costJobs.toLocaleString("en-US")} queued jobs, one claim of ${f.batchSize} (medians of ${f.costRuns} runs of each, alternating, rolled back)`,
     head: ["layout", "keys", "jobs queued", "plain: planning + execution ms", "fair: planning + execution ms", "fair ÷ plain, execution", "fair ÷ plain, planning + execution",
       "fair ÷ plain, prepared (as over node-postgres)", "fair ÷ plain, unprepared (as over neon-http)", "jobs_fair_idx probes", "keys served: plain / fair"],
     rows: (r.fairClaimCost ?? []).map((x) => [x.layout, fmt(x.keys), fmt(x.queued), fmt(x.plainPlanningMs + x.plainExecutionMs, 2), fmt(x.fairPlanningMs + x.fairExecutionMs, 2),

@@ -281,7 +281,7 @@ async function main(): Promise<void> {
     }
     const f = config.fairness;
     log(`fairness: a fair claim's cost against a plain one, ${f.costKeys.join(" and ")} keys`);
-    r.fairClaimCost = await fairClaimCosts({ keys: f.costKeys, batches: [f.batchSize], jobs: f.costJobs, runs: f.explains, layouts: ["mixed", "bursts"] },
+    r.fairClaimCost = await fairClaimCosts({ keys: f.costKeys, batches: [f.batchSize], jobs: f.costJobs, runs: f.costRuns, layouts: ["mixed", "bursts"] },
       (line) => log(`fairness: ${line}`));
   }
 
