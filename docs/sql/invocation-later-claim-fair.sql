@@ -2,53 +2,12 @@
 with owner_leased as (
       insert into akadze.owners as o (owner, expires_at) values ($1, now() + ($2)::float8 * interval '1 millisecond')
       on conflict (owner) do update set expires_at = excluded.expires_at
-    ), recover_owners as (
-      select o.owner from akadze.owners o where o.expires_at < now() and o.owner <> $3
-        and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
-      order by o.expires_at limit $4 for update skip locked
-    ), recover_expired as (
-      select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_owner <> $5
-        and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < now())
-        and (exists (select 1 from recover_owners) or (select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
-        and j.lease_expires_at < now() order by j.lease_expires_at limit 1) is not null)
-      order by id limit $6 for update skip locked
-    ), recover_owners_ended as (
-      delete from akadze.owners o where o.owner in (
-          select e.owner from akadze.owners e where e.expires_at < now() and e.owner <> $7
-          order by e.expires_at limit $8 for update skip locked)
-        and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner
-          and j.id not in (select id from recover_expired))
-    ), recover_requeued as (
-      update akadze.jobs j set
-        state = 'queued',
-        attempt = case when x.started then j.attempt else j.attempt - 1 end,
-        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($9, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
-        started_at = case when x.started then j.started_at end,
-        lease_owner = null, lease_expires_at = null,
-        errors = case when not x.started then j.errors else j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
-  'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) end
-      from recover_expired x
-      where j.id = x.id and not (x.started and x.last)
-      returning j.id, j.task, j.queue, j.attempt, j.state, case when x.started then json_build_object('kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease') end as error
-    ), recover_failed as (
-      delete from akadze.jobs j using recover_expired x where j.id = x.id and x.started and x.last
-      returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
-  'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) as errors, j.result, j.created_at,
-        j.started_at, now() as finished_at, j.fair_key, j.trace_context, json_build_object('kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease') as error
-    ), "recover_failed_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from recover_failed) f ), recovered as (
-      select id, task, queue, attempt, state, error from recover_requeued
-      union all select id, task, queue, attempt, state, error from recover_failed
-    ), recover_freed as (
-      update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
     ), sched_runtime_due as (
     select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
     from akadze.schedules s
     where s.runtime and not s.paused and s.next_slot <= now()
-      and s.task = any(array(select jsonb_array_elements_text($10::jsonb)))
-      and not exists (select 1 from jsonb_to_recordset($11::jsonb) as o(name text, revision int)
+      and s.task = any(array(select jsonb_array_elements_text($3::jsonb)))
+      and not exists (select 1 from jsonb_to_recordset($4::jsonb) as o(name text, revision int)
         where o.name = s.name and o.revision = s.revision)
     order by s.next_slot
     limit 100
@@ -64,12 +23,12 @@ with owner_leased as (
       using (select j.id from akadze.jobs j
             where j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($12::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
     and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
     and j.limit_key in (select key from limit_full))
-            order by j.run_at limit $13 for update of j skip locked) x
+            order by j.run_at limit $6 for update of j skip locked) x
       where j.id = x.id
       returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
@@ -98,7 +57,7 @@ with owner_leased as (
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
       weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
         from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1))
-      select tenant, first_key, n, weight, ceil($14::float8 * weight / sum(weight) over ())::int as share from weighed
+      select tenant, first_key, n, weight, ceil($7::float8 * weight / sum(weight) over ())::int as share from weighed
     ), fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk), fair_candidates as (
       select x.* from fair_keys k cross join lateral (
         select * from (
@@ -106,7 +65,7 @@ with owner_leased as (
           from akadze.jobs j
           where j.fair_key collate "C" = k.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($15::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($8::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
           order by j.priority desc nulls last, j.run_at, j.id
@@ -120,19 +79,19 @@ with owner_leased as (
       from akadze.jobs j
       where j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($16::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
       order by j.priority desc nulls last, j.run_at, j.id
       limit 1
       for update of j skip locked
-    ) u limit (select greatest($17 - (select count(*) from fair_candidates),
-        ceil($18::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    ) u limit (select greatest($10 - (select count(*) from fair_candidates),
+        ceil($11::float8 / ((select count(*) from fair_walk) + 1)))::int)),
     room as (
-      select l.key, least($19,
-        case when l.max_running is null then $20
+      select l.key, least($12,
+        case when l.max_running is null then $13
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $21
+        case when l.max_starts is null then $14
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
@@ -142,12 +101,12 @@ with owner_leased as (
           from akadze.jobs j
           where j.limit_key = r.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($22::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($15::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $23
+          limit $16
           for update of j skip locked
         ) y limit r.n
       ) x
@@ -163,18 +122,18 @@ with owner_leased as (
         from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
       ) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit $24
+      limit $17
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $25 and not c.limited as start, c.fair_rank, c.walk
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $18 and not c.limited as start, c.fair_rank, c.walk
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $26,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $19,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -219,9 +178,8 @@ with owner_leased as (
       'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
       or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
         and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $27::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $28::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $29::text, (select count(*) from claimed) >= $30 and exists (
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $20::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $21::text, (select count(*) from claimed) >= $22 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

@@ -10,7 +10,7 @@ import { claimResultOf, type ClaimAnswer } from "../../src/sql/claim/claim-answe
 import { timestamp } from "../../src/sql/time.js";
 import { resolveRetention } from "../../src/core/retention.js";
 import { HistoryKeeper } from "../../src/runtime/history.js";
-import { backlogRider, claimRiders, recoveryRider, registryRider, retentionRider, schedulesRider, Upkeep, type ClaimRider, type Ride } from "../../src/runtime/riders.js";
+import { backlogRider, claimRiders, RECOVERY_EVERY_MS, recoveryRider, registryRider, retentionRider, schedulesRider, Upkeep, type ClaimRider, type Ride } from "../../src/runtime/riders.js";
 import { forEachDriver } from "../support/drivers.js";
 import { ManualClock } from "../support/clock.js";
 
@@ -67,9 +67,30 @@ forEachDriver((h) => {
     expect(core.answer.recovered).toEqual([]);
     expect((await h().rows(`select state, lease_owner from akadze.jobs where id = ${first}`))[0]).toMatchObject({ state: "running", lease_owner: "gone#1" });
 
-    const withRecovery = await claimWith(h().db, [recoveryRider()], { now: clock.now(), tasks });
+    const withRecovery = await claimWith(h().db, [recoveryRider(clock.now)], { now: clock.now(), tasks });
     expect(withRecovery.answer.recovered.map((t) => [t.id, t.to])).toEqual([[first, "queued"]]);
     expect((await h().rows(`select state, lease_owner from akadze.jobs where id = ${first}`))[0]).toMatchObject({ state: "queued", lease_owner: null });
+  });
+
+  it("recovery rides on an engine's first claim, then on a later one once RECOVERY_EVERY_MS passed on the engine's clock since it last rode", async () => {
+    const clock = new ManualClock();
+    const { app } = appWithNoop(clock);
+    const [lapsed] = await enqueue(app, 1);
+    await claimWith(h().db, [], { now: clock.now(), tasks, owner: "gone#1", batchSize: 1 });
+    clock.advance(LEASE_MS - 500);
+    const rider = recoveryRider(clock.now);
+    const first = await claimWith(h().db, [rider], { now: clock.now(), tasks, first: true });
+    expect(first.rides).toBe(1);
+    expect(first.answer.recovered).toEqual([]);
+    // gone#1's lease lapses, but the rider rode 600 ms ago: this claim does not carry it, and the job stays leased.
+    clock.advance(600);
+    const later = await claimWith(h().db, [rider], { now: clock.now(), tasks, first: false });
+    expect(later.rides).toBe(0);
+    expect((await h().rows(`select state, lease_owner from akadze.jobs where id = ${lapsed}`))[0]).toMatchObject({ state: "running", lease_owner: "gone#1" });
+    clock.advance(RECOVERY_EVERY_MS - 600);
+    const due = await claimWith(h().db, [rider], { now: clock.now(), tasks, first: false });
+    expect(due.rides).toBe(1);
+    expect(due.answer.recovered.map((t) => [t.id, t.to])).toEqual([[lapsed, "queued"]]);
   });
 
   it("schedules: a due slot is enqueued by the claim that carries the rider, once, and not by the core alone", async () => {
