@@ -5,6 +5,7 @@ import { registerInit } from "./init.js";
 import { describeError, exitCodeOf, SaidExit } from "./errors.js";
 import { registerJobs } from "./jobs.js";
 import { registerLimits } from "./limits.js";
+import { registerFair } from "./fair.js";
 import { registerMaintenance } from "./maintenance.js";
 import { registerQueues } from "./queues.js";
 import { registerSchedules } from "./schedules.js";
@@ -31,6 +32,7 @@ export function buildProgram(): { program: Command; where: () => string | undefi
   registerJobs(program, ctx);
   registerWorkersList(program, ctx);
   registerLimits(program, ctx);
+  registerFair(program, ctx);
   registerQueues(program, ctx);
   registerSchedules(program, ctx);
   return { program, where };

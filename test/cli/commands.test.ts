@@ -66,7 +66,7 @@ describe("akadze", () => {
     const runs = await Promise.all([["--help"], ["limits", "set", "--help"]].map((a) => akadze(a)));
     for (const run of runs) expect(run).toMatchObject({ code: 0, stderr: "" });
     expect(runs[0].stdout).toMatch(/Usage: akadze \[options\] \[command\]/);
-    for (const command of ["migrate", "worker", "dev", "jobs", "workers", "limits", "queues", "schedules", "metrics", "beat"]) {
+    for (const command of ["migrate", "worker", "dev", "jobs", "workers", "limits", "fair", "queues", "schedules", "metrics", "beat"]) {
       expect(runs[0].stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
     }
     expect(runs[1].stdout).toMatch(/^Usage: akadze limits set \[options\] <key>[\s\S]*--max-starts <n>[\s\S]*--window <duration>[\s\S]*--max-running <n>[\s\S]*Global Options:[\s\S]*--database/);
@@ -172,6 +172,15 @@ describe("akadze", () => {
     expect(await t.rows("select * from akadze.limits")).toEqual([]);
   });
 
+  it("fair set and list a tenant's weight; weight 1 takes it back to the default", async () => {
+    expect(await akadze(["fair", "list"])).toMatchObject({ code: 0, stdout: "every tenant weighs 1\n" });
+    expect(await akadze(["fair", "set", "acme", "3"])).toMatchObject({ code: 0, stdout: "fair acme: weight 3\n", stderr: "" });
+    expect((await akadze(["fair", "list"])).stdout).toBe("KEY   WEIGHT\nacme  3\n");
+    expect(JSON.parse((await akadze(["fair", "list", "--json"])).stdout)).toEqual([{ key: "acme", weight: 3 }]);
+    expect(await akadze(["fair", "set", "acme", "1"])).toMatchObject({ code: 0, stdout: "fair acme: weight 1\n" });
+    expect(await t.rows("select * from akadze.fair_weights")).toEqual([]);
+  });
+
   it("queues pause, list and resume a queue", async () => {
     const paused = await akadze(["queues", "pause", "reports"]);
     expect(paused).toMatchObject({ code: 0, stdout: "queue reports: paused\n", stderr: "" });
@@ -263,6 +272,8 @@ describe("akadze", () => {
       [["--http", "jobs", "list"], /--http to 127\.0\.0\.1 needs the SQL-over-HTTP endpoint: pass --neon-endpoint/],
       [["jobs", "cancel", "9007199254740993"], /a job id is a positive integer no larger than 9007199254740991/],
       [["limits", "set", "k", "--max-running", "2000000"], /maxRunning must be at most 10000/],
+      [["fair", "set", "acme", "2000"], /must be at most 1000/],
+      [["fair", "set", "acme", "0"], /expected a positive integer/],
     ];
     const runs = await Promise.all(cases.map(([args, , env]) => akadze(args, env)));
     runs.forEach((run, i) => expectOneLineError(run, 2, cases[i][1]));
