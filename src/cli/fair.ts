@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { listFairWeights, setFairWeight, type FairWeight } from "../ops/fair-weights.js";
+import { listFairWeights, MAX_FAIR_WEIGHT, setFairWeight, type FairWeight } from "../ops/fair-weights.js";
 import type { CliContext } from "./context.js";
 import { print, printJson, printRows } from "./output.js";
 import { positiveInt } from "./parse.js";
@@ -18,7 +18,7 @@ export function registerFair(program: Command, ctx: CliContext): void {
 
   fair.command("set").description("how much a tenant weighs in fair claims: its share of a batch against the others' (1 is the default)")
     .argument("<key>", "the fairKey jobs are enqueued with (the tenant)")
-    .argument("<weight>", "an integer from 1 to 1000", positiveInt)
+    .argument("<weight>", `an integer from 1 to ${MAX_FAIR_WEIGHT}`, positiveInt)
     .action((key: string, weight: number, _opts, cmd: Command) => ctx.withDb(cmd, async (db) => {
       const set = await setFairWeight(db, key, weight);
       if (ctx.json(cmd)) return printJson(set);

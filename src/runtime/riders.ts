@@ -71,13 +71,13 @@ export const RECOVERY_EVERY_MS = 1_000;
  * by the engine's clock (`now`).
  */
 export function recoveryRider(now: () => Date): ClaimRider {
-  let carriedAt: number | null = null;
+  let carriedAt = -Infinity;
   return {
     name: "recovery",
     ride: ({ first, core }) => {
       const at = now().getTime();
       // (A clock moved back, as a test's may be, counts as time passed.)
-      if (!first && carriedAt !== null && at >= carriedAt && at - carriedAt < RECOVERY_EVERY_MS) return null;
+      if (!first && at >= carriedAt && at - carriedAt < RECOVERY_EVERY_MS) return null;
       carriedAt = at;
       return recoveryRide(core.now, core.owner);
     },
