@@ -108,9 +108,12 @@ with owner_leased as (
         from from_start s where s.key is not null and s.n < 8
       ),
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
-      weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
-        from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1))
-      select tenant, first_key, n, weight, ceil($20::float8 * weight / sum(weight) over ())::int as share from weighed
+      weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight,
+          sum(coalesce(fw.weight, 1)) over (order by w.n) as upto
+        from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1)),
+      -- (Where the batch's remainder falls: a random point of the walked weights, drawn once per claim.)
+      fair_phase as (select floor(random() * coalesce(sum(weight), 0))::bigint as phase from weighed)
+      select tenant, first_key, n, weight, greatest(1, $20::bigint * (upto + (select phase from fair_phase)) / sum(weight) over () - $21::bigint * (upto - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
     ), fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk), fair_candidates as (
       select x.* from fair_keys k cross join lateral (
         select * from (
@@ -118,7 +121,7 @@ with owner_leased as (
           from akadze.jobs j
           where j.fair_key collate "C" = k.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($21::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($22::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
           order by j.priority desc nulls last, j.run_at, j.id
@@ -132,19 +135,19 @@ with owner_leased as (
       from akadze.jobs j
       where j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($22::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($23::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
       order by j.priority desc nulls last, j.run_at, j.id
       limit 8
       for update of j skip locked
-    ) u limit (select greatest($23 - (select count(*) from fair_candidates),
-        ceil($24::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    ) u limit (select greatest($24 - (select count(*) from fair_candidates),
+        ceil($25::float8 / ((select count(*) from fair_walk) + 1)))::int)),
     room as (
-      select l.key, least($25,
-        case when l.max_running is null then $26
+      select l.key, least($26,
+        case when l.max_running is null then $27
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $27
+        case when l.max_starts is null then $28
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
@@ -154,12 +157,12 @@ with owner_leased as (
           from akadze.jobs j
           where j.limit_key = r.key and j.state = 'queued'
         and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($28::jsonb)))
+        and j.task = any(array(select jsonb_array_elements_text($29::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $29
+          limit $30
           for update of j skip locked
         ) y limit r.n
       ) x
@@ -175,18 +178,18 @@ with owner_leased as (
         from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
       ) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit $30
+      limit $31
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $31 and not c.limited as start, c.fair_rank, c.walk
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $32 and not c.limited as start, c.fair_rank, c.walk
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $32,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $33,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -231,12 +234,12 @@ with owner_leased as (
       'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
       or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
         and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $33::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $34::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $35::text, akadze.history_due(now(), $36::float8, $37::bigint), $38::text, (select count(*) from claimed) >= $39 and exists (
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $34::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $35::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $36::text, akadze.history_due(now(), $37::float8, $38::bigint), $39::text, (select count(*) from claimed) >= $40 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $40::text, (pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $41::text, (pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

@@ -4,6 +4,10 @@
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, getJob, InvalidInput, requeue, runOnce, setLimit, type Db } from "../../../src/index.js";
+import { queryJson } from "../../../src/db/query.js";
+import { claimJobsStatement } from "../../../src/sql/claim/claim.js";
+import { claimResultOf, type ClaimAnswer } from "../../../src/sql/claim/claim-answer.js";
+import { timestamp } from "../../../src/sql/time.js";
 import { forEachDriver } from "../../support/drivers.js";
 import { ManualClock } from "../../support/clock.js";
 
@@ -182,3 +186,30 @@ forEachDriver((h) => {
     expect(ran.filter((t) => t !== "big")).toHaveLength(0);
   });
 }, ["node-postgres"]);
+
+// Two claims open at once need two sessions: PGlite has one connection, and neon-http no transaction that stays open.
+forEachDriver((h) => {
+  const claim = async (db: Db, owner: string, tasks = ["tenant.work"]) => claimResultOf(await queryJson<ClaimAnswer>(db, claimJobsStatement({
+    owner, now: timestamp(null), leaseMs: 30_000, batchSize: 4, startCount: 0, tasks, queues: null, limits: false, fair: true,
+  })));
+
+  it("a fair claim holds no more of the keys' jobs than its batch: a second claim beside the open first takes a whole batch of what is left", async () => {
+    const { work } = tenantApp();
+    for (const tenant of ["k1", "k2", "k3"]) await enqueueTenant(h().db, work, tenant, 3);
+    // The cursor's row first (a claim for another task walks the keys and takes nothing): the first claim ever
+    // inserts it, and a second claim's insert would wait for that open transaction.
+    expect((await claim(h().db, "fair-cursor#1", ["other.task"])).claimed).toEqual([]);
+    let first: number[] = [];
+    let second: number[] = [];
+    await h().db.transaction(async (tx) => {
+      first = (await claim(tx as unknown as Db, "fair-first#1")).claimed.map((j) => j.id);
+      // The first claim's transaction is still open: every job it locked is skipped by this one.
+      second = (await claim(h().db, "fair-second#1")).claimed.map((j) => j.id);
+    });
+    // Shares of a batch of 4 over 3 keys add up to 4 (2, 1, 1): the first claim locks those and one job of its
+    // plain scan, and leaves 4 of the 9. (With every key offering 2, it held 7 to keep 4, and the second got 2.)
+    expect(first).toHaveLength(4);
+    expect(second).toHaveLength(4);
+    expect(new Set([...first, ...second]).size).toBe(8);
+  });
+}, ["node-postgres", "neon-serverless"]);
