@@ -4,6 +4,7 @@ import type { Duration } from "../src/index.js";
 import { AKADZE_DRIVERS, type AkadzeDriver } from "./akadze-db.js";
 import type { FanOutSettings } from "./fan-out.js";
 import type { FairnessSettings } from "./fairness.js";
+import type { LatencySettings } from "./latency.js";
 
 export interface BenchConfig {
   quick: boolean;
@@ -19,7 +20,7 @@ export interface BenchConfig {
   workerJobs: number;
   /** akadze drivers of the burn-down table. */
   drivers: AkadzeDriver[];
-  latency: { samples: number; idleMs: number; gapMs: [number, number] };
+  latency: LatencySettings;
   /** One cron invocation over a backlog of `jobMs` jobs, budget `budget`. */
   tick: { budget: Duration; jobMs: number; backlog: number };
   /** K concurrent runOnce loops (slots 8, batch 16) over `jobMs` I/O jobs; backlog K × 8 × `jobsPerSlot`. */
@@ -35,7 +36,7 @@ export interface BenchConfig {
 export const FULL: BenchConfig = {
   quick: false, jobs: 20_000, rounds: 5, sweepJobs: 10_000, warmUpJobs: 2_000, workerJobs: 10_000,
   drivers: [...AKADZE_DRIVERS],
-  latency: { samples: 50, idleMs: 2_500, gapMs: [100, 300] },
+  latency: { samples: 50, idleMs: 2_500, gapMs: [100, 300], warmUp: 20, idles: 5 },
   tick: { budget: "25s", jobMs: 100, backlog: 10_000 },
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 50, jobMs: 20, neonK: 16 },
   claimCost: { calls: 200, explains: 30, backlog: 100_000 },
@@ -46,7 +47,7 @@ export const FULL: BenchConfig = {
 export const QUICK: BenchConfig = {
   quick: true, jobs: 2_000, rounds: 1, sweepJobs: 1_000, warmUpJobs: 0, workerJobs: 500,
   drivers: ["node-postgres", "neon-http"],
-  latency: { samples: 5, idleMs: 1_000, gapMs: [20, 80] },
+  latency: { samples: 5, idleMs: 1_000, gapMs: [20, 80], warmUp: 2, idles: 1 },
   tick: { budget: "5s", jobMs: 100, backlog: 2_000 },
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 6, jobMs: 20, neonK: 16 },
   claimCost: { calls: 30, explains: 5, backlog: 5_000 },
