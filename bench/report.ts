@@ -130,7 +130,7 @@ function engineSections(r: Results): Section[] {
     {
       title: `Enqueue-to-start latency (ms): ${lat.warmUp} uncounted jobs, then ${lat.idles} times: idle ${fmt(lat.idleMs)} ms, then ${Math.ceil(lat.samples / lat.idles)} jobs one at a time, each after the previous started plus ${lat.gapMs[0]}-${lat.gapMs[1]} ms`,
       head: ["system", "how", `first after idle (median of ${lat.idles})`, "each first after idle", "p50", "p95", "max", "samples"],
-      rows: r.latency.map((l) => [l.system, l.how, fmt(l.firstAfterIdle, 1), (l.firstsAfterIdle ?? []).map((x) => x.toFixed(1)).join(", "), fmt(l.p50, 1), fmt(l.p95, 1), fmt(l.max, 1), String(l.samples)]),
+      rows: r.latency.map((l) => [l.system, l.how, fmt(l.firstAfterIdle, 1), l.firstsAfterIdle.map((x) => x.toFixed(1)).join(", "), fmt(l.p50, 1), fmt(l.p95, 1), fmt(l.max, 1), String(l.samples)]),
     },
   ];
   if (r.tick) {

@@ -55,12 +55,11 @@ with owner_leased as (
         from from_start s where s.key is not null and s.n < 1
       ),
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
-      weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight,
-          sum(coalesce(fw.weight, 1)) over (order by w.n) as upto
+      weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
         from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1)),
       -- (Where the batch's remainder falls: a random point of the walked weights, drawn once per claim.)
       fair_phase as (select floor(random() * coalesce(sum(weight), 0))::bigint as phase from weighed)
-      select tenant, first_key, n, weight, greatest(1, $7::bigint * (upto + (select phase from fair_phase)) / sum(weight) over () - $8::bigint * (upto - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
+      select tenant, first_key, n, weight, greatest(1, $7::bigint * (sum(weight) over (order by n) + (select phase from fair_phase)) / sum(weight) over () - $8::bigint * (sum(weight) over (order by n) - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
     ), fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk), fair_candidates as (
       select x.* from fair_keys k cross join lateral (
         select * from (

@@ -14,8 +14,8 @@ export { splitFairKey, storedFairKey } from "../../core/fair-key.js";
  *   tenants. Tenants whose jobs are all delayed are not walked: the probe checks `run_at` in the index, job by
  *   job, without reading a row, so they cost no turn and only their index entries' reading.
  * - Each walked tenant's share of the batch is its weight's part of the walked tenants' weights
- *   (`akadze.fair_weights`, 1 when unset), in whole jobs that add up to the batch (`shareOf`). Within it, the claim walks the tenant's keys (its sub-keys) the same
- *   way, from the tenant's own cursor (`akadze.fair_sub_cursors`, written only for tenants with sub-keys), at
+ *   (`akadze.fair_weights`, 1 when unset), in whole jobs that add up to the batch (`shareOf`). Within it, the
+ *   claim walks the tenant's keys (its sub-keys) the same way, from the tenant's own cursor (`akadze.fair_sub_cursors`, written only for tenants with sub-keys), at
  *   most its share of keys, and each walked key offers its next due jobs, an equal part of the share.
  * - Then the claim's plain scan offers the first other jobs in claim order, as many as the batch still lacks
  *   and at least a tenant's share (jobs without a key, and any key's when the walk cannot fill the batch).
@@ -92,8 +92,8 @@ function keyBefore(end: SQL): SQL {
 const KEY_OFFER_BOUND = 64;
 
 /**
- * A walked tenant's share of a claim of `batchSize`, from the walk's `weight`, `upto` (the weights walked so far,
- * its own included) and `fair_phase`: the whole jobs of its weight's part, the floor or the ceiling of it, so the
+ * A walked tenant's share of a claim of `batchSize`, from its `weight`, the weights walked up to it (its own
+ * included) and `fair_phase`: the whole jobs of its weight's part, the floor or the ceiling of it, so the
  * shares add up to the batch (tenants' weights laid end to end on the batch, each taking the jobs whose points
  * fall in its stretch). Where the remainder falls is drawn per claim: concurrent claims walk from the same
  * cursor, and with the ceiling for every tenant (until 2026-12-04) each locked more jobs than its batch kept,
@@ -101,8 +101,9 @@ const KEY_OFFER_BOUND = 64;
  * its batch from the backlog. At least 1: a walked tenant of a small weight among heavy ones still gets its turn.
  */
 function shareOf(batchSize: number): SQL {
-  const at = (upto: SQL) => sql`${batchSize}::bigint * (${upto} + (select phase from fair_phase)) / sum(weight) over ()`;
-  return sql`greatest(1, ${at(sql`upto`)} - ${at(sql`upto - weight`)})::int`;
+  const upTo = sql`sum(weight) over (order by n)`;
+  const at = (walked: SQL) => sql`${batchSize}::bigint * (${walked} + (select phase from fair_phase)) / sum(weight) over ()`;
+  return sql`greatest(1, ${at(upTo)} - ${at(sql`${upTo} - weight`)})::int`;
 }
 
 /** The most keys one claim walks: its batch size, as a literal (a prepared claim keeps one plan). */
@@ -146,8 +147,7 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
         from from_start s where s.key is not null and s.n < ${bound}
       ),
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
-      weighed as (select ${tenantOf(sql`w.key`)} as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight,
-          sum(coalesce(fw.weight, 1)) over (order by w.n) as upto
+      weighed as (select ${tenantOf(sql`w.key`)} as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
         from walked w left join akadze.fair_weights fw on fw.key = ${tenantOf(sql`w.key`)}),
       -- (Where the batch's remainder falls: a random point of the walked weights, drawn once per claim.)
       fair_phase as (select floor(random() * coalesce(sum(weight), 0))::bigint as phase from weighed)
