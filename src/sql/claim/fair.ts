@@ -15,8 +15,9 @@ export { splitFairKey, storedFairKey } from "../../core/fair-key.js";
  *   job, without reading a row, so they cost no turn and only their index entries' reading.
  * - Each walked tenant's share of the batch is its weight's part of the walked tenants' weights
  *   (`akadze.fair_weights`, 1 when unset), in whole jobs that add up to the batch (`shareOf`). Within it, the
- *   claim walks the tenant's keys (its sub-keys) the same way, from the tenant's own cursor (`akadze.fair_sub_cursors`, written only for tenants with sub-keys), at
- *   most its share of keys, and each walked key offers its next due jobs, an equal part of the share.
+ *   claim walks the tenant's keys (its sub-keys) the same way, from the tenant's own cursor
+ *   (`akadze.fair_sub_cursors`, written only for tenants with sub-keys), at most its share of keys, and each
+ *   walked key offers its next due jobs, an equal part of the share.
  * - Then the claim's plain scan offers the first other jobs in claim order, as many as the batch still lacks
  *   and at least a tenant's share (jobs without a key, and any key's when the walk cannot fill the batch).
  * - The batch is cut by priority first, then by each job's round within its tenant (`fair_rank`: its rank, by
