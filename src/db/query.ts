@@ -96,10 +96,10 @@ export async function queryJson<T>(db: Db, statement: SQL): Promise<T> {
 }
 
 /**
- * Like `queryJson`, but on node-postgres sent as a named prepared statement, so a statement the engine
- * sends again and again with the same text (a claim, a settle, a heartbeat) is planned once per
- * connection instead of every time. Elsewhere (neon-http, neon-serverless, PGlite, transactions) it is
- * `queryJson`.
+ * Like `queryJson`, but on node-postgres sent as a named prepared statement, so a statement sent again
+ * and again with the same text (a claim, a settle, a heartbeat, an enqueue) is planned once per connection
+ * instead of every time. Only for texts of a bounded set of shapes (a connection keeps each one it saw).
+ * Elsewhere (neon-http, neon-serverless, PGlite, transactions) it is `queryJson`.
  */
 export async function queryJsonPrepared<T>(db: Db, statement: SQL): Promise<T> {
   const client = preparingClient(db);

@@ -1,9 +1,13 @@
 // An enqueue stores the job as asked (its task's queue and attempts, priority, delay or runAt, unique key) or refuses it
 // with a clear error writing nothing, and commits or rolls back with the caller's transaction or batch (SPEC §1-§2);
-// invocations claim only their queues and leave jobs of tasks they do not know. On every driver.
-import { expect, it } from "vitest";
+// invocations claim only their queues and leave jobs of tasks they do not know. On every driver; on a node-postgres
+// pool an enqueue is a prepared statement.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v from "valibot";
-import { createApp, DuplicateJob, InvalidInput, runOnce } from "../../src/index.js";
+import pg from "pg";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { createApp, DuplicateJob, InvalidInput, runOnce, type Db } from "../../src/index.js";
+import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { forEachDriver } from "../support/drivers.js";
 import { ManualClock } from "../support/clock.js";
 
@@ -150,4 +154,29 @@ forEachDriver((h, driver) => {
       expect(await count()).toBe(0);
     });
   }
+});
+
+describe("on a node-postgres pool", () => {
+  let t: TestDatabase;
+  beforeAll(async () => { t = await openTestDatabase("enqueue_prepared"); });
+  afterAll(async () => { await t?.close(); });
+
+  it("an enqueue is a statement its connection prepared once, and a duplicate is still DuplicateJob", async () => {
+    const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+    try {
+      const db = drizzle(pool) as unknown as Db;
+      const task = createApp().task("prepared", { args: v.object({ n: v.number() }) }, async () => {});
+      for (let n = 1; n <= 3; n++) await task.using(db).enqueue({ n });
+      await task.using(db).enqueueMany([{ n: 4 }, { n: 5 }]);
+      await task.using(db, { uniqueKey: "k" }).enqueue({ n: 6 });
+      // The pool's one connection: the enqueues' texts, each prepared once (a unique key is a parameter, not a new text).
+      const { rows } = await pool.query("select count(*)::int as n from pg_prepared_statements where statement like '%insert into akadze.jobs%'");
+      expect(rows[0].n).toBe(1);
+      // (A failed query costs pg's pool its connection: checked last.)
+      await expect(task.using(db, { uniqueKey: "k" }).enqueue({ n: 7 })).rejects.toBeInstanceOf(DuplicateJob);
+      expect((await t.rows("select args->>'n' as n from akadze.all_jobs order by id")).map((r) => Number(r.n))).toEqual([1, 2, 3, 4, 5, 6]);
+    } finally {
+      await pool.end();
+    }
+  });
 });
