@@ -4,6 +4,7 @@
 // | rider      | rides on                               | before the core / after it             | reports        | with the answer                     |
 // |------------|----------------------------------------|----------------------------------------|----------------|-------------------------------------|
 // | recovery   | first claim, then at most every second | expired leases back to queued (before) | recovered      | (the claim's transitions)           |
+// |            | (a wake-up's claim: every two)         |                                        |                |                                     |
 // | schedules  | every claim                            | due slots enqueued, runtime probe      | schedules, ... | learns the clock, next slots; more  |
 // | retention  | when due (per process, per worker)     | finished rows pruned (before)          |                |                                     |
 // | history    | when due (per process)                 |                                        | historyDue     | one maintenance statement beside    |
@@ -42,12 +43,17 @@ export interface RiderSetup {
   registry?: { id: string; queues: string[] | null; startedAt: Date };
   /** Fan-out: how far a claim counts the due jobs, given whether it is the first and its size; undefined: not this one. */
   backlog?: (first: boolean, batchSize: number) => number | undefined;
+  /**
+   * A worker lane: whether the claim about to be sent answers an enqueue's wake-up (a job's start waits on it),
+   * asked once per claim. Recovery then waits for a later claim (recoveryRider).
+   */
+  woken?: () => boolean;
 }
 
 /** The riders of one engine, in the order of the table above. */
 export function claimRiders(s: RiderSetup): ClaimRider[] {
   return [
-    recoveryRider(s.now),
+    recoveryRider(s.now, s.woken),
     schedulesRider(s.app, s.now),
     ...(s.retention ? [retentionRider(s.retention, s.now)] : []),
     ...(s.history ? [s.history] : []),
@@ -59,25 +65,31 @@ export function claimRiders(s: RiderSetup): ClaimRider[] {
 
 /**
  * How often, after an engine's first claim, its later claims carry recovery. A lapsed lease (30 s by default, so
- * an engine that died is found 30 s after its last heartbeat) waits at most this much longer; the claims between
- * skip recovery's CTEs, which cost a claim of a few jobs twice its own Postgres time unprepared (over neon-http,
- * every claim: 7-9 ms against 3-4, planning 1.2-2 ms against 0.7-1) and, prepared, 0.6-1 ms of its execution.
+ * an engine that died is found 30 s after its last heartbeat) waits at most this much longer (twice as long on
+ * a worker lane woken by enqueues, below); the claims between skip recovery's CTEs, which cost a claim of a few
+ * jobs twice its own Postgres time unprepared (over neon-http, every claim: 7-9 ms against 3-4, planning 1.2-2 ms
+ * against 0.7-1) and, prepared, 0.6-1 ms of its execution.
  */
 export const RECOVERY_EVERY_MS = 1_000;
 
 /**
  * Jobs whose lease expired (another engine's) go back to queued, or fail on their last attempt: on an engine's
  * first claim (every invocation recovers), then on a claim at least RECOVERY_EVERY_MS after the last that did
- * by the engine's clock (`now`).
+ * by the engine's clock (`now`). A claim that answers a worker's wake-up (`woken`) leaves a due recovery to the
+ * next claim, unless it is twice RECOVERY_EVERY_MS late: the enqueued job starts without it. Recovery's variant
+ * of the claim runs seldom on a connection, so Postgres plans it afresh each time (2-3.5 ms at bind, read off
+ * the server log): that was most of an idle worker's first job after 2.5 s of waiting (9 ms against 6).
  */
-export function recoveryRider(now: () => Date): ClaimRider {
+export function recoveryRider(now: () => Date, woken: () => boolean = () => false): ClaimRider {
   let carriedAt = -Infinity;
   return {
     name: "recovery",
     ride: ({ first, core }) => {
       const at = now().getTime();
+      const waitedOn = woken();
       // (A clock moved back, as a test's may be, counts as time passed.)
-      if (!first && at >= carriedAt && at - carriedAt < RECOVERY_EVERY_MS) return null;
+      const since = at >= carriedAt ? at - carriedAt : Infinity;
+      if (!first && (since < RECOVERY_EVERY_MS || (waitedOn && since < 2 * RECOVERY_EVERY_MS))) return null;
       carriedAt = at;
       return recoveryRide(core.now, core.owner);
     },

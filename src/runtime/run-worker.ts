@@ -147,6 +147,8 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
 
   const lane = async (queue: string | null): Promise<void> => {
     let delay = 0;
+    // The lane's next claim answers an enqueue's wake-up (recovery waits for a later one, riders.ts).
+    let woken = false;
     // Traced: a lane has no span of its own (it lives as long as the worker); its claims, settles and runs
     // hang off the context the worker started in.
     const trace = app.tracing ? app.tracing.engine({ id, kind: "worker", queues: queue === null ? null : [queue] }) : null;
@@ -167,6 +169,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
         riders: claimRiders({
           app, db, now, retention: retention ? { plan: retention, due: pruneDue } : undefined,
           history: retention ? new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }) : undefined,
+          woken: () => { const w = woken; woken = false; return w; },
         }),
         keepSucceeded: retention ? retention.keepSucceeded : true,
         settleAfter: () => [], onError, trace,
@@ -177,7 +180,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
             if (claimed > 0) delay = 0;
             else if (unreported > 0) report(); // an empty claim is when the worker has time: report what it did
             delay = nextPollDelay(delay, claimed === 0 && delay > 0, poll);
-            if (wakeups) await wakeups.wait(queue, delay, stopping);
+            if (wakeups) woken = await wakeups.wait(queue, delay, stopping);
             else await sleep(delay, stopping);
             return !stopping.aborted;
           },

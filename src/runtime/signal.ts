@@ -1,6 +1,7 @@
 /**
  * A level-triggered wake-up: `wait()` resolves at the next `notify()`, or at once if one came while nobody
  * waited; a wait that timed out or was aborted leaves no stale waiter behind to swallow the next notify.
+ * It resolves true when a notify ended it, false when its time ran out or the signal aborted.
  */
 export class Wakeup {
   private pending = false;
@@ -11,18 +12,24 @@ export class Wakeup {
     for (const waiter of [...this.waiters]) waiter();
   }
 
-  wait(ms = Infinity, signal?: AbortSignal): Promise<void> {
-    if (this.pending || signal?.aborted) { this.pending = false; return Promise.resolve(); }
+  wait(ms = Infinity, signal?: AbortSignal): Promise<boolean> {
+    if (this.pending || signal?.aborted) {
+      const notified = this.pending;
+      this.pending = false;
+      return Promise.resolve(notified);
+    }
     return new Promise((resolve) => {
-      const done = () => {
-        this.waiters.delete(done);
+      const end = (notified: boolean) => {
+        this.waiters.delete(notify);
         clearTimeout(timer);
-        signal?.removeEventListener("abort", done);
-        resolve();
+        signal?.removeEventListener("abort", quit);
+        resolve(notified);
       };
-      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
-      this.waiters.add(done);
-      signal?.addEventListener("abort", done, { once: true });
+      const notify = () => end(true);
+      const quit = () => end(false);
+      const timer = Number.isFinite(ms) ? setTimeout(quit, ms) : undefined;
+      this.waiters.add(notify);
+      signal?.addEventListener("abort", quit, { once: true });
     });
   }
 }

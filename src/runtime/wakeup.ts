@@ -7,8 +7,11 @@ import { AkadzeError } from "../core/errors.js";
 
 /** Wake-ups for a long-lived worker, one per lane: a queue name, or `null` for every queue. */
 export interface JobWakeups {
-  /** Resolves at the next enqueue into `queue` (or any queue for `null`) since the last call, or after `ms`. */
-  wait(queue: string | null, ms: number, signal: AbortSignal): Promise<void>;
+  /**
+   * Resolves at the next enqueue into `queue` (or any queue for `null`) since the last call (true), or after
+   * `ms` or the signal's abort (false).
+   */
+  wait(queue: string | null, ms: number, signal: AbortSignal): Promise<boolean>;
   close(): Promise<void>;
 }
 

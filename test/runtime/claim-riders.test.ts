@@ -93,6 +93,33 @@ forEachDriver((h) => {
     expect(due.answer.recovered.map((t) => [t.id, t.to])).toEqual([[lapsed, "queued"]]);
   });
 
+  it("a claim that answers a wake-up leaves a due recovery to the next claim, unless it is twice RECOVERY_EVERY_MS late", async () => {
+    const clock = new ManualClock();
+    const { app } = appWithNoop(clock);
+    const [lapsed] = await enqueue(app, 1);
+    await claimWith(h().db, [], { now: clock.now(), tasks, owner: "gone#1", batchSize: 1 });
+    let woken = false;
+    const rider = recoveryRider(clock.now, () => { const w = woken; woken = false; return w; });
+    clock.advance(LEASE_MS - 500);
+    woken = true; // an engine's first claim recovers, woken or not
+    expect((await claimWith(h().db, [rider], { now: clock.now(), tasks, first: true })).rides).toBe(1);
+    // gone#1's lease lapses; 1.5 s after recovery last rode, a wake-up's claim takes the job it was woken for without it.
+    clock.advance(1500);
+    const [waitedFor] = await enqueue(app, 1);
+    woken = true;
+    const wake = await claimWith(h().db, [rider], { now: clock.now(), tasks, batchSize: 1, first: false });
+    expect(wake.rides).toBe(0);
+    expect(wake.answer.claimed.map((j) => j.id)).toEqual([waitedFor]);
+    expect((await h().rows(`select state, lease_owner from akadze.jobs where id = ${lapsed}`))[0]).toMatchObject({ state: "running", lease_owner: "gone#1" });
+    // The next claim, not woken, carries it.
+    const next = await claimWith(h().db, [rider], { now: clock.now(), tasks, first: false });
+    expect(next.answer.recovered.map((t) => [t.id, t.to])).toEqual([[lapsed, "queued"]]);
+    // Twice RECOVERY_EVERY_MS after it last rode, a wake-up's claim carries it all the same.
+    clock.advance(2 * RECOVERY_EVERY_MS);
+    woken = true;
+    expect((await claimWith(h().db, [rider], { now: clock.now(), tasks, first: false })).rides).toBe(1);
+  });
+
   it("schedules: a due slot is enqueued by the claim that carries the rider, once, and not by the core alone", async () => {
     const clock = new ManualClock("2026-06-01T12:00:30Z");
     const app = createApp({ clock: clock.now });

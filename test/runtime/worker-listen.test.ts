@@ -1,6 +1,7 @@
 // runWorker's LISTEN (issue 21, items 6 and 7): on a pool of one connection the worker polls instead of holding that
 // connection (it used to hang, deaf to abort); a listening connection that dies is replaced, so enqueues wake the worker
-// again; a woken lane's claim (issue 38, item 4) is a statement Postgres has planned before.
+// again; a woken lane's claim (issue 38, item 4) is a statement Postgres has planned before, and leaves recovery to a
+// later claim (Postgres plans recovery's seldom-sent variant afresh each time).
 import { afterAll, beforeAll, beforeEach, expect, it, vi } from "vitest";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -10,6 +11,8 @@ import { runWorker } from "../../src/runtime/run-worker.js";
 import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { waitFor } from "../support/wait-for.js";
 import { isClaim, sentStatement } from "../support/statements.js";
+import { ManualClock } from "../support/clock.js";
+import { RECOVERY_EVERY_MS } from "../../src/runtime/riders.js";
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("listen"); });
@@ -115,6 +118,38 @@ it("a lane woken for one quick job after another sends one claim text each time,
     // planned each new text afresh. A few slots' worth: 4 x 10 slots, rounded up to a power of two.
     const lockLimits = woken.map((text) => /limit (\d+)\s+for update of j skip locked/.exec(text)?.[1]);
     expect(new Set(lockLimits)).toEqual(new Set(["64"]));
+  } finally {
+    stop.abort();
+    await within(worker, 5_000, "the worker had not stopped");
+    await pool.end();
+  }
+});
+
+it("a lane's claim that answers a wake-up leaves a due recovery to a later claim, unless it is twice RECOVERY_EVERY_MS late", async () => {
+  const pool = new ClaimTexts({ connectionString: t.url, max: 4 });
+  const db = drizzle(pool) as unknown as Db;
+  const clock = new ManualClock();
+  const app = createApp({ clock: clock.now });
+  let ran = 0;
+  const task = app.task("woken", { args: v.object({}) }, async () => { ran++; });
+  const stop = new AbortController();
+  // No polls within the test: every claim after the first is sent by a wake-up.
+  const worker = runWorker(app, { db, slots: 2, minPoll: "1h", maxPoll: "1h", signal: stop.signal, onError: () => {} });
+  const carriesRecovery = (text: string) => text.includes("recover_owners as (");
+  const wake = async (n: number) => {
+    const before = pool.texts.length;
+    await task.using(db).enqueue({});
+    await waitFor(async () => ran === n, `job ${n}`, { timeoutMs: 10_000 });
+    return pool.texts[before];
+  };
+  try {
+    await waitFor(async () => (await listeners()).length === 1, "the worker's LISTEN");
+    // The lane's first claim, before any enqueue, carried recovery; RECOVERY_EVERY_MS + 500 ms later it is due.
+    await wake(1);
+    clock.advance(RECOVERY_EVERY_MS + 500);
+    expect(carriesRecovery(await wake(2))).toBe(false);
+    clock.advance(RECOVERY_EVERY_MS);
+    expect(carriesRecovery(await wake(3))).toBe(true);
   } finally {
     stop.abort();
     await within(worker, 5_000, "the worker had not stopped");
