@@ -99,14 +99,34 @@ export async function queryJson<T>(db: Db, statement: SQL): Promise<T> {
  * Like `queryJson`, but on node-postgres sent as a named prepared statement, so a statement sent again
  * and again with the same text (a claim, a settle, a heartbeat, an enqueue) is planned once per connection
  * instead of every time. Only for texts of a bounded set of shapes (a connection keeps each one it saw).
- * Elsewhere (neon-http, neon-serverless, PGlite, transactions) it is `queryJson`.
+ * Elsewhere (neon-http, neon-serverless, PGlite, transactions), and on a pool whose named statements a pooler
+ * refused, it is `queryJson`.
  */
 export async function queryJsonPrepared<T>(db: Db, statement: SQL): Promise<T> {
   const client = preparingClient(db);
-  if (!client) return queryJson<T>(db, statement);
+  if (!client || unprepared.has(client)) return queryJson<T>(db, statement);
   const { sql: text, params } = (db as any).dialect.sqlToQuery(statement) as { sql: string; params: unknown[] };
-  const result = await withMigrateHint(client.query({ name: statementName(text), text, values: params }));
+  let result;
+  try {
+    result = await withMigrateHint(client.query({ name: statementName(text), text, values: params }));
+  } catch (error) {
+    if (!refusedPrepared(error)) throw error;
+    // A pooler in transaction mode that does not track prepared statements (PgBouncer before 1.21, or with
+    // max_prepared_statements 0) hands the statement to a server connection that never saw it, or that has
+    // another client's of that name. Either is refused before anything runs: the pool sends its texts whole
+    // from now on.
+    unprepared.add(client);
+    return queryJson<T>(db, statement);
+  }
   return result.rows[0]?.r as T;
+}
+
+/** Pools whose named prepared statements were refused (a pooler between them and Postgres): they send texts whole. */
+const unprepared = new WeakSet<object>();
+
+/** A named statement the server does not have (26000), or has another of the same name (42P05). */
+function refusedPrepared(error: unknown): boolean {
+  return causeChain(error).some((e) => e?.code === "26000" || e?.code === "42P05");
 }
 
 /** The node-postgres pool behind a drizzle database (not a transaction), or undefined. */

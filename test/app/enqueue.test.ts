@@ -179,4 +179,22 @@ describe("on a node-postgres pool", () => {
       await pool.end();
     }
   });
+
+  it("a pool whose prepared statements the server does not have (a pooler in transaction mode) enqueues once each, its texts sent whole from then on", async () => {
+    const pool = new pg.Pool({ connectionString: t.url, max: 1 });
+    try {
+      const db = drizzle(pool) as unknown as Db;
+      const task = createApp().task("pooled", { args: v.object({ n: v.number() }) }, async () => {});
+      await task.using(db).enqueue({ n: 1 });
+      // What a transaction-mode pooler does to a session's statements: the next server connection never saw them.
+      await pool.query("deallocate all");
+      await task.using(db).enqueue({ n: 2 });
+      await task.using(db).enqueue({ n: 3 });
+      const { rows } = await pool.query("select count(*)::int as n from pg_prepared_statements");
+      expect(rows[0].n).toBe(0);
+      expect((await t.rows("select args->>'n' as n from akadze.all_jobs where task = 'pooled' order by id")).map((r) => Number(r.n))).toEqual([1, 2, 3]);
+    } finally {
+      await pool.end();
+    }
+  });
 });
