@@ -20,16 +20,16 @@ export class Wakeup {
     }
     return new Promise((resolve) => {
       const end = (notified: boolean) => {
-        this.waiters.delete(notify);
+        this.waiters.delete(woken);
         clearTimeout(timer);
-        signal?.removeEventListener("abort", quit);
+        signal?.removeEventListener("abort", lapsed);
         resolve(notified);
       };
-      const notify = () => end(true);
-      const quit = () => end(false);
-      const timer = Number.isFinite(ms) ? setTimeout(quit, ms) : undefined;
-      this.waiters.add(notify);
-      signal?.addEventListener("abort", quit, { once: true });
+      const woken = () => end(true);
+      const lapsed = () => end(false);
+      const timer = Number.isFinite(ms) ? setTimeout(lapsed, ms) : undefined;
+      this.waiters.add(woken);
+      signal?.addEventListener("abort", lapsed, { once: true });
     });
   }
 }

@@ -4,9 +4,7 @@
 // pool an enqueue is a prepared statement.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v from "valibot";
-import pg from "pg";
-import { drizzle } from "drizzle-orm/node-postgres";
-import { createApp, DuplicateJob, InvalidInput, runOnce, type Db } from "../../src/index.js";
+import { createApp, DuplicateJob, InvalidInput, runOnce } from "../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { forEachDriver } from "../support/drivers.js";
 import { ManualClock } from "../support/clock.js";
@@ -162,9 +160,7 @@ describe("on a node-postgres pool", () => {
   afterAll(async () => { await t?.close(); });
 
   it("an enqueue is a statement its connection prepared once, and a duplicate is still DuplicateJob", async () => {
-    const pool = new pg.Pool({ connectionString: t.url, max: 1 });
-    try {
-      const db = drizzle(pool) as unknown as Db;
+    await t.oneConnection(async (db, pool) => {
       const task = createApp().task("prepared", { args: v.object({ n: v.number() }) }, async () => {});
       for (let n = 1; n <= 3; n++) await task.using(db).enqueue({ n });
       await task.using(db).enqueueMany([{ n: 4 }, { n: 5 }]);
@@ -175,15 +171,11 @@ describe("on a node-postgres pool", () => {
       // (A failed query costs pg's pool its connection: checked last.)
       await expect(task.using(db, { uniqueKey: "k" }).enqueue({ n: 7 })).rejects.toBeInstanceOf(DuplicateJob);
       expect((await t.rows("select args->>'n' as n from akadze.all_jobs order by id")).map((r) => Number(r.n))).toEqual([1, 2, 3, 4, 5, 6]);
-    } finally {
-      await pool.end();
-    }
+    });
   });
 
   it("a pool whose prepared statements the server does not have (a pooler in transaction mode) enqueues once each, its texts sent whole from then on", async () => {
-    const pool = new pg.Pool({ connectionString: t.url, max: 1 });
-    try {
-      const db = drizzle(pool) as unknown as Db;
+    await t.oneConnection(async (db, pool) => {
       const task = createApp().task("pooled", { args: v.object({ n: v.number() }) }, async () => {});
       await task.using(db).enqueue({ n: 1 });
       // What a transaction-mode pooler does to a session's statements: the next server connection never saw them.
@@ -193,8 +185,6 @@ describe("on a node-postgres pool", () => {
       const { rows } = await pool.query("select count(*)::int as n from pg_prepared_statements");
       expect(rows[0].n).toBe(0);
       expect((await t.rows("select args->>'n' as n from akadze.all_jobs where task = 'pooled' order by id")).map((r) => Number(r.n))).toEqual([1, 2, 3]);
-    } finally {
-      await pool.end();
-    }
+    });
   });
 });

@@ -29,9 +29,7 @@ const listeners = async () => (await t.rows<{ pid: number }>(
   "select pid from pg_stat_activity where datname = current_database() and query ilike 'listen %'")).map((r) => r.pid);
 
 it("a worker on a pool with max 1 runs jobs and stops on abort", async () => {
-  const pool = new pg.Pool({ connectionString: t.url, max: 1 });
-  try {
-    const db = drizzle(pool) as unknown as Db;
+  await t.oneConnection(async (db) => {
     const app = createApp();
     const task = app.task("one", { args: v.object({}) }, async () => "ok");
     await task.using(db).enqueue({});
@@ -43,25 +41,22 @@ it("a worker on a pool with max 1 runs jobs and stops on abort", async () => {
     stop.abort();
     expect(await within(worker, 15_000, "the worker had not stopped")).toMatchObject({ succeeded: 1 });
     expect(warnings.some((w) => /polls for enqueues instead/.test(w))).toBe(true);
-  } finally {
-    await pool.end();
-  }
+  });
 });
 
 it("without onError, a worker says on stderr why it polls, once", async () => {
-  const pool = new pg.Pool({ connectionString: t.url, max: 1 });
   const said = vi.spyOn(console, "error").mockImplementation(() => {});
   try {
-    const db = drizzle(pool) as unknown as Db;
-    const stop = new AbortController();
-    const worker = runWorker(createApp(), { db, slots: 1, signal: stop.signal });
-    await waitFor(async () => said.mock.calls.length > 0, "the worker's line on stderr", { timeoutMs: 20_000 });
-    stop.abort();
-    await within(worker, 15_000, "the worker had not stopped");
+    await t.oneConnection(async (db) => {
+      const stop = new AbortController();
+      const worker = runWorker(createApp(), { db, slots: 1, signal: stop.signal });
+      await waitFor(async () => said.mock.calls.length > 0, "the worker's line on stderr", { timeoutMs: 20_000 });
+      stop.abort();
+      await within(worker, 15_000, "the worker had not stopped");
+    });
     expect(said.mock.calls.map((c) => String(c[0]))).toEqual([expect.stringMatching(/^akadze worker wrk-\S+: the pool has 1 connection: .*polls for enqueues instead/)]);
   } finally {
     said.mockRestore();
-    await pool.end();
   }
 });
 
