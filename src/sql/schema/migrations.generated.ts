@@ -231,5 +231,12 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "DROP INDEX \"akadze\".\"jobs_lease_idx\";",
       "CREATE INDEX \"jobs_lease_idx\" ON \"akadze\".\"jobs\" USING btree (\"lease_expires_at\") WHERE \"akadze\".\"jobs\".\"state\" = 'running' and \"akadze\".\"jobs\".\"lease_expires_at\" is not null;"
     ]
+  },
+  {
+    "id": 22,
+    "name": "0022_seed_statistics",
+    "statements": [
+      "-- (Hand-written.) Planner statistics for a queue table that has none: a fresh install, or a table nothing has\n-- analyzed yet. Without them Postgres takes 1 job in 200 to be queued (`state = 'queued'` without a histogram), so a\n-- claim over a backlog reads and sorts every queued job to pick its batch instead of reading the batch off\n-- jobs_due_idx, and the first burst a new install takes costs each claim the whole queue until an ANALYZE has run.\n-- A table with jobs in it is analyzed. An empty one gets the statistics of a queue whose jobs are all queued and\n-- due: rows inserted, analyzed and deleted by this one statement (no other session ever sees them; their ids are\n-- below zero, so the ids jobs get are unchanged). The first ANALYZE of real jobs (the claim's upkeep rider,\n-- autovacuum) replaces them.\nDO $$\nBEGIN\n  IF NOT EXISTS (SELECT 1 FROM pg_stats WHERE schemaname = 'akadze' AND tablename = 'jobs') THEN\n    IF EXISTS (SELECT 1 FROM akadze.jobs) THEN\n      ANALYZE akadze.jobs;\n    ELSE\n      INSERT INTO akadze.jobs (id, task) OVERRIDING SYSTEM VALUE SELECT -g, 'akadze.statistics' FROM generate_series(1, 100) g;\n      ANALYZE akadze.jobs;\n      DELETE FROM akadze.jobs WHERE id < 0;\n    END IF;\n  END IF;\nEND $$;"
+    ]
   }
 ];
