@@ -31,7 +31,7 @@ function throughputSections(r: Results): Section[] {
       ]),
       notes: [
         `Each measurement enqueues and burns down ${fmt(r.settings.config.jobs)} jobs twice in a fresh database of its own: the figures are the second burn-down's, ` +
-          "the first is reported beside them (every system's connections, caches and planner statistics cold; akadze's first claims plan on the statistics its migration gave the empty table, and the first full one starts an ANALYZE).",
+          "the first is reported beside them (every system's connections, caches and planner statistics cold; akadze's first claims plan on the statistics its migration gave the empty table, too recent for the claims' own ANALYZE).",
         ...Object.entries(r.settings.systems).map(([name, s]) => `${name}: ${s}`),
         ...Object.keys(r.throughput).filter((name) => name.startsWith("akadze@") && r.throughput["akadze/node-postgres"]).map((name) =>
           `akadze/node-postgres against ${name} in the same rounds: ${ratio(r.throughput["akadze/node-postgres"].processPerSec / r.throughput[name].processPerSec)} ` +
