@@ -22,19 +22,17 @@ afterEach(async () => { await t.reset(); });
 
 const Args = v.object({ n: v.number() });
 
-/** The most common tasks the planner's statistics name for akadze.jobs (null: none gathered). */
-async function tasksInStatistics(): Promise<string | null> {
+/** The most common values the planner's statistics name for a column of akadze.jobs (null: none gathered). */
+async function commonValues(column: "state" | "task"): Promise<string | null> {
   const rows = await t.rows<{ vals: string | null }>(
-    "select most_common_vals::text as vals from pg_stats where schemaname = 'akadze' and tablename = 'jobs' and attname = 'task'");
+    "select most_common_vals::text as vals from pg_stats where schemaname = 'akadze' and tablename = 'jobs' and attname = $1", [column]);
   return rows[0]?.vals ?? null;
 }
 
 // (The database is cloned from the suite's migrated template: a fresh install, nothing analyzed since.)
 it("the fresh table is left empty, with statistics of queued jobs, and the first job's id is 1", async () => {
   expect(await t.rows("select id from akadze.jobs")).toEqual([]);
-  const [state] = await t.rows<{ vals: string }>(
-    "select most_common_vals::text as vals from pg_stats where schemaname = 'akadze' and tablename = 'jobs' and attname = 'state'");
-  expect(state?.vals).toBe("{queued}");
+  expect(await commonValues("state")).toBe("{queued}");
   const app = createApp();
   const task = app.task("work", { args: Args }, async () => {});
   expect(await task.using(t.db).enqueue({ n: 1 })).toBe(1);
@@ -55,17 +53,17 @@ it("a fresh install's claim over a backlog of 5,000 reads its batch of 100 off t
 
 it("a table with jobs and no statistics is analyzed; a table with statistics is left as it is", async () => {
   await t.rows("delete from pg_statistic where starelid = 'akadze.jobs'::regclass");
-  expect(await tasksInStatistics()).toBeNull();
+  expect(await commonValues("task")).toBeNull();
   const app = createApp();
   const first = app.task("first", { args: Args }, async () => {});
   const second = app.task("second", { args: Args }, async () => {});
   await first.using(t.db).enqueueMany(Array.from({ length: 50 }, (_, n) => ({ n })));
   for (const statement of SEED) await t.db.execute(sql.raw(statement));
-  expect(await tasksInStatistics()).toBe("{first}");
+  expect(await commonValues("task")).toBe("{first}");
   expect((await t.rows("select id from akadze.jobs")).length).toBe(50);
   await second.using(t.db).enqueueMany(Array.from({ length: 500 }, (_, n) => ({ n })));
   for (const statement of SEED) await t.db.execute(sql.raw(statement));
-  expect(await tasksInStatistics()).toBe("{first}");
+  expect(await commonValues("task")).toBe("{first}");
 });
 
 it("on PGlite, a fresh install's migration leaves the table empty and gives it statistics", async () => {

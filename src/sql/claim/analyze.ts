@@ -3,13 +3,13 @@ import { cte } from "./cte-names.js";
 
 /**
  * The jobs table's planner statistics lag far behind it: never gathered though it already holds over 256 kB
- * (some 1,000 small jobs), or (analyzed more than 10 s ago) more than 10,000 rows plus 5 % of it changed since
- * (smaller lags cost a claim little). A claim planned on such statistics believes a
- * handful of jobs are queued, so it reads and sorts every queued job instead of walking the claim index for
- * the first batch: over a burst of 20,000 jobs that is a third of the database's work, and with many small
- * concurrent claims most of it. Autovacuum fixes it only after its nap (a minute by default) and at 10 % of
- * the table. For a claim's report: checked by claims that came back full (`batchSize` jobs), the ones a
- * backlog makes.
+ * (some 1,000 small jobs; a table truncated since, or one drizzle-kit made: migration 0022 seeds a fresh one's),
+ * or (analyzed more than 10 s ago) more than 10,000 rows plus 5 % of it changed since (smaller lags cost a claim
+ * little). A claim planned on such statistics believes a handful of jobs are queued, so it reads and sorts every
+ * queued job instead of walking the claim index for the first batch: over a burst of 20,000 jobs that is a third
+ * of the database's work, and with many small concurrent claims most of it. Autovacuum fixes it only after its
+ * nap (a minute by default) and at 10 % of the table. For a claim's report: checked by claims that came back full
+ * (`batchSize` jobs), the ones a backlog makes.
  */
 export function statisticsStale(batchSize: number): SQL {
   return sql`(select count(*) from ${cte("claimed")}) >= ${batchSize} and exists (
