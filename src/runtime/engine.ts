@@ -60,9 +60,9 @@ export class Engine implements EngineDecisions {
       pace: new Pace(o.app, o.slots, o.policy.batchSize), change: new Wakeup(), engine: this,
     };
     this.claimer = new Claimer(this.ctx);
-    this.settler = new Settler(this.ctx);
-    this.runs = new JobRuns(this.ctx, this.settler);
     this.unheld = new UnheldJobs(this.ctx);
+    this.settler = new Settler(this.ctx, this.unheld);
+    this.runs = new JobRuns(this.ctx, this.settler);
     this.heartbeat = new Heartbeat(this.ctx, this.unheld);
   }
 

@@ -171,7 +171,7 @@ export class HeldJobs {
   /**
    * The answer to a start request for `ids` sent at `sent` (null: the request failed): those started are ready
    * for a slot, a job that took a `maxStarts` token by the deadline its slack gives; the others (cancelled,
-   * denied a limit, not ours any more, or a failed request: left to lease expiry, never started, no attempt
+   * denied a limit, not ours any more, or a failed request: put back as unheld jobs, never run, no attempt
    * spent) are no longer held.
    */
   answerStarts(ids: number[], result: StartResult | null, sent: { clock: number; mono: number }): void {

@@ -57,7 +57,8 @@ export class Settler {
   private resendTimer: ReturnType<typeof setTimeout> | undefined;
   private resends = 0;
 
-  constructor(private readonly o: SettlerContext) {
+  /** `unheld`: the engine's jobs leased and not held (unheld-jobs.ts), flagged when a start request fails. */
+  constructor(private readonly o: SettlerContext, private readonly unheld: { mayExist: boolean }) {
     this.wakeParents = o.app.hasWorkflows();
   }
 
@@ -117,7 +118,8 @@ export class Settler {
       }
     }
     if (!refusedData(error)) {
-      // The database was not reached (or failed on its own): the leases expire and recovery takes over.
+      // The database was not reached (or failed on its own): the outcomes are kept and sent again, the start's
+      // jobs put back (answer).
       if (outcomes.length > 0) this.unanswered(outcomes, unsure);
       if (start) this.answer(start, null, { clock: 0, mono: 0 });
       return;
@@ -148,9 +150,15 @@ export class Settler {
     this.o.unreported.settled(done);
   }
 
-  /** The answer to a start request (`null` when it failed), with when it was sent: local clock and monotonic ms. */
+  /**
+   * The answer to a start request (`null` when it failed), with when it was sent: local clock and monotonic ms. A
+   * failed request's jobs are no longer held, but still leased to this owner (marked started, if it committed
+   * unanswered): the release of unheld jobs puts them back, attempt refunded, before the next claim. Their lease
+   * would not: it is the owner's, which a live engine's claims keep renewing.
+   */
   private answer(start: StartRequest, result: StartResult | null, sent: { clock: number; mono: number }): void {
     if (!this.start) this.startPending = false;
+    if (!result) this.unheld.mayExist = true;
     const answer = result ? { ...result, started: result.started.map(Number) } : null;
     this.o.jobs.answerStarts(start.ids, answer, sent);
     if (answer) this.o.summary.startAnswered(answer);

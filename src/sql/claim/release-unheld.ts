@@ -3,8 +3,10 @@ import { sql, type SQL } from "drizzle-orm";
 /**
  * Puts back the jobs leased to `owner` that the invocation does not know it holds (not among `known`): a
  * claim whose answer was lost after it committed leased (and may have marked started) jobs no body ever
- * ran, and so did one that took back a job whose outcome was on its way (held-jobs.ts). They go back to `queued` with the attempt refunded and `started_at` cleared, so recovery does not
- * charge them. Locks in id order, as the heartbeat and the settle do. Answers how many it put back.
+ * ran, and so did one that took back a job whose outcome was on its way (held-jobs.ts), and a start request
+ * that failed left its jobs leased (settler.ts). They go back to `queued` with the attempt refunded and
+ * `started_at` cleared, so recovery does not charge them. Locks in id order, as the heartbeat and the settle
+ * do. Answers how many it put back.
  */
 export function releaseUnheldStatement(owner: string, known: number[]): SQL {
   return sql`
