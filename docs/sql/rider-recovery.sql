@@ -6,11 +6,23 @@ recover_owners as (
         and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
       order by o.expires_at limit $2 for update skip locked
     ),
+recover_orphans as (
+      with recursive leasing(owner) as (
+        select (select j.lease_owner from akadze.jobs j where j.state = 'running' order by j.lease_owner limit 1)
+        union all
+        select (select j.lease_owner from akadze.jobs j where j.state = 'running' and j.lease_owner > l.owner order by j.lease_owner limit 1)
+        from leasing l where l.owner is not null
+      )
+      select l.owner from leasing l where l.owner is not null and l.owner <> $1
+        and not exists (select 1 from akadze.owners o where o.owner = l.owner)
+      limit $2
+    ),
 recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
       where state = 'running' and lease_owner <> $1
-        and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < now())
-        and (exists (select 1 from recover_owners) or (select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
+        and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < now()
+          or lease_expires_at is null and lease_owner = any(array(select owner from recover_orphans)))
+        and (exists (select 1 from recover_owners) or exists (select 1 from recover_orphans) or (select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
         and j.lease_expires_at < now() order by j.lease_expires_at limit 1) is not null)
       order by id limit $2 for update skip locked
     ),

@@ -72,6 +72,29 @@ forEachDriver((h) => {
     expect((await h().rows(`select state from akadze.all_jobs where id = ${id}`))[0]).toEqual({ state: "succeeded" });
   });
 
+  it("the jobs of an owner that has no row (deleted while they ran) are recovered as a lapsed owner's; a live owner's are not", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    let runs = 0;
+    const [gone, live] = await app.task("t", async () => { runs++; }).using(h().db).enqueueMany([{}, {}]);
+    await h().db.execute(sql.raw(`update akadze.jobs set run_at = run_at - interval '1 hour'`));
+    expect((await claimAs("rowless", clock, ["t"])).claimed).toHaveLength(2);
+    // The live owner keeps one of them, under a row of its own.
+    await h().db.execute(sql.raw(`update akadze.jobs set lease_owner = 'live' where id = ${live}`));
+    await queryJson(h().db, heartbeatStatement("live", timestamp(clock.now()), LEASE_MS, [Number(live)]));
+    await h().db.execute(sql.raw(`delete from akadze.owners where owner = 'rowless'`));
+    clock.advance(1000);
+    expect(await runOnce(app, { db: h().db, now: clock.now, queues: ["none"] })).toMatchObject({ recovered: 1 });
+    expect(await h().rows(`select id::text as id, state, lease_owner, attempt from akadze.jobs order by id`)).toEqual([
+      { id: String(gone), state: "queued", lease_owner: null, attempt: 1 },
+      { id: String(live), state: "running", lease_owner: "live", attempt: 1 },
+    ]);
+    // (Started by its claim, so its attempt is spent, and it waits out the default backoff.)
+    clock.advance(5000);
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(runs).toBe(1);
+  });
+
   it("owner rows of engines that ended holding nothing, however many, never delay the recovery of one that died holding jobs", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

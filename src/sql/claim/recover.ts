@@ -29,7 +29,7 @@ function firstOwnExpiry(now: SQL): SQL {
 /**
  * CTEs `recovered` and `recover_freed` for the claim's round trip: jobs whose lease expired go back to
  * `queued`. A job's lease is its owner's row in `akadze.owners` (owner-lease.ts): the jobs of an owner whose
- * row expired are recovered, and the row is deleted once it leases no job. (A job leased by a version before
+ * row expired, or that has no row, are recovered, and the row is deleted once it leases no job. (A job leased by a version before
  * the owners table has an expiry of its own, renewed by that version's heartbeat: it is recovered when that
  * expiry passes, so old and new engines can run side by side during a deploy; an older engine never recovers
  * a newer one's jobs, whose own expiry is null.) A job whose body may have started (`started_at` set when it
@@ -49,6 +49,24 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
         and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
       order by o.expires_at limit ${RECOVER_OWNERS_LIMIT} for update skip locked
     )`,
+    // Owners that lease running jobs and have no row: recover_owners_ended below deletes a lapsed row once no
+    // job its snapshot sees is leased to it, so a claim of that owner that committed after the snapshot was taken,
+    // having begun more than a whole lease earlier (its renewal, which the delete re-reads, lapsed too), leaves
+    // its jobs under an owner without a row, which nothing renews once the owner stops and recover_owners never
+    // finds. They are recovered as a lapsed owner's. A loose scan of jobs_owner_idx: one probe per owner with
+    // running jobs, and one of the owners' key each. (Jobs leased by a version before the owners table have no
+    // owner row but an expiry of their own, and are left to it.)
+    sql`recover_orphans as (
+      with recursive leasing(owner) as (
+        select (select j.lease_owner from akadze.jobs j where j.state = 'running' order by j.lease_owner limit 1)
+        union all
+        select (select j.lease_owner from akadze.jobs j where j.state = 'running' and j.lease_owner > l.owner order by j.lease_owner limit 1)
+        from leasing l where l.owner is not null
+      )
+      select l.owner from leasing l where l.owner is not null and l.owner <> ${owner}
+        and not exists (select 1 from akadze.owners o where o.owner = l.owner)
+      limit ${RECOVER_OWNERS_LIMIT}
+    )`,
     // Locked once, read by both branches (a CTE read twice is computed once). Looked for only when an owner
     // expired or a job's own expiry passed (a condition on no row, so Postgres checks it once, before the scan):
     // planned on statistics gathered while jobs ran, the scan walks the primary key in id order, every row of
@@ -56,8 +74,9 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
     sql`recover_expired as (
       select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
       where state = 'running' and lease_owner <> ${owner}
-        and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < ${now})
-        and (exists (select 1 from recover_owners) or ${firstOwnExpiry(now)} is not null)
+        and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < ${now}
+          or lease_expires_at is null and lease_owner = any(array(select owner from recover_orphans)))
+        and (exists (select 1 from recover_owners) or exists (select 1 from recover_orphans) or ${firstOwnExpiry(now)} is not null)
       order by id limit ${RECOVER_LIMIT} for update skip locked
     )`,
     // Expired owner rows that lease nothing once this recovery is done, oldest first, a bounded number a claim.
