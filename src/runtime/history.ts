@@ -1,8 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { historyPartitioning, type HistoryPartitioning, type RetentionPlan } from "../core/retention.js";
-import { query, queryJson, type Db } from "../db/query.js";
-import { sql } from "drizzle-orm";
+import { queryJson, type Db } from "../db/query.js";
 import { historyDue, maintainHistoryStatement, type HistoryMaintenance } from "../sql/history/maintain-history.js";
 import type { ClaimRider, Ride } from "./rider.js";
 import { memoryOf } from "./process-memory.js";
@@ -43,26 +42,6 @@ export class HistoryKeeper implements ClaimRider {
       report: { historyDue: historyDue(this.o.sqlNow(), this.o.plan.finishedMs, this.partitioning) },
       answered: (answer, count) => { this.maintain(answer.historyDue, count); },
     };
-  }
-
-  /**
-   * A worker's start, before its first claim: asks whether the history has work and, if it has, runs the
-   * maintenance and waits for it, so partitions it makes (a fresh install's first ones, or those of a history no
-   * engine kept for days) are made before the claims and not beside them, whose statements their lock and the
-   * plans it invalidates would hold up. The claims then leave the question for a partition width. A failure
-   * leaves it to them.
-   */
-  async beforeClaims(): Promise<void> {
-    const memory = memoryOf(this.o.app);
-    memory.historyCheckedAt = Date.now();
-    try {
-      const [row] = await query<{ due: boolean }>(this.o.db,
-        sql`select ${historyDue(this.o.sqlNow(), this.o.plan.finishedMs, this.partitioning)} as due`);
-      this.maintain(row?.due === true, () => {});
-      await this.finished();
-    } catch {
-      memory.historyCheckedAt = -Infinity;
-    }
   }
 
   /** Runs the maintenance when the history had work (`count` is told of the statement). */

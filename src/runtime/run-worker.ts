@@ -109,7 +109,6 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const run = resolveRunOptions({ db, slots, batchSize: prefetch, lease: options.lease ?? DEFAULT_LEASE, budget: Infinity });
   const now = checkedClock(options.now ?? app.clock, "runWorker");
   const sqlClock = options.now ?? app.sqlClock;
-  const sqlNow = () => timestamp(sqlClock?.() ?? null);
   const id = options.id ?? `wrk-${hostname()}-${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
   const poll = { min: parseDuration(o.minPoll ?? DEFAULT_MIN_POLL), max: parseDuration(o.maxPoll ?? DEFAULT_MAX_POLL) };
   const stopping = options.signal ?? new AbortController().signal;
@@ -135,7 +134,6 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
       .finally(() => { reporting = null; });
   };
   const seen = setInterval(report, parseDuration(WORKER_SEEN_INTERVAL));
-  if (retention) await new HistoryKeeper({ app, db, plan: retention, sqlNow, callerClock: false }).beforeClaims();
   options.onStart?.(id);
 
   // Retention rides on any lane's claim once per WORKER_RETENTION_INTERVAL.
@@ -145,6 +143,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     return true;
   };
 
+  const sqlNow = () => timestamp(sqlClock?.() ?? null);
 
   const lane = async (queue: string | null): Promise<void> => {
     let delay = 0;

@@ -192,21 +192,3 @@ describe("akadze worker (the process)", () => {
     expect(await t.rows("select kind, jobs_done, stopped_at is not null as stopped from akadze.workers")).toEqual([{ kind: "worker", jobs_done: 2, stopped: true }]);
   }, CLI_TEST_TIMEOUT_MS);
 });
-
-describe("a worker's start", () => {
-  it("makes the history's first partitions before its first claim, on a history that has none (a fresh install)", async () => {
-    const fresh = await openTestDatabase("worker_fresh_history");
-    try {
-      const partitions = async () => Number((await fresh.rows<{ n: string }>(`select count(*) as n from pg_inherits
-        where inhparent = 'akadze.job_history'::regclass and inhrelid <> 'akadze.job_history_default'::regclass`))[0].n);
-      expect(await partitions()).toBe(0);
-      const stop = new AbortController();
-      let atStart: Promise<number> | undefined;
-      // Stopped as it starts: no lane claims, so whatever partitions there are, the start made them.
-      await runWorker(createApp(), { db: fresh.db, signal: stop.signal, onStart: () => { atStart = partitions(); stop.abort(); } });
-      expect(await atStart).toBeGreaterThan(0);
-    } finally {
-      await fresh.close();
-    }
-  });
-});
