@@ -100,15 +100,16 @@ describe("jobs move out of the queue table as they finish", () => {
       const app = createApp({ clock: clock.now });
       const ok = app.task("ok", async () => {});
       const fails = app.task("fails", async () => { throw new Fail("no"); });
-      // A history without partitions of its own has work at once: the first invocation's claim finds it so, and
-      // the maintenance beside it makes them, the default partition still empty. Jobs finish into them from then on.
+      // Partitions are made lazily: once the default partition holds a row older than one width (a day
+      // here, at most a minute). The jobs of the third invocation finish into them.
+      await ok.using(h().db).enqueue({});
       await runOnce(app, { db: h().db, now: clock.now });
-      expect(await h().rows("select count(*)::int as n from akadze.job_history_default")).toEqual([{ n: 0 }]);
+      clock.advance(61_000);
+      await runOnce(app, { db: h().db, now: clock.now });
       await ok.using(h().db).enqueueMany(Array.from({ length: 30 }, () => ({})));
       await fails.using(h().db).enqueue({});
       await runOnce(app, { db: h().db, now: clock.now });
-      expect(await h().rows("select count(*)::int as n from akadze.job_history_default")).toEqual([{ n: 0 }]);
-      expect(await h().rows("select count(*)::int as n from akadze.job_history")).toEqual([{ n: 30 }]);
+      expect(await h().rows("select count(*)::int as n from akadze.job_history_default")).toEqual([{ n: 1 }]);
       const partitions = async () => (await h().rows<{ name: string }>(
         "select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'akadze.job_history'::regclass and c.relname <> 'job_history_default'")).map((r) => r.name);
       const holding = await h().rows<{ name: string }>("select distinct tableoid::regclass::text as name from akadze.job_history where tableoid <> 'akadze.job_history_default'::regclass");
