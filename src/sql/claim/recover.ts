@@ -29,13 +29,13 @@ function firstOwnExpiry(now: SQL): SQL {
 /**
  * CTEs `recovered` and `recover_freed` for the claim's round trip: jobs whose lease expired go back to
  * `queued`. A job's lease is its owner's row in `akadze.owners` (owner-lease.ts): the jobs of an owner whose
- * row expired, or that has no row, are recovered, and the row is deleted once it leases no job. (A job leased by a version before
- * the owners table has an expiry of its own, renewed by that version's heartbeat: it is recovered when that
- * expiry passes, so old and new engines can run side by side during a deploy; an older engine never recovers
- * a newer one's jobs, whose own expiry is null.) A job whose body may have started (`started_at` set when it
- * was handed to a slot) spends its attempt and follows the default backoff, `failed` on its last attempt
- * (moved to the dead letters); a job that was only prefetched gets its attempt back and stays due, so a crash
- * never charges (or fails) a job that never ran. A claim never recovers the leases of its own engine
+ * row expired, or that has no row, are recovered, and the row is deleted once it leases no job. (A job leased
+ * by a version before the owners table has an expiry of its own, renewed by that version's heartbeat: it is
+ * recovered when that expiry passes, so old and new engines can run side by side during a deploy; an older
+ * engine never recovers a newer one's jobs, whose own expiry is null.) A job whose body may have started
+ * (`started_at` set when it was handed to a slot) spends its attempt and follows the default backoff, `failed`
+ * on its last attempt (moved to the dead letters); a job that was only prefetched gets its attempt back and
+ * stays due, so a crash never charges (or fails) a job that never ran. A claim never recovers the leases of its own engine
  * (`owner`): that engine still holds those jobs (a body that held the event loop past its lease, a heartbeat
  * that stalled) and its next claim or heartbeat renews them; only another engine takes them over.
  */
