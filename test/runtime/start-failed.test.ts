@@ -9,7 +9,7 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import { createApp, runWorker, type Db } from "../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { deferred } from "../support/deferred.js";
-import { isSettle, sentStatement } from "../support/statements.js";
+import { asksToStart, sentStatement } from "../support/statements.js";
 import { waitFor, within } from "../support/wait-for.js";
 
 let t: TestDatabase;
@@ -22,8 +22,7 @@ const fail = { id: -1, failed: 0 };
 
 class FailStartPool extends pg.Pool {
   override query(...args: any[]): any {
-    const { text, values } = sentStatement(args);
-    if (isSettle(text) && text.includes("start_req") && values.includes(JSON.stringify([fail.id]))) {
+    if (asksToStart(sentStatement(args), fail.id)) {
       fail.failed++;
       return Promise.reject(new Error("Connection terminated unexpectedly"));
     }

@@ -8,7 +8,7 @@ import { drizzle } from "drizzle-orm/node-postgres";
 import { createApp, runOnce, setLimit, type Db } from "../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../support/database.js";
 import { deferred } from "../support/deferred.js";
-import { isSettle, sentStatement } from "../support/statements.js";
+import { asksToStart, sentStatement } from "../support/statements.js";
 import { waitFor } from "../support/wait-for.js";
 
 let t: TestDatabase;
@@ -21,8 +21,7 @@ const hold = { id: -1, seen: false, open: deferred() };
 
 class HoldStartPool extends pg.Pool {
   override query(...args: any[]): any {
-    const { text, values } = sentStatement(args);
-    if (isSettle(text) && text.includes("start_req") && values.includes(JSON.stringify([hold.id]))) {
+    if (asksToStart(sentStatement(args), hold.id)) {
       hold.seen = true;
       return hold.open.promise.then(() => (super.query as any)(...args));
     }

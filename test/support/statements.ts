@@ -19,6 +19,10 @@ export const isClaim = (text: string): boolean => text.includes("unlimited_candi
 /** The settle statement (outcomes recorded, prefetched jobs started). */
 export const isSettle = (text: string): boolean => text.includes("settle_locked");
 
+/** A settle statement that asks to start job `id` alone (a prefetched job's start request). */
+export const asksToStart = (statement: SentStatement, id: number): boolean =>
+  isSettle(statement.text) && statement.text.includes("start_req") && statement.values.includes(JSON.stringify([id]));
+
 /** The heartbeat statement (the owner's lease renewed, the named jobs read). */
 export const isHeartbeat = (text: string): boolean => text.includes("hb_named as (");
 
