@@ -68,6 +68,11 @@ export const jobs = akadze.table("jobs", {
   index("jobs_due_idx").on(t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
   // The claim takes each limited key's next jobs by this index, so a long backlog under a limit stays cheap.
   index("jobs_limit_idx").on(t.limitKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.limitKey} is not null`),
+  // Only queued jobs to cancel before they are due (a cancel request on a job that went back to the queue, an
+  // `expiresAt`), by the moment they must be cancelled: the claim finds those whose moment passed without reading
+  // the jobs not due yet.
+  index("jobs_stop_idx").on(sql`(case when ${t.cancelRequested} then '-infinity'::timestamptz else ${t.expiresAt} end)`)
+    .where(sql`${t.state} = 'queued' and (${t.expiresAt} is not null or ${t.cancelRequested})`),
   // Only jobs that opted into limitWait: each claim looks for those held back too long without reading the backlog.
   index("jobs_limit_wait_idx").on(t.runAt).where(sql`${t.state} = 'queued' and ${t.limitWaitMs} is not null`),
   // A running job's lease is its owner's row (`owners`); only a job leased by a version before the owners table

@@ -21,9 +21,7 @@ with owner_leased as (
     rate_limited as (
       delete from akadze.jobs j
       using (select j.id from akadze.jobs j
-            where j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
+            where j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
     and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
@@ -65,9 +63,7 @@ with owner_leased as (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
           from akadze.jobs j
-          where j.fair_key collate "C" = k.key and j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
+          where j.fair_key collate "C" = k.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
           order by j.priority desc nulls last, j.run_at, j.id
@@ -77,23 +73,45 @@ with owner_leased as (
       ) x
     ),
     unlimited_candidates as (select * from (
-      select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
-      from akadze.jobs j
-      where j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($10::jsonb)))
+      -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so
+      -- jobs not due yet are never read, however many there are. Then the jobs to cancel that are not due yet.
+      select * from (
+        select x.* from (with recursive p(priority) as (
+        (select j.priority from akadze.jobs j where j.state = 'queued'  order by j.priority desc nulls last limit 1)
+        union all
+        select (select j.priority from akadze.jobs j where j.state = 'queued'  and j.priority < p.priority
+          order by j.priority desc nulls last limit 1)
+        from p where p.priority is not null
+      ) select priority from p where priority is not null) q cross join lateral (
+          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+          from akadze.jobs j
+          where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($10::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
-      order by j.priority desc nulls last, j.run_at, j.id
-      limit 1
-      for update of j skip locked
-    ) u limit (select greatest($11 - (select count(*) from fair_candidates),
-        ceil($12::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+          order by j.run_at, j.id
+          limit 1
+          for update of j skip locked
+        ) x
+        limit 1
+      ) due_jobs
+      union all
+      select * from (
+        select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
+        from akadze.jobs j
+        where (case when j.cancel_requested then '-infinity'::timestamptz else j.expires_at end) <= now()
+        and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > now() and j.task = any(array(select jsonb_array_elements_text($11::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused)
+        limit 1
+        for update of j skip locked
+      ) stops
+    ) u limit (select greatest($12 - (select count(*) from fair_candidates),
+        ceil($13::float8 / ((select count(*) from fair_walk) + 1)))::int)),
     room as (
-      select l.key, least($13,
-        case when l.max_running is null then $14
+      select l.key, least($14,
+        case when l.max_running is null then $15
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $15
+        case when l.max_starts is null then $16
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
@@ -101,14 +119,12 @@ with owner_leased as (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key
           from akadze.jobs j
-          where j.limit_key = r.key and j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($16::jsonb)))
+          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($17::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $17
+          limit $18
           for update of j skip locked
         ) y limit r.n
       ) x
@@ -124,18 +140,18 @@ with owner_leased as (
         from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
       ) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit $18
+      limit $19
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $19 and not c.limited as start, c.fair_rank, c.walk
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $20 and not c.limited as start, c.fair_rank, c.walk
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $20,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $21,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -180,8 +196,8 @@ with owner_leased as (
       'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
       or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
         and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $21::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $22::text, (select count(*) from claimed) >= $23 and exists (
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $22::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $23::text, (select count(*) from claimed) >= $24 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

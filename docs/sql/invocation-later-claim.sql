@@ -13,33 +13,55 @@ with owner_leased as (
     limit 100
   ), 
     unlimited_candidates as (
-      select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
-      from akadze.jobs j
-      where j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
+      -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so
+      -- jobs not due yet are never read, however many there are. Then the jobs to cancel that are not due yet.
+      select * from (
+        select x.* from (with recursive p(priority) as (
+        (select j.priority from akadze.jobs j where j.state = 'queued'  order by j.priority desc nulls last limit 1)
+        union all
+        select (select j.priority from akadze.jobs j where j.state = 'queued'  and j.priority < p.priority
+          order by j.priority desc nulls last limit 1)
+        from p where p.priority is not null
+      ) select priority from p where priority is not null) q cross join lateral (
+          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+          from akadze.jobs j
+          where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
-      order by j.priority desc nulls last, j.run_at, j.id
-      limit 1
-      for update of j skip locked
+          order by j.run_at, j.id
+          limit 1
+          for update of j skip locked
+        ) x
+        limit 1
+      ) due_jobs
+      union all
+      select * from (
+        select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
+        from akadze.jobs j
+        where (case when j.cancel_requested then '-infinity'::timestamptz else j.expires_at end) <= now()
+        and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > now() and j.task = any(array(select jsonb_array_elements_text($6::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused)
+        limit 1
+        for update of j skip locked
+      ) stops
     ),
     
     candidates as (
       select * from (select * from unlimited_candidates ) c
       order by priority desc, run_at, id
-      limit $6
+      limit $7
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $7 and not c.limited as start
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $8 and not c.limited as start
       from candidates c where not c.stop 
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $8,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $9,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -71,8 +93,8 @@ with owner_leased as (
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $9::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $10::text, (select count(*) from claimed) >= $11 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $10::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $11::text, (select count(*) from claimed) >= $12 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

@@ -2,9 +2,7 @@
 -- The backlog rider: what it adds to a claim (src/runtime/riders.ts); $n are bound per claim.
 -- After the core's `claimed`:
 backlog as (
-      select (select count(*) from (select 1 from akadze.jobs j where j.state = 'queued'
-        and (j.run_at <= now() or j.expires_at <= now() or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text($1::jsonb)))
+      select (select count(*) from (select 1 from akadze.jobs j where j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($1::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) limit 1024) b)
          as n

@@ -10,6 +10,7 @@ export interface PlanNode {
   "Subplan Name"?: string;
   "Actual Loops"?: number;
   "Actual Rows"?: number;
+  "Rows Removed by Filter"?: number;
   "Heap Fetches"?: number;
   "Shared Hit Blocks"?: number;
   "Shared Read Blocks"?: number;
@@ -24,20 +25,26 @@ export function planNodes(node: PlanNode): PlanNode[] {
   return [node, ...(node.Plans ?? []).flatMap(planNodes)];
 }
 
+/** The pages read by the scans of `index` under `node` (hit or read): an analyzed plan's. */
+export function indexPagesRead(node: PlanNode, index: string): number {
+  return planNodes(node).filter((n) => n["Index Name"] === index)
+    .reduce((sum, n) => sum + (n["Shared Hit Blocks"] ?? 0) + (n["Shared Read Blocks"] ?? 0), 0);
+}
+
 /** The index scans of jobs_fair_idx under `node`, loops summed: a fair claim's probes. */
 export function fairProbes(node: PlanNode): number {
   return planNodes(node).reduce((sum, n) => sum + (n["Index Name"] === "jobs_fair_idx" ? n["Actual Loops"] ?? 0 : 0), 0);
 }
 
 /**
- * The plan of `statement` as the engine sent it, explained (with `analyze`: run) in a transaction rolled back, so
+ * The plan of `statement` as the engine sent it, explained (with `analyze`: run, buffers counted) in a transaction rolled back, so
  * the rows stay as they were.
  */
 export async function planOf(pool: pg.Pool, statement: SentStatement, analyze = false): Promise<PlanNode> {
   const client = await pool.connect();
   try {
     await client.query("begin");
-    const rows = (await client.query(`explain (${analyze ? "analyze, " : ""}format json) ${statement.text}`, statement.values)).rows;
+    const rows = (await client.query(`explain (${analyze ? "analyze, buffers, " : ""}format json) ${statement.text}`, statement.values)).rows;
     return (rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan;
   } finally {
     await client.query("rollback");

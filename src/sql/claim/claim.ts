@@ -60,6 +60,37 @@ function queueCondition(queues: string[] | null): SQL {
   return sql`j.queue in (select jsonb_array_elements_text(${JSON.stringify(queues)}::jsonb))`;
 }
 
+/** A job `j` of the claim's tasks, in its queues, none of them paused. */
+function ofThisClaim(p: ClaimParams): SQL {
+  return sql`j.task = any(array(select jsonb_array_elements_text(${JSON.stringify(p.tasks)}::jsonb)))
+        and ${queueCondition(p.queues)}
+        and j.queue not in (select name from akadze.queues where paused)`;
+}
+
+/**
+ * The priorities of queued jobs, highest first, one probe each (a loose scan of jobs_claim_idx for one queue, of
+ * jobs_due_idx otherwise), read as the plain scan asks for them.
+ */
+function queuedPriorities(queues: string[] | null): SQL {
+  const queue = queues?.length === 1 ? sql`and j.queue = ${queues[0]}` : sql``;
+  return sql`(with recursive p(priority) as (
+        (select j.priority from akadze.jobs j where j.state = 'queued' ${queue} order by j.priority desc nulls last limit 1)
+        union all
+        select (select j.priority from akadze.jobs j where j.state = 'queued' ${queue} and j.priority < p.priority
+          order by j.priority desc nulls last limit 1)
+        from p where p.priority is not null
+      ) select priority from p where priority is not null)`;
+}
+
+/**
+ * A queued job `j` that must be cancelled (`mustCancel`) and is not due yet, as jobs_stop_idx finds it: due ones
+ * are found by the scans of due jobs, which mark them `stop`.
+ */
+function stopsNotDue(now: SQL): SQL {
+  return sql`(case when j.cancel_requested then '-infinity'::timestamptz else j.expires_at end) <= ${now}
+        and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > ${now}`;
+}
+
 /**
  * The most rows a claim's scan locks, written into the text: `batchSize` rounded up to a power of two. A
  * literal limit lets Postgres settle on one generic plan for a prepared claim after a few runs (with a
@@ -75,11 +106,7 @@ export function claimCore(p: ClaimParams): ClaimCore {
   const now = p.now;
   return {
     now, owner: p.owner, limits: p.limits,
-    eligible: sql`j.state = 'queued'
-        and (j.run_at <= ${now} or j.expires_at <= ${now} or j.cancel_requested)
-        and j.task = any(array(select jsonb_array_elements_text(${JSON.stringify(p.tasks)}::jsonb)))
-        and ${queueCondition(p.queues)}
-        and j.queue not in (select name from akadze.queues where paused)`,
+    eligible: sql`j.state = 'queued' and j.run_at <= ${now} and ${ofThisClaim(p)}`,
     // Without the limit CTEs a job qualifies only if no limit applies to it; a key with a limit row waits for a full claim.
     unlimited: sql`(j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))`,
   };
@@ -112,12 +139,27 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}${fair ? sql`
     ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
     ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
-      select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
-      from akadze.jobs j
-      where ${eligible} and ${unlimited}${fair ? sql` ${fair.exclude}` : sql``}
-      order by j.priority desc nulls last, j.run_at, j.id
-      limit ${lockLimit(p.batchSize)}
-      for update of j skip locked
+      -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so
+      -- jobs not due yet are never read, however many there are. Then the jobs to cancel that are not due yet.
+      select * from (
+        select x.* from ${queuedPriorities(p.queues)} q cross join lateral (
+          select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
+          from akadze.jobs j
+          where j.priority = q.priority and ${eligible} and ${unlimited}${fair ? sql` ${fair.exclude}` : sql``}
+          order by j.run_at, j.id
+          limit ${lockLimit(p.batchSize)}
+          for update of j skip locked
+        ) x
+        limit ${lockLimit(p.batchSize)}
+      ) due_jobs
+      union all
+      select * from (
+        select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
+        from akadze.jobs j
+        where ${stopsNotDue(now)} and ${ofThisClaim(p)}
+        limit ${lockLimit(p.batchSize)}
+        for update of j skip locked
+      ) stops
     ${fair ? sql`) u limit ${fair.room}` : sql``}),
     ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
     candidates as (

@@ -10,7 +10,7 @@ import type { SQL } from "drizzle-orm";
 export interface ClaimCore {
   now: SQL;
   owner: string;
-  /** A claimable job `j` of this claim's tasks and queues: queued, due (or to be cancelled), in an unpaused queue. */
+  /** A claimable job `j` of this claim's tasks and queues: queued, due, in an unpaused queue (a due job to be cancelled too). */
   eligible: SQL;
   /** A job `j` no limit applies to. */
   unlimited: SQL;

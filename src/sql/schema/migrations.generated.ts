@@ -238,5 +238,13 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
     "statements": [
       "-- (Hand-written.) Planner statistics for a queue table that has none: a fresh install, or a table nothing has\n-- analyzed yet. Without them Postgres takes 1 job in 200 to be queued (its guess for `state = 'queued'` on a column\n-- with no statistics), so a claim over a backlog reads and sorts every queued job to pick its batch instead of\n-- reading the batch off jobs_due_idx, and the first burst a new install takes costs each claim the whole queue\n-- until an ANALYZE has run.\n-- A table with jobs in it is analyzed. An empty one gets the statistics of a queue whose jobs are all queued and\n-- due: rows inserted, analyzed and deleted by this one statement (no other session ever sees them; their ids are\n-- below zero, so the ids jobs get are unchanged). The first ANALYZE of real jobs (the claim's upkeep rider,\n-- autovacuum) replaces them.\nDO $$\nBEGIN\n  IF NOT EXISTS (SELECT 1 FROM pg_stats WHERE schemaname = 'akadze' AND tablename = 'jobs') THEN\n    IF EXISTS (SELECT 1 FROM akadze.jobs) THEN\n      ANALYZE akadze.jobs;\n    ELSE\n      INSERT INTO akadze.jobs (id, task) OVERRIDING SYSTEM VALUE SELECT -g, 'akadze.statistics' FROM generate_series(1, 100) g;\n      ANALYZE akadze.jobs;\n      DELETE FROM akadze.jobs WHERE id < 0;\n    END IF;\n  END IF;\nEND $$;"
     ]
+  },
+  {
+    "id": 23,
+    "name": "0023_stop_index",
+    "statements": [
+      "-- Queued jobs to cancel before they are due (a cancel request on a job back in the queue, an `expiresAt`), by the\n-- moment they must be cancelled: a claim finds those whose moment passed without reading the jobs not due yet.\nCREATE INDEX IF NOT EXISTS \"jobs_stop_idx\" ON \"akadze\".\"jobs\" USING btree ((case when \"cancel_requested\" then '-infinity'::timestamptz else \"expires_at\" end)) WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and (\"akadze\".\"jobs\".\"expires_at\" is not null or \"akadze\".\"jobs\".\"cancel_requested\");",
+      "-- (Hand-written.) Building an index sets the table's row count to what it holds: on an empty table, 0, and the\n-- planner then takes the first backlog for a few rows and reads all of it (the statistics 0022 gave a fresh\n-- install are undone). An empty queue table gets them again, as 0022 made them.\nDO $$\nBEGIN\n  IF NOT EXISTS (SELECT 1 FROM akadze.jobs) THEN\n    INSERT INTO akadze.jobs (id, task) OVERRIDING SYSTEM VALUE SELECT -g, 'akadze.statistics' FROM generate_series(1, 100) g;\n    ANALYZE akadze.jobs;\n    DELETE FROM akadze.jobs WHERE id < 0;\n  END IF;\nEND $$;"
+    ]
   }
 ];

@@ -1,12 +1,14 @@
 // A claim's plan is costed below JIT's threshold (`jit_above_cost`, 100,000 by default; issue 38): an invocation's
-// first claim on a fresh, never-analyzed table (fair and with the limit CTEs) and fair claims of a large batch over
-// many keys, each captured as the engine sends it and costed with EXPLAIN.
+// first claim on a fresh, never-analyzed table (fair and with the limit CTEs), fair claims of a large batch over
+// many keys, and a claim over a large backlog of jobs not due yet (which it must not read: they once cost every
+// claim, an idle worker's polls too, a scan of them all, and past some 20,000 of them JIT's compilation), each
+// captured as the engine sends it and costed with EXPLAIN.
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce } from "../../../src/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/database.js";
 import { isClaim, statementsSent, type SentStatement } from "../../support/statements.js";
-import { planOf } from "../../support/plan-nodes.js";
+import { indexPagesRead, planOf } from "../../support/plan-nodes.js";
 
 // A plan costed above the threshold is compiled by JIT, which costs a claim hundreds of milliseconds: an invocation's
 // first claim once took 386 ms that way, and ran out of budget for its second. A process knows neither its keys nor its
@@ -73,4 +75,32 @@ it("a process's first fair claim on an analyzed table whose tenants have no sub-
     const { cost, threshold } = await costOf(claim);
     expect(cost).toBeLessThan(threshold);
   }
+});
+
+it("a claim over 20,000 jobs not due yet is costed below JIT's threshold, reads none of them, takes the due ones and cancels those past their expiry or cancelled", async () => {
+  const app = createApp();
+  let ran = 0;
+  const task = app.task("work", { args: Args }, async () => { ran++; });
+  for (let i = 0; i < 20_000; i += 5000) {
+    await task.using(t.db, { delay: "1d" }).enqueueMany(Array.from({ length: 5000 }, (_, n) => ({ n: i + n })));
+  }
+  // (Vacuumed too: the jobs of the tests before, deleted, leave dead entries in the indexes until a vacuum, and a
+  // scan steps over those.)
+  await t.rows("vacuum analyze akadze.jobs");
+  // The claim as the engine sends it, while no job is due.
+  const [claim] = await claimsOf(async () => { expect(await runOnce(app, { db: t.db, batchSize: 100, slots: 10, drain: false })).toMatchObject({ claimed: 0 }); });
+  // Then 10 due jobs, and two not due for a day that must be cancelled now: one past its expiry, one marked cancelled
+  // (a job back in the queue with its cancel request, as a retry or a recovered lease leaves it).
+  await task.using(t.db).enqueueMany(Array.from({ length: 10 }, (_, n) => ({ n })));
+  await task.using(t.db, { delay: "1d", expiresAt: new Date(Date.now() - 1000) }).enqueue({ n: -1 });
+  const [marked] = await t.rows<{ id: string }>("update akadze.jobs set cancel_requested = true where id = (select min(id) from akadze.jobs) returning id");
+  const { cost, threshold } = await costOf(claim!);
+  expect(cost).toBeLessThan(threshold);
+  // Run (rolled back): the pages it read of the claim order's index. The 20,000 delayed jobs fill about 100 pages of
+  // it; the claim reads the few of the due jobs.
+  const read = indexPagesRead(await planOf(t.pool, claim!, true), "jobs_due_idx");
+  expect(read).toBeLessThan(20);
+  expect(await runOnce(app, { db: t.db, batchSize: 100, slots: 10, drain: false })).toMatchObject({ claimed: 10, cancelled: 2 });
+  expect(ran).toBe(10);
+  expect(await t.rows("select state from akadze.all_jobs where id = $1", [marked!.id])).toEqual([{ state: "cancelled" }]);
 });
