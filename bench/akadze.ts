@@ -1,6 +1,8 @@
 // What the benchmark measures of akadze's runOnce loops: bulk enqueue, burn-down and statements per job.
 // (runWorker, latency and the cron tick: akadze-worker.ts; scale-out and claim cost: scale-out.ts.)
+import { sql } from "drizzle-orm";
 import type { App, Db, Retention, Task } from "../src/index.js";
+import { query } from "../src/db/query.js";
 import { CURRENT, type AkadzeLib } from "./baseline.js";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { transactionsIn } from "./databases.js";
@@ -105,12 +107,18 @@ export const KEEP_NO_SUCCEEDED: Retention = { keepSucceeded: false };
  * Bulk enqueue and burn-down of `count` no-op jobs, twice on one fresh database (`retention` as runOnce takes
  * it): the first burn-down's rate is `firstDrainPerSec`, the rest is the second's. `lib`: a baseline's akadze.
  */
-export async function akadzeThroughput(driver: AkadzeDriver, count: number, shape: BurnDownShape, retention?: Retention, lib: AkadzeLib = CURRENT): Promise<Throughput> {
+export async function akadzeThroughput(driver: AkadzeDriver, count: number, shape: BurnDownShape, retention?: Retention, lib: AkadzeLib = CURRENT, delayed = 0): Promise<Throughput> {
   const target = await openAkadze(driver, "tp", { migrate: lib.migrate });
   let transactions: number | null = null;
   let result: Omit<Throughput, "transactionsPerJob">;
   try {
     const { app, noop } = noopApp(lib);
+    // `delayed` jobs not due for a day beside the burn-down (the "delayed" section), then analyzed, as autovacuum would.
+    if (delayed > 0) {
+      const args = Array.from({ length: ENQUEUE_CHUNK }, () => ({}));
+      for (let i = 0; i < delayed; i += ENQUEUE_CHUNK) await noop.using(target.db, { delay: "1d" }).enqueueMany(args.slice(0, Math.min(ENQUEUE_CHUNK, delayed - i)));
+      await query(target.db, sql`analyze akadze.jobs`);
+    }
     const before = target.database === null ? NaN : await transactionsIn(target.database);
     result = await drainsOf(count, async () => {
       const enqueueMs = await enqueueNoops(noop, target.db, count);

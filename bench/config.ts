@@ -31,6 +31,8 @@ export interface BenchConfig {
   fanOut: FanOutSettings;
   /** One tenant's burst beside small tenants, 4 concurrent invocations; a fair claim's cost over many keys. */
   fairness: FairnessSettings;
+  /** Jobs delayed by a day, enqueued beside the burn-down's `jobs` (the "delayed" section): reminders, runAt, backoffs. */
+  delayed: number;
 }
 
 export const FULL: BenchConfig = {
@@ -42,6 +44,7 @@ export const FULL: BenchConfig = {
   claimCost: { calls: 200, explains: 30, backlog: 100_000 },
   fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 60_000, budget: "25s", jobMs: 100, slots: 6, batchSize: 50 },
   fairness: { bigJobs: 50_000, smallKeys: 100, smallJobsPerKey: 10, invocations: 4, batchSize: 250, costKeys: [100, 10_000], costJobs: 50_000, costRuns: 20 },
+  delayed: 100_000,
 };
 
 export const QUICK: BenchConfig = {
@@ -53,4 +56,5 @@ export const QUICK: BenchConfig = {
   claimCost: { calls: 30, explains: 5, backlog: 5_000 },
   fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 10_000, budget: "4s", jobMs: 100, slots: 6, batchSize: 50 },
   fairness: { bigJobs: 5_000, smallKeys: 20, smallJobsPerKey: 10, invocations: 4, batchSize: 100, costKeys: [20, 1_000], costJobs: 5_000, costRuns: 3 },
+  delayed: 5_000,
 };

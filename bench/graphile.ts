@@ -65,10 +65,10 @@ function runnerOptions(pool: pg.Pool, c: GraphileConfig): RunnerOptions {
   };
 }
 
-/** The bulk API: `add_jobs(job_spec[])`, the function graphile's own `addJobs` calls. */
-async function addNoops(pool: pg.Pool, count: number): Promise<void> {
+/** The bulk API: `add_jobs(job_spec[])`, the function graphile's own `addJobs` calls. `runAt`: when they are due (default now). */
+async function addNoops(pool: pg.Pool, count: number, runAt?: Date): Promise<void> {
   for (let i = 0; i < count; i += ENQUEUE_CHUNK) {
-    const specs = Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ identifier: "noop", payload: {} }));
+    const specs = Array.from({ length: Math.min(ENQUEUE_CHUNK, count - i) }, () => ({ identifier: "noop", payload: {}, ...(runAt ? { run_at: runAt.toISOString() } : {}) }));
     await pool.query(
       "select id from graphile_worker.add_jobs(array(select json_populate_recordset(null::graphile_worker.job_spec, $1::json)))",
       [JSON.stringify(specs)],
@@ -94,7 +94,7 @@ async function burnDown(pool: pg.Pool, c: GraphileConfig, count: number, databas
     await untilComplete(runner, count);
     await runner.stop();
   });
-  const left = Number((await pool.query("select count(*) from graphile_worker.jobs")).rows[0].count);
+  const left = Number((await pool.query("select count(*) from graphile_worker.jobs where run_at <= now()")).rows[0].count);
   if (left !== 0) throw new Error(`graphile-worker (${graphileLabel(c)}) left ${left} jobs`);
   return { ms, cpu };
 }
@@ -127,12 +127,17 @@ export async function graphileSweep(configs: GraphileConfig[], jobs: number): Pr
   });
 }
 
-export async function graphileThroughput(count: number, c: GraphileConfig): Promise<Throughput> {
+/** `delayed`: jobs due in a day, enqueued beside the burn-down first (the "delayed" section), then analyzed. */
+export async function graphileThroughput(count: number, c: GraphileConfig, delayed = 0): Promise<Throughput> {
   return withDatabase("tp_graphile", async (database) => {
     const pool = openPool(database.url, c);
     let ended = false;
     try {
       await runMigrations(runnerOptions(pool, c));
+      if (delayed > 0) {
+        await addNoops(pool, delayed, new Date(Date.now() + 86_400_000));
+        await pool.query("analyze graphile_worker._private_jobs");
+      }
       const before = await transactionsIn(database.name);
       // Twice on the same database: the first burn-down cold, the second measured (as akadze's).
       const result = await drainsOf(count, () => timedDrain(pool, c, count, database.name));

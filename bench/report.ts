@@ -41,6 +41,8 @@ function throughputSections(r: Results): Section[] {
   ];
   const ceiling = ceilingSection(r);
   if (ceiling) out.push(ceiling);
+  const delayed = delayedSection(r);
+  if (delayed) out.push(delayed);
   const cpu = cpuSection(r);
   if (cpu) out.push(cpu);
   if (r.worker) {
@@ -61,6 +63,24 @@ function throughputSections(r: Results): Section[] {
     });
   }
   return out;
+}
+
+/** The burn-down beside jobs delayed by a day, against the same burn-down without them where it ran too. */
+function delayedSection(r: Results): Section | null {
+  const d = r.delayed;
+  if (!d) return null;
+  const graphile = d.rows.find((x) => x.system === "graphile-worker")?.throughput;
+  return {
+    title: `Burn-down beside a delayed backlog: ${fmt(d.jobs)} due no-op jobs beside ${fmt(d.delayed)} due in a day (median of ${d.rounds} interleaved round(s))`,
+    head: ["system", "process jobs/s", "vs graphile-worker", "first burn-down, fresh database: process jobs/s", "the same, vs graphile-worker", "the burn-down without the delayed jobs (above)"],
+    rows: d.rows.map((x) => [x.system, fmt(x.throughput.processPerSec), x.system === "graphile-worker" || !graphile ? "" : ratio(x.throughput.processPerSec / graphile.processPerSec),
+      fmt(x.throughput.firstDrainPerSec), x.system === "graphile-worker" || !graphile?.firstDrainPerSec ? "" : ratio((x.throughput.firstDrainPerSec ?? 0) / graphile.firstDrainPerSec),
+      r.throughput[x.system] ? fmt(r.throughput[x.system].processPerSec) : ""]),
+    notes: [
+      ...d.rows.map((x) => `${x.system}: ${x.settings}; every round, jobs/s: ${x.samples.map((n) => fmt(n)).join(", ")}`),
+      "The delayed jobs are enqueued first and the table analyzed (as autovacuum would), then the due ones are enqueued and burned down twice, as in the burn-down above; the delayed jobs stay queued throughout.",
+    ],
+  };
 }
 
 /**

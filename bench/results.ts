@@ -34,6 +34,14 @@ export interface WorkerComparison {
   baseline?: { name: string; throughput: Throughput; samples: number[] };
 }
 
+/** The burn-down of `jobs` due jobs beside `delayed` jobs due in a day, per system (medians of interleaved rounds). */
+export interface DelayedBacklog {
+  jobs: number;
+  delayed: number;
+  rounds: number;
+  rows: { system: string; settings: string; throughput: Throughput; samples: number[] }[];
+}
+
 export interface Results {
   startedAt: string;
   durationS: number;
@@ -63,6 +71,8 @@ export interface Results {
   progress: ProgressLoopRow[];
   /** Burn-down with tracing off and on (bench/tracing.ts); absent from runs made before it. */
   tracing?: TracingThroughput[];
+  /** The burn-down beside jobs delayed by a day (the "delayed" section); absent from runs made before it. */
+  delayed?: DelayedBacklog;
   targets: { name: string; goal: string; measured: string; met: boolean }[];
 }
 

@@ -12,7 +12,7 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import type { Duration } from "../src/index.js";
 import { tryParseDuration } from "../src/core/duration.js";
-import { akadzeSweep, akadzeThroughput, BURN_DOWN, KEEP_NO_SUCCEEDED, shapeLabel, statementsPerJob, type BurnDownShape, type Throughput } from "./akadze.js";
+import { akadzeSweep, akadzeThroughput, BURN_DOWN, BURN_DOWN_SHAPES, KEEP_NO_SUCCEEDED, shapeLabel, statementsPerJob, type BurnDownShape, type Throughput } from "./akadze.js";
 import { AKADZE_DRIVERS, POOL_SIZE, type AkadzeDriver } from "./akadze-db.js";
 import { cronTick, nudgedLatency, WORKER_SLOTS, workerLatency, workerThroughput } from "./akadze-worker.js";
 import { FULL, QUICK, type BenchConfig } from "./config.js";
@@ -22,18 +22,18 @@ import { FLOOR_BATCH, FLOOR_KINDS, floorName, floorOf, floorsSettings, type Floo
 import { GRAPHILE_QUICK_SWEEP, GRAPHILE_SWEEP, graphileLabel, graphileLatency, graphileSettings, graphileSweep, graphileThroughput, type GraphileConfig } from "./graphile.js";
 import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossLatency, pgbossSettings, pgbossSweep, pgbossThroughput, type PgBossConfig } from "./pgboss.js";
 import { markdown, printTables } from "./report.js";
-import { medianThroughput, ratios, targets, type Machine, type Results } from "./results.js";
+import { medianThroughput, ratios, targets, type DelayedBacklog, type Machine, type Results } from "./results.js";
 import { claimCosts, scaleOut } from "./scale-out.js";
 import { fanOutMinute } from "./fan-out.js";
 import { fairnessWaits } from "./fairness.js";
 import { fairClaimCosts } from "./fair-claim-cost.js";
 import { best, type SweepEntry } from "./sweep.js";
 import { workflowBench } from "./workflows.js";
-import { loadBaseline, useBuiltAkadze, type AkadzeLib } from "./baseline.js";
+import { CURRENT, loadBaseline, useBuiltAkadze, type AkadzeLib } from "./baseline.js";
 import { progressLoopStatements } from "./progress.js";
 import { tracingThroughput } from "./tracing.js";
 
-const SECTIONS = ["burn-down", "worker", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "fairness", "workflows", "progress", "tracing"] as const;
+const SECTIONS = ["burn-down", "worker", "delayed", "latency", "tick", "statements", "scale-out", "claim-cost", "fan-out", "fairness", "workflows", "progress", "tracing"] as const;
 
 const { values: args } = parseArgs({
   options: {
@@ -121,7 +121,7 @@ async function machine(): Promise<Machine> {
 /** The floors also measured at the burn-down's own claim size. */
 const AT_BURN_DOWN_BATCH: FloorKind[] = ["history", "delete"];
 
-async function burnDown(r: Results, baseline: AkadzeLib | null): Promise<{ graphile10: GraphileConfig }> {
+async function burnDown(r: Results, baseline: AkadzeLib | null): Promise<{ graphile10: GraphileConfig; graphile: GraphileConfig; shape: BurnDownShape }> {
   const graphileConfigs = config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP;
   const pgbossConfigs = config.quick ? PGBOSS_QUICK_SWEEP : PGBOSS_SWEEP;
   if (config.warmUpJobs > 0) {
@@ -177,7 +177,32 @@ async function burnDown(r: Results, baseline: AkadzeLib | null): Promise<{ graph
     ...FLOOR_KINDS.map((kind) => floorName(kind)), ...AT_BURN_DOWN_BATCH.map((kind) => floorName(kind, shape.config.batchSize))];
   for (const name of order) if (r.samples[name]) r.throughput[name] = medianThroughput(r.samples[name]);
   r.ratios = ratios(r.throughput);
-  return { graphile10: graphile10.config };
+  return { graphile10: graphile10.config, graphile: graphile.config, shape: shape.config };
+}
+
+/**
+ * The burn-down beside a backlog of jobs not due for a day (reminders, `runAt`, retry backoffs), each system in
+ * its burn-down configuration, in interleaved rounds: what the delayed jobs cost the claims of the due ones.
+ */
+async function delayedBacklog(shape: BurnDownShape, graphile: GraphileConfig, baseline: AkadzeLib | null): Promise<DelayedBacklog> {
+  const systems: { system: string; settings: string; run: () => Promise<Throughput> }[] = [
+    { system: "akadze/node-postgres", settings: shapeLabel(shape), run: () => akadzeThroughput("node-postgres", config.jobs, shape, undefined, CURRENT, config.delayed) },
+    ...(baseline ? [{ system: `${baseline.name}/node-postgres`, settings: shapeLabel(shape), run: () => akadzeThroughput("node-postgres", config.jobs, shape, undefined, baseline, config.delayed) }] : []),
+    { system: "graphile-worker", settings: graphileLabel(graphile), run: () => graphileThroughput(config.jobs, graphile, config.delayed) },
+  ];
+  const samples = new Map<string, Throughput[]>(systems.map((s) => [s.system, []]));
+  for (let round = 1; round <= config.rounds; round++) {
+    log(`delayed backlog: ${config.jobs} jobs beside ${config.delayed} delayed, round ${round} of ${config.rounds}`);
+    for (const s of round % 2 === 1 ? systems : [...systems].reverse()) {
+      const t = await s.run();
+      samples.get(s.system)!.push(t);
+      log(`  ${s.system}: process ${Math.round(t.processPerSec)}/s (first ${Math.round(t.firstDrainPerSec ?? 0)}/s)`);
+    }
+  }
+  return {
+    jobs: config.jobs, delayed: config.delayed, rounds: config.rounds,
+    rows: systems.map((s) => ({ system: s.system, settings: s.settings, throughput: medianThroughput(samples.get(s.system)!), samples: samples.get(s.system)!.map((t) => Math.round(t.processPerSec)) })),
+  };
 }
 
 async function main(): Promise<void> {
@@ -199,7 +224,11 @@ async function main(): Promise<void> {
     r.settings.command = r.settings.command.replace(args.baseline!, checkout);
     r.settings.systems[baseline.name] = `akadze at ${checkout} (its migrations; built the same way), measured in the same rounds as this checkout`;
   }
-  if (sections.has("burn-down")) ({ graphile10 } = await burnDown(r, baseline));
+  // Without the burn-down, the delayed section runs each system in the configuration the last full runs chose.
+  let graphile = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP).find((c) => c.concurrency === 40 && c.batchDelayMs > 0) ?? graphile10;
+  let shape: BurnDownShape = BURN_DOWN_SHAPES.find((s) => s.loops === 2 && s.batchSize === 1000) ?? BURN_DOWN;
+  if (sections.has("burn-down")) ({ graphile10, graphile, shape } = await burnDown(r, baseline));
+  if (sections.has("delayed")) r.delayed = await delayedBacklog(shape, graphile, baseline);
 
   if (sections.has("worker")) {
     // Interleaved rounds, the first system alternating, as the burn-down's: one run of each is a few hundred
