@@ -7,6 +7,7 @@ export interface PlanNode {
   "Total Cost"?: number;
   "Relation Name"?: string;
   "Index Name"?: string;
+  "Index Cond"?: string;
   "Subplan Name"?: string;
   "Actual Loops"?: number;
   "Actual Rows"?: number;
