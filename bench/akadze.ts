@@ -1,7 +1,7 @@
 // What the benchmark measures of akadze's runOnce loops: bulk enqueue, burn-down and statements per job.
 // (runWorker, latency and the cron tick: akadze-worker.ts; scale-out and claim cost: scale-out.ts.)
 import { sql } from "drizzle-orm";
-import type { App, Db, Retention, Task } from "../src/index.js";
+import type { App, Db, Duration, Retention, Task } from "../src/index.js";
 import { query } from "../src/db/query.js";
 import { CURRENT, type AkadzeLib } from "./baseline.js";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
@@ -76,11 +76,11 @@ export function noopApp(lib: AkadzeLib = CURRENT): { app: App; noop: Task } {
   return { app, noop };
 }
 
-/** Inserts `count` jobs, `ENQUEUE_CHUNK` per statement; returns the milliseconds it took. */
-export async function enqueueNoops(noop: Task, db: Db, count: number): Promise<number> {
+/** Inserts `count` jobs, `ENQUEUE_CHUNK` per statement (`delay`: due that much later); returns the milliseconds it took. */
+export async function enqueueNoops(noop: Task, db: Db, count: number, delay?: Duration): Promise<number> {
   const args = Array.from({ length: count }, () => ({}));
   const { ms } = await timed(async () => {
-    for (let i = 0; i < count; i += ENQUEUE_CHUNK) await noop.using(db).enqueueMany(args.slice(i, i + ENQUEUE_CHUNK));
+    for (let i = 0; i < count; i += ENQUEUE_CHUNK) await noop.using(db, delay === undefined ? {} : { delay }).enqueueMany(args.slice(i, i + ENQUEUE_CHUNK));
   });
   return ms;
 }
@@ -115,8 +115,7 @@ export async function akadzeThroughput(driver: AkadzeDriver, count: number, shap
     const { app, noop } = noopApp(lib);
     // `delayed` jobs not due for a day beside the burn-down (the "delayed" section), then analyzed, as autovacuum would.
     if (delayed > 0) {
-      const args = Array.from({ length: ENQUEUE_CHUNK }, () => ({}));
-      for (let i = 0; i < delayed; i += ENQUEUE_CHUNK) await noop.using(target.db, { delay: "1d" }).enqueueMany(args.slice(0, Math.min(ENQUEUE_CHUNK, delayed - i)));
+      await enqueueNoops(noop, target.db, delayed, "1d");
       await query(target.db, sql`analyze akadze.jobs`);
     }
     const before = target.database === null ? NaN : await transactionsIn(target.database);

@@ -33,39 +33,37 @@ with owner_leased as (
     ),
     "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
       select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
+    -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
+    -- due yet are never read, however many there are.
     unlimited_candidates as (
-      -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so
-      -- jobs not due yet are never read, however many there are. Then the jobs to cancel that are not due yet.
-      select * from (
-        select x.* from (with recursive p(priority) as (
+      select x.* from (with recursive p(priority) as (
         (select j.priority from akadze.jobs j where j.state = 'queued'  order by j.priority desc nulls last limit 1)
         union all
         select (select j.priority from akadze.jobs j where j.state = 'queued'  and j.priority < p.priority
           order by j.priority desc nulls last limit 1)
         from p where p.priority is not null
       ) select priority from p where priority is not null) q cross join lateral (
-          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
-          from akadze.jobs j
-          where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($7::jsonb)))
+        select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+        from akadze.jobs j
+        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($7::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
-          order by j.run_at, j.id
-          limit 1
-          for update of j skip locked
-        ) x
+        order by j.run_at, j.id
         limit 1
-      ) due_jobs
-      union all
-      select * from (
-        select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
-        from akadze.jobs j
-        where (case when j.cancel_requested then '-infinity'::timestamptz else j.expires_at end) <= now()
+        for update of j skip locked
+      ) x
+      limit 1
+    ),
+    -- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
+    stops_not_due as (
+      select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
+      from akadze.jobs j
+      where (case when j.cancel_requested then '-infinity'::timestamptz else j.expires_at end) <= now()
         and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > now() and j.task = any(array(select jsonb_array_elements_text($8::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
-        limit 1
-        for update of j skip locked
-      ) stops
+      limit 1
+      for update of j skip locked
     ),
     room as (
       select l.key, least($9,
@@ -91,7 +89,8 @@ with owner_leased as (
       where r.n > 0
     ),
     candidates as (
-      select * from (select * from unlimited_candidates union all select * from limited_candidates) c
+      select * from (select * from unlimited_candidates union all select * from limited_candidates
+      union all select * from stops_not_due) c
       order by priority desc, run_at, id
       limit $14
     ),

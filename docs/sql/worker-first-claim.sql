@@ -136,41 +136,39 @@ with owner_leased as (
         ) y limit k.share
       ) x
     ),
+    -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
+    -- due yet are never read, however many there are.
     unlimited_candidates as (select * from (
-      -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so
-      -- jobs not due yet are never read, however many there are. Then the jobs to cancel that are not due yet.
-      select * from (
-        select x.* from (with recursive p(priority) as (
+      select x.* from (with recursive p(priority) as (
         (select j.priority from akadze.jobs j where j.state = 'queued'  order by j.priority desc nulls last limit 1)
         union all
         select (select j.priority from akadze.jobs j where j.state = 'queued'  and j.priority < p.priority
           order by j.priority desc nulls last limit 1)
         from p where p.priority is not null
       ) select priority from p where priority is not null) q cross join lateral (
-          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
-          from akadze.jobs j
-          where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($25::jsonb)))
+        select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+        from akadze.jobs j
+        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($25::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
-          order by j.run_at, j.id
-          limit 8
-          for update of j skip locked
-        ) x
-        limit 8
-      ) due_jobs
-      union all
-      select * from (
-        select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
-        from akadze.jobs j
-        where (case when j.cancel_requested then '-infinity'::timestamptz else j.expires_at end) <= now()
-        and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > now() and j.task = any(array(select jsonb_array_elements_text($26::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused)
+        order by j.run_at, j.id
         limit 8
         for update of j skip locked
-      ) stops
-    ) u limit (select greatest($27 - (select count(*) from fair_candidates),
-        ceil($28::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+      ) x
+      limit 8
+    ) u limit (select greatest($26 - (select count(*) from fair_candidates),
+        ceil($27::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    -- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
+    stops_not_due as (
+      select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
+      from akadze.jobs j
+      where (case when j.cancel_requested then '-infinity'::timestamptz else j.expires_at end) <= now()
+        and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > now() and j.task = any(array(select jsonb_array_elements_text($28::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused)
+      limit 8
+      for update of j skip locked
+    ),
     room as (
       select l.key, least($29,
         case when l.max_running is null then $30
@@ -201,7 +199,8 @@ with owner_leased as (
       from (
         select u.*, split_part(u.fair_key, chr(1), 1) as tenant, k.m,
           row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as key_rank
-        from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
+        from (select * from unlimited_candidates union all select * from limited_candidates
+      union all select * from stops_not_due union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
       ) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
       limit $34

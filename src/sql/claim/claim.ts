@@ -133,34 +133,34 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   const dueColumns = ["id", "start", "limited", ...(p.fair ? ["fair_rank", "walk"] : [])];
   // A fair claim walks the keys first; its plain scan then offers what the batch still lacks (fair.ts).
   const fair = p.fair ? fairPlainScan(p.batchSize) : null;
-  // The plain scan's candidates and the limited keys' ones, which the batch is cut from.
-  const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}`;
+  const lock = lockLimit(p.batchSize);
+  // The plain scan's candidates, the limited keys' ones and the jobs to cancel before they are due: the batch is cut from these.
+  const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}
+      union all select * from stops_not_due`;
   return sql`
     with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}${fair ? sql`
     ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
+    -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
+    -- due yet are never read, however many there are.
     ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
-      -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so
-      -- jobs not due yet are never read, however many there are. Then the jobs to cancel that are not due yet.
-      select * from (
-        select x.* from ${queuedPriorities(p.queues)} q cross join lateral (
-          select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
-          from akadze.jobs j
-          where j.priority = q.priority and ${eligible} and ${unlimited}${fair ? sql` ${fair.exclude}` : sql``}
-          order by j.run_at, j.id
-          limit ${lockLimit(p.batchSize)}
-          for update of j skip locked
-        ) x
-        limit ${lockLimit(p.batchSize)}
-      ) due_jobs
-      union all
-      select * from (
-        select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
+      select x.* from ${queuedPriorities(p.queues)} q cross join lateral (
+        select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
         from akadze.jobs j
-        where ${stopsNotDue(now)} and ${ofThisClaim(p)}
-        limit ${lockLimit(p.batchSize)}
+        where j.priority = q.priority and ${eligible} and ${unlimited}${fair ? sql` ${fair.exclude}` : sql``}
+        order by j.run_at, j.id
+        limit ${lock}
         for update of j skip locked
-      ) stops
+      ) x
+      limit ${lock}
     ${fair ? sql`) u limit ${fair.room}` : sql``}),
+    -- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
+    stops_not_due as (
+      select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
+      from akadze.jobs j
+      where ${stopsNotDue(now)} and ${ofThisClaim(p)}
+      limit ${lock}
+      for update of j skip locked
+    ),
     ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
     candidates as (
       ${p.fair
