@@ -31,7 +31,8 @@ export async function renderStatements(): Promise<Record<string, string>> {
       if (limits) await setLimit(db, "render.key", { maxRunning: 2 });
       await task.using(db, limits ? { limitKey: "render.key" } : fair ? { fairKey: "render.tenant" } : {}).enqueueMany([{}, {}]);
       texts.length = 0;
-      await runOnce(app, { db, slots: 1, batchSize: 1 });
+      // (Two jobs, one slot: the first claim holds the second job, whose start rides on the first settle.)
+      await runOnce(app, { db, slots: 1, batchSize: 2 });
       return [...texts];
     };
     const plain = await run(false);

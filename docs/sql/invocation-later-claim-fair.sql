@@ -40,17 +40,17 @@ with owner_leased as (
         union all
         select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
     and j.fair_key collate "C" > split_part(a.key, chr(1), 1) || chr(2) order by j.fair_key collate "C" limit 1), a.n + 1
-        from after_cursor a where a.key is not null and a.n < 1
+        from after_cursor a where a.key is not null and a.n < 2
       ),
       walked_after as (select count(*)::int as n from after_cursor where key is not null),
       from_start(key, n) as (
         select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
     and j.fair_key collate "C" > '' and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), (select n from walked_after) + 1
-        where (select n from walked_after) < 1
+        where (select n from walked_after) < 2
         union all
         select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
     and j.fair_key collate "C" > split_part(s.key, chr(1), 1) || chr(2) and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), s.n + 1
-        from from_start s where s.key is not null and s.n < 1
+        from from_start s where s.key is not null and s.n < 2
       ),
       walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
       weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
@@ -67,7 +67,7 @@ with owner_leased as (
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
           order by j.priority desc nulls last, j.run_at, j.id
-          limit 1
+          limit 2
           for update of j skip locked
         ) y limit k.share
       ) x
@@ -88,10 +88,10 @@ with owner_leased as (
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
         order by j.run_at, j.id
-        limit 1
+        limit 2
         for update of j skip locked
       ) x
-      limit 1
+      limit 2
     ) u limit (select greatest($11 - (select count(*) from fair_candidates),
         ceil($12::float8 / ((select count(*) from fair_walk) + 1)))::int)),
     -- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
@@ -102,7 +102,7 @@ with owner_leased as (
         and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > now() and j.task = any(array(select jsonb_array_elements_text($13::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
-      limit 1
+      limit 2
       for update of j skip locked
     ),
     room as (

@@ -28,10 +28,10 @@ with owner_leased as (
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
         order by j.run_at, j.id
-        limit 1
+        limit 2
         for update of j skip locked
       ) x
-      limit 1
+      limit 2
     ),
     -- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
     stops_not_due as (
@@ -41,7 +41,7 @@ with owner_leased as (
         and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > now() and j.task = any(array(select jsonb_array_elements_text($6::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
-      limit 1
+      limit 2
       for update of j skip locked
     ),
     

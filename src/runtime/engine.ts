@@ -98,7 +98,8 @@ export class Engine implements EngineDecisions {
 
   /** What the claim policy sizes a claim by. */
   private view(): ClaimView {
-    return { slots: this.o.slots, queued: this.ctx.jobs.queued, lookahead: this.ctx.pace.lookahead(), paced: this.ctx.pace.known };
+    const { jobs, pace } = this.ctx;
+    return { slots: this.o.slots, queued: jobs.queued, free: Math.max(0, this.o.slots - this.runs.slotsTaken - jobs.queued), lookahead: pace.lookahead(), paced: pace.known };
   }
 
   /** The claim cycle's one way forward. */
@@ -195,12 +196,13 @@ export class Engine implements EngineDecisions {
 
   /** Sends a claim (the first one, until one was answered, has the first claim's size and riders). */
   private claimNext(): void {
-    const { jobs, pace, change } = this.ctx;
+    const { pace, change } = this.ctx;
     this.endedAtClaim = this.runs.ended;
     const first = !this.claimedOnce;
+    const view = this.view();
     // Started in the claim itself: jobs for the slots that will be free, plus those that would start within a round trip.
-    const starts = Math.max(0, this.o.slots - this.runs.slotsTaken - jobs.queued) + Math.max(0, pace.lookahead() - jobs.queued);
-    const size = first ? this.o.policy.firstSize(this.view()) : this.o.policy.nextSize(this.view());
+    const starts = view.free + Math.max(0, view.lookahead - view.queued);
+    const size = first ? this.o.policy.firstSize(view) : this.o.policy.nextSize(view);
     const sent = performance.now();
     this.on({ kind: "sent" });
     void this.unheld.release()

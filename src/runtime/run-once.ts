@@ -8,6 +8,7 @@ import { timestamp } from "../sql/time.js";
 import { claimRiders, invocationRetention } from "./riders.js";
 import { Engine } from "./engine.js";
 import { invocationPolicy } from "./claim-policy.js";
+import { CLAIM_MARGIN_MS } from "../core/claim-margin.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { driverName } from "../db/query.js";
 import { HistoryKeeper } from "./history.js";
@@ -79,10 +80,11 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
     refused.fannedOut(fan.report, 1); // the one statement that found no slot
     return { ...refused.take(), driver: driverName(options.db) };
   }
+  const drain = options.drain !== false;
   const engine: Engine = new Engine({
     app, db: options.db, id, queues, slots: o.slots, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, budget, signal: options.signal,
-    policy: invocationPolicy({ batchSize: o.batchSize, drain: options.drain !== false }), keepSucceeded: retention ? retention.keepSucceeded : true,
+    policy: invocationPolicy({ batchSize: o.batchSize, drain, startsFirst: drain && o.budgetMs >= 2 * CLAIM_MARGIN_MS && ![...app.tasks.values()].some((t) => t.batch) }), keepSucceeded: retention ? retention.keepSucceeded : true,
     // Retention rides along with the first claim (no extra round trip), the registry row with the claims until one took a job.
     riders: claimRiders({
       app, db: options.db, now, history,

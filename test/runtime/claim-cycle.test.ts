@@ -84,37 +84,50 @@ describe("the claim cycle", () => {
 describe("the claim policies", () => {
   it("an invocation asks for its whole batch every time and claims ahead once its queue holds no more than the free slots and a round trip's starts", () => {
     const p = invocationPolicy({ batchSize: 100, drain: true });
-    expect(p.firstSize({ slots: 10, queued: 0, lookahead: 0, paced: true })).toBe(100);
-    expect(p.nextSize({ slots: 10, queued: 7, lookahead: 3, paced: true })).toBe(100);
-    expect(p.worthClaiming({ slots: 10, queued: 13, lookahead: 3, paced: true })).toBe(true);
-    expect(p.worthClaiming({ slots: 10, queued: 14, lookahead: 3, paced: true })).toBe(false);
+    expect(p.firstSize({ slots: 10, queued: 0, free: 10, lookahead: 0, paced: true })).toBe(100);
+    expect(p.nextSize({ slots: 10, queued: 7, free: 3, lookahead: 3, paced: true })).toBe(100);
+    expect(p.worthClaiming({ slots: 10, queued: 13, free: 0, lookahead: 3, paced: true })).toBe(true);
+    expect(p.worthClaiming({ slots: 10, queued: 14, free: 0, lookahead: 3, paced: true })).toBe(false);
+  });
+
+  it("an invocation that starts first claims what it starts at once and one more until the pace is known: its free slots, and no claim while none is free", () => {
+    const p = invocationPolicy({ batchSize: 100, drain: true, startsFirst: true });
+    expect(p.firstSize({ slots: 10, queued: 0, free: 10, lookahead: 0, paced: false })).toBe(11);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 3, lookahead: 0, paced: false })).toBe(4);
+    expect(p.worthClaiming({ slots: 10, queued: 0, free: 0, lookahead: 0, paced: false })).toBe(false);
+    expect(p.worthClaiming({ slots: 10, queued: 0, free: 1, lookahead: 0, paced: false })).toBe(true);
+    // A batch smaller than the slots is the batch; once paced, the whole batch.
+    expect(invocationPolicy({ batchSize: 4, drain: true, startsFirst: true }).firstSize({ slots: 10, queued: 0, free: 10, lookahead: 0, paced: false })).toBe(4);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 0, lookahead: 500, paced: true })).toBe(100);
+    // Without it (exactly one claim, a budget with no room for a second, a batch task), the whole batch, paced or not.
+    expect(invocationPolicy({ batchSize: 100, drain: true }).firstSize({ slots: 10, queued: 0, free: 10, lookahead: 0, paced: false })).toBe(100);
   });
 
   it("a worker lane sizes claims to the work: a few slots' worth first, then the slots and two round trips' starts, at most its prefetch, less what it holds", () => {
     const p = workerLanePolicy({ prefetch: 500, idle: async () => true });
-    expect(p.firstSize({ slots: 10, queued: 0, lookahead: 0, paced: false })).toBe(40);
-    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 2, paced: true })).toBe(14); // slow jobs: about a slot's worth
-    expect(p.nextSize({ slots: 10, queued: 100, lookahead: 1000, paced: true })).toBe(400); // quick jobs: the prefetch, less what it holds
+    expect(p.firstSize({ slots: 10, queued: 0, free: 10, lookahead: 0, paced: false })).toBe(40);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 10, lookahead: 2, paced: true })).toBe(14); // slow jobs: about a slot's worth
+    expect(p.nextSize({ slots: 10, queued: 100, free: 0, lookahead: 1000, paced: true })).toBe(400); // quick jobs: the prefetch, less what it holds
     // Quick jobs: it waits until it has room for half a claim rather than top up a few.
-    expect(p.worthClaiming({ slots: 10, queued: 300, lookahead: 1000, paced: true })).toBe(false);
-    expect(p.worthClaiming({ slots: 10, queued: 250, lookahead: 1000, paced: true })).toBe(true);
+    expect(p.worthClaiming({ slots: 10, queued: 300, free: 0, lookahead: 1000, paced: true })).toBe(false);
+    expect(p.worthClaiming({ slots: 10, queued: 250, free: 0, lookahead: 1000, paced: true })).toBe(true);
   });
 
   it("a worker lane's claim after a wait for work asks for a few slots' worth (less for slow jobs), whatever the pace's drift, and the next one for the pace's size again", async () => {
     const p = workerLanePolicy({ prefetch: 1000, idle: async () => true });
     // Before any job ran the pace knows nothing: the few slots' worth of a lane's first claim.
     await p.idle!();
-    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 0, paced: false })).toBe(40);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 10, lookahead: 0, paced: false })).toBe(40);
     // Quick jobs: the pace asks for the whole prefetch, a size that drifts with the measured round trips.
-    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700, paced: true })).toBe(1000);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 10, lookahead: 700, paced: true })).toBe(1000);
     expect(await p.idle!()).toBe(true);
     // After the wait, the same few slots' worth (one statement text) whatever the pace says.
-    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700, paced: true })).toBe(40);
-    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 700, paced: true })).toBe(1000);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 10, lookahead: 700, paced: true })).toBe(40);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 10, lookahead: 700, paced: true })).toBe(1000);
     await p.idle!();
-    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 130, paced: true })).toBe(40);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 10, lookahead: 130, paced: true })).toBe(40);
     // Slow jobs: what the pace asks for, when that is less.
     await p.idle!();
-    expect(p.nextSize({ slots: 10, queued: 0, lookahead: 2, paced: true })).toBe(14);
+    expect(p.nextSize({ slots: 10, queued: 0, free: 10, lookahead: 2, paced: true })).toBe(14);
   });
 });

@@ -42,7 +42,8 @@ describe("runOnce on stop", () => {
     const { app, task, gate } = gatedApp();
     await task.using(t.db).enqueueMany(["a", "b", "c", "d"].map((name) => ({ name })));
     const stop = new AbortController();
-    const run = runOnce(app, { db: t.db, batchSize: 4, slots: 1, signal: stop.signal });
+    // One claim (drain: false) of the whole batch: three jobs wait for the one slot.
+    const run = runOnce(app, { db: t.db, batchSize: 4, slots: 1, signal: stop.signal, drain: false });
     await gate("a").started.promise;
     stop.abort();
     gate("a").finish.resolve();
@@ -50,6 +51,25 @@ describe("runOnce on stop", () => {
     expect(summary).toMatchObject({ claimed: 4, succeeded: 1, released: 3 });
     expect((await states()).map((j) => [j.args.name, j.state, j.attempt])).toEqual([
       ["a", "succeeded", 1], ["b", "queued", 0], ["c", "queued", 0], ["d", "queued", 0]]);
+  });
+});
+
+describe("runOnce before it knows its jobs' pace", () => {
+  it("claims the jobs its free slots start and one more, and claims again only once a slot is free: no job waits claimed and unstarted", async () => {
+    const { app, task, gate } = gatedApp();
+    const names = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    await task.using(t.db).enqueueMany(names.map((name) => ({ name })));
+    const run = runOnce(app, { db: t.db, batchSize: 8, slots: 2 });
+    await gate("a").started.promise;
+    await gate("b").started.promise;
+    // The first claim took a, b (started) and c (held): with both slots busy no further claim goes out.
+    const running = () => t.rows<{ name: string; started: boolean }>(
+      "select args->>'name' as name, started_at is not null as started from akadze.jobs where state = 'running' order by id");
+    expect(await running()).toEqual([{ name: "a", started: true }, { name: "b", started: true }, { name: "c", started: false }]);
+    for (const name of names) gate(name).finish.resolve();
+    const summary = await run;
+    expect(summary).toMatchObject({ claimed: 8, succeeded: 8 });
+    expect((await states()).map((j) => j.state)).toEqual(Array(8).fill("succeeded"));
   });
 });
 

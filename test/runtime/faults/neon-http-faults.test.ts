@@ -86,8 +86,9 @@ describe("neon-http faults", () => {
     const { app, task, runs } = countingApp(clock);
     await task.using(http).enqueueMany(Array.from({ length: 6 }, () => ({})));
     plan = nth(1, isClaim, "drop");
+    // (The pace unknown, the first claim asks for the 2 slots' jobs and one more.)
     const summary = await runOnce(app, { db: http, now: clock.now, slots: 2, batchSize: 6 });
-    expect(summary).toMatchObject({ released: 6, succeeded: 6, lost: 0 });
+    expect(summary).toMatchObject({ released: 3, succeeded: 6, lost: 0 });
     const jobs = (await pool.query("select state, attempt from akadze.all_jobs order by id")).rows;
     expect(jobs).toEqual(Array(6).fill({ state: "succeeded", attempt: 1 }));
     expect([...runs.values()]).toEqual(Array(6).fill(1));
