@@ -81,10 +81,13 @@ async function invoke(app: App, options: RunOnceOptions, trace: EngineTrace | nu
     return { ...refused.take(), driver: driverName(options.db) };
   }
   const drain = options.drain !== false;
+  // Until its jobs' pace is known, claim only what starts (claim-policy.ts): where a second claim can follow and no
+  // batch task fills its batches from held jobs.
+  const startsFirst = drain && o.budgetMs >= 2 * CLAIM_MARGIN_MS && ![...app.tasks.values()].some((t) => t.batch);
   const engine: Engine = new Engine({
     app, db: options.db, id, queues, slots: o.slots, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
     now, sqlNow, budget, signal: options.signal,
-    policy: invocationPolicy({ batchSize: o.batchSize, drain, startsFirst: drain && o.budgetMs >= 2 * CLAIM_MARGIN_MS && ![...app.tasks.values()].some((t) => t.batch) }), keepSucceeded: retention ? retention.keepSucceeded : true,
+    policy: invocationPolicy({ batchSize: o.batchSize, drain, startsFirst }), keepSucceeded: retention ? retention.keepSucceeded : true,
     // Retention rides along with the first claim (no extra round trip), the registry row with the claims until one took a job.
     riders: claimRiders({
       app, db: options.db, now, history,
