@@ -181,6 +181,23 @@ async function burnDown(r: Results, baseline: AkadzeLib | null): Promise<{ graph
 }
 
 /**
+ * Runs each system once a round, `config.rounds` rounds, the first system alternating, so the machine's noise hits
+ * them alike; returns each system's throughputs in round order.
+ */
+async function interleavedRounds(label: string, systems: { system: string; run: () => Promise<Throughput> }[]): Promise<Map<string, Throughput[]>> {
+  const samples = new Map<string, Throughput[]>(systems.map((s) => [s.system, []]));
+  for (let round = 1; round <= config.rounds; round++) {
+    log(`${label}, round ${round} of ${config.rounds}`);
+    for (const s of round % 2 === 1 ? systems : [...systems].reverse()) {
+      const t = await s.run();
+      samples.get(s.system)!.push(t);
+      log(`  ${s.system}: process ${Math.round(t.processPerSec)}/s (first ${Math.round(t.firstDrainPerSec ?? 0)}/s)`);
+    }
+  }
+  return samples;
+}
+
+/**
  * The burn-down beside a backlog of jobs not due for a day (reminders, `runAt`, retry backoffs), each system in
  * its burn-down configuration, in interleaved rounds: what the delayed jobs cost the claims of the due ones.
  */
@@ -190,15 +207,7 @@ async function delayedBacklog(shape: BurnDownShape, graphile: GraphileConfig, ba
     ...(baseline ? [{ system: `${baseline.name}/node-postgres`, settings: shapeLabel(shape), run: () => akadzeThroughput("node-postgres", config.jobs, shape, undefined, baseline, config.delayed) }] : []),
     { system: "graphile-worker", settings: graphileLabel(graphile), run: () => graphileThroughput(config.jobs, graphile, config.delayed) },
   ];
-  const samples = new Map<string, Throughput[]>(systems.map((s) => [s.system, []]));
-  for (let round = 1; round <= config.rounds; round++) {
-    log(`delayed backlog: ${config.jobs} jobs beside ${config.delayed} delayed, round ${round} of ${config.rounds}`);
-    for (const s of round % 2 === 1 ? systems : [...systems].reverse()) {
-      const t = await s.run();
-      samples.get(s.system)!.push(t);
-      log(`  ${s.system}: process ${Math.round(t.processPerSec)}/s (first ${Math.round(t.firstDrainPerSec ?? 0)}/s)`);
-    }
-  }
+  const samples = await interleavedRounds(`delayed backlog: ${config.jobs} jobs beside ${config.delayed} delayed`, systems);
   return {
     jobs: config.jobs, delayed: config.delayed, rounds: config.rounds,
     rows: systems.map((s) => ({ system: s.system, settings: s.settings, throughput: medianThroughput(samples.get(s.system)!), samples: samples.get(s.system)!.map((t) => Math.round(t.processPerSec)) })),
@@ -231,26 +240,21 @@ async function main(): Promise<void> {
   if (sections.has("delayed")) r.delayed = await delayedBacklog(shape, graphile, baseline);
 
   if (sections.has("worker")) {
-    // Interleaved rounds, the first system alternating, as the burn-down's: one run of each is a few hundred
-    // milliseconds, well inside this machine's noise.
-    const samples: { akadze: Throughput[]; graphile: Throughput[]; baseline: Throughput[] } = { akadze: [], graphile: [], baseline: [] };
-    for (let round = 1; round <= config.rounds; round++) {
-      log(`concurrency ${WORKER_SLOTS}: runWorker vs graphile-worker, ${config.workerJobs} jobs, round ${round} of ${config.rounds}`);
-      const runs = [
-        async () => { samples.graphile.push(await graphileThroughput(config.workerJobs, graphile10)); },
-        async () => { samples.akadze.push(await workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS)); },
-        ...(baseline ? [async () => { samples.baseline.push(await workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS, baseline)); }] : []),
-      ];
-      for (const run of round % 2 === 1 ? runs : runs.reverse()) await run();
-    }
-    const akadze = medianThroughput(samples.akadze);
-    const graphile = medianThroughput(samples.graphile);
+    // Interleaved rounds: one run of each is a few hundred milliseconds, well inside this machine's noise.
+    const samples = await interleavedRounds(`concurrency ${WORKER_SLOTS}: runWorker vs graphile-worker, ${config.workerJobs} jobs`, [
+      { system: "graphile", run: () => graphileThroughput(config.workerJobs, graphile10) },
+      { system: "akadze", run: () => workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS) },
+      ...(baseline ? [{ system: "baseline", run: () => workerThroughput("node-postgres", config.workerJobs, WORKER_SLOTS, baseline) }] : []),
+    ]);
+    const jobsPerSec = (name: string) => samples.get(name)!.map((t) => Math.round(t.processPerSec));
+    const akadze = medianThroughput(samples.get("akadze")!);
+    const graphile = medianThroughput(samples.get("graphile")!);
     r.worker = {
       jobs: config.workerJobs, rounds: config.rounds, akadze, graphile, ratio: akadze.processPerSec / graphile.processPerSec,
-      samples: { akadze: samples.akadze.map((t) => Math.round(t.processPerSec)), graphile: samples.graphile.map((t) => Math.round(t.processPerSec)) },
+      samples: { akadze: jobsPerSec("akadze"), graphile: jobsPerSec("graphile") },
       akadzeSettings: `runWorker(app, { db, slots: ${WORKER_SLOTS} }), other options as shipped; node-postgres pool ${POOL_SIZE}`,
       graphileSettings: graphileLabel(graphile10),
-      ...(baseline ? { baseline: { name: baseline.name, throughput: medianThroughput(samples.baseline), samples: samples.baseline.map((t) => Math.round(t.processPerSec)) } } : {}),
+      ...(baseline ? { baseline: { name: baseline.name, throughput: medianThroughput(samples.get("baseline")!), samples: jobsPerSec("baseline") } } : {}),
     };
   }
   if (sections.has("latency")) {
