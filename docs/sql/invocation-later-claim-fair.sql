@@ -130,14 +130,11 @@ with owner_leased as (
     ),
     candidates as (
       select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
-        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id)::float8
+        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.run_at, c.id)::float8
           / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
-      from (
-        select u.*, split_part(u.fair_key, chr(1), 1) as tenant, k.m,
-          row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as key_rank
-        from (select * from unlimited_candidates union all select * from limited_candidates
-      union all select * from stops_not_due union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
-      ) c left join fair_walk w on w.tenant = c.tenant
+      from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (select * from unlimited_candidates union all select * from limited_candidates
+      union all select * from stops_not_due union all select * from fair_candidates) u) c
+        left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
       limit $19
     ),

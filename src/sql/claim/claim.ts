@@ -164,7 +164,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
     candidates as (
       ${p.fair
-        ? fairCandidates(offered, p.batchSize)
+        ? fairCandidates(offered, p.batchSize, p.fairSubKeys === true)
         : sql`select * from (${offered}) c
       order by ${order}
       limit ${p.batchSize}`}

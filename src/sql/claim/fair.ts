@@ -218,9 +218,21 @@ export function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
 /**
  * The body of the `candidates` CTE for a fair claim: `offered` (the plain and limited candidates) and the walked
  * keys' jobs, each ranked within its key, then within its tenant (by that rank, then its key's walk position),
- * that rank made a round by the tenant's weight, and cut to the batch.
+ * that rank made a round by the tenant's weight, and cut to the batch. Without sub-keys (`subKeys`) a tenant's
+ * walked key is the tenant's own, so its rank within the tenant is its rank by claim order there: one window, not two
+ * (the second window's sort cost a claim of 250 jobs over 100 keys about a tenth of its time).
  */
-export function fairCandidates(offered: SQL, batchSize: number): SQL {
+export function fairCandidates(offered: SQL, batchSize: number, subKeys: boolean): SQL {
+  const cut = sql`order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
+      limit ${batchSize}`;
+  if (!subKeys) {
+    return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
+        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.run_at, c.id)::float8
+          / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
+      from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (${offered} union all select * from fair_candidates) u) c
+        left join fair_walk w on w.tenant = c.tenant
+      ${cut}`;
+  }
   return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
         ceil(row_number() over (partition by c.tenant order by c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id)::float8
           / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
@@ -229,8 +241,7 @@ export function fairCandidates(offered: SQL, batchSize: number): SQL {
           row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as key_rank
         from (${offered} union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
       ) c left join fair_walk w on w.tenant = c.tenant
-      order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit ${batchSize}`;
+      ${cut}`;
 }
 
 /**
