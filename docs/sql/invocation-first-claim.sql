@@ -197,8 +197,7 @@ with owner_leased as (
         ceil(row_number() over (partition by c.tenant order by c.priority desc, c.run_at, c.id)::float8
           / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
       from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (select * from unlimited_candidates union all select * from limited_candidates
-      union all select * from stops_not_due union all select * from fair_candidates) u) c
-        left join fair_walk w on w.tenant = c.tenant
+      union all select * from stops_not_due union all select * from fair_candidates) u) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
       limit $34
     ),

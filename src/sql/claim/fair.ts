@@ -223,25 +223,20 @@ export function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
  * (the second window's sort cost a claim of 250 jobs over 100 keys about a tenth of its time).
  */
 export function fairCandidates(offered: SQL, batchSize: number, subKeys: boolean): SQL {
-  const cut = sql`order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
+  const all = sql`(${offered} union all select * from fair_candidates)`;
+  const tenant = sql`split_part(u.fair_key, chr(1), 1) as tenant`;
+  const ranked = (within: SQL, from: SQL) => sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
+        ceil(row_number() over (partition by c.tenant order by ${within})::float8
+          / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
+      from ${from} c left join fair_walk w on w.tenant = c.tenant
+      order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
       limit ${batchSize}`;
-  if (!subKeys) {
-    return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
-        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.run_at, c.id)::float8
-          / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
-      from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (${offered} union all select * from fair_candidates) u) c
-        left join fair_walk w on w.tenant = c.tenant
-      ${cut}`;
-  }
-  return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
-        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id)::float8
-          / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
-      from (
-        select u.*, split_part(u.fair_key, chr(1), 1) as tenant, k.m,
+  if (!subKeys) return ranked(sql`c.priority desc, c.run_at, c.id`, sql`(select u.*, ${tenant} from ${all} u)`);
+  return ranked(sql`c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id`, sql`(
+        select u.*, ${tenant}, k.m,
           row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as key_rank
-        from (${offered} union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
-      ) c left join fair_walk w on w.tenant = c.tenant
-      ${cut}`;
+        from ${all} u left join fair_keys k on k.key = u.fair_key
+      )`);
 }
 
 /**
