@@ -181,7 +181,7 @@ export class Upkeep implements ClaimRider {
     const askVacuum = Date.now() - memory.vacuumedAt >= VACUUM_EVERY_MS;
     if (askVacuum) memory.vacuumedAt = Date.now();
     return {
-      report: { stale: statisticsStale(batchSize), ...(askVacuum ? { vacuum: vacuumDue() } : {}) },
+      report: { stale: statisticsStale(batchSize), vacuum: vacuumDue(askVacuum) },
       answered: (answer, count) => {
         if (answer.vacuum) this.start(vacuumJobsStatement(), count);
         else if (answer.stale && Date.now() - memory.analyzedAt >= ANALYZE_EVERY_MS) {

@@ -4,6 +4,7 @@ import { expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce, type App } from "../../src/index.js";
 import { sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import { query, queryJson, type Db } from "../../src/db/query.js";
 import { claimCore, claimJobsStatement, type ClaimParams } from "../../src/sql/claim/claim.js";
 import { claimResultOf, type ClaimAnswer } from "../../src/sql/claim/claim-answer.js";
@@ -203,9 +204,16 @@ forEachDriver((h) => {
     const quiet = await claimWith(h().db, [upkeep], { now: clock.now(), tasks });
     expect(quiet.answer).toMatchObject({ stale: false, vacuum: false });
     expect(quiet.statements).toBe(0);
-    // The vacuum question is asked at most every few seconds per process; the statistics one with every claim.
-    const again = upkeep.ride({ first: false, batchSize: 10, core: claimCore({ owner: "o", now: timestamp(clock.now()), leaseMs: LEASE_MS, batchSize: 10, startCount: 0, tasks, queues: null, limits: false }) });
-    expect(Object.keys(again.report ?? {})).toEqual(["stale"]);
+    // The vacuum question is asked at most every few seconds per process, the statistics one with every claim;
+    // asked or not, the claim's text is the same (a parameter says which), so it stays one prepared statement.
+    const context = { first: false, batchSize: 10, core: claimCore({ owner: "o", now: timestamp(clock.now()), leaseMs: LEASE_MS, batchSize: 10, startCount: 0, tasks, queues: null, limits: false }) };
+    const again = upkeep.ride(context);
+    const elsewhere = new Upkeep(createApp({ clock: clock.now }), h().db).ride(context);
+    expect(Object.keys(again.report ?? {})).toEqual(["stale", "vacuum"]);
+    const vacuumQuestion = (ride: Ride) => new PgDialect().sqlToQuery(ride.report!.vacuum);
+    expect(vacuumQuestion(again).params).toEqual([false]);
+    expect(vacuumQuestion(elsewhere).params).toEqual([true]);
+    expect(vacuumQuestion(again).sql).toBe(vacuumQuestion(elsewhere).sql);
     let sent = 0;
     again.answered?.({ ...quiet.answer, stale: false, vacuum: true }, () => { sent++; });
     await upkeep.finished();

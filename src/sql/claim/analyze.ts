@@ -25,13 +25,15 @@ export function analyzeJobsStatement(): SQL {
 }
 
 /**
- * The queue table holds more dead row versions than a vacuum's worth (every job leaves two: its claim's
- * update and its move out), for a claim's report. Autovacuum looks only once a minute, and until a vacuum
- * records their space as free, new jobs extend the table: at 1,000 jobs/s that is some 10 MB a minute of a
- * table whose live rows fit in a few pages.
+ * Whether the queue table holds more dead row versions than a vacuum's worth (every job leaves two: its
+ * claim's update and its move out), for a claim's report, when `asked` (else false, unread). Autovacuum looks
+ * only once a minute, and until a vacuum records their space as free, new jobs extend the table: at 1,000
+ * jobs/s that is some 10 MB a minute of a table whose live rows fit in a few pages. (`asked` is a parameter,
+ * not a variant of the text: a claim that asks once every few seconds would otherwise be a statement each
+ * connection plans afresh every time it meets it.)
  */
-export function vacuumDue(): SQL {
-  return sql`(pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+export function vacuumDue(asked: boolean): SQL {
+  return sql`(${asked}::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))`;
 }
 
