@@ -219,8 +219,8 @@ export function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
  * The body of the `candidates` CTE for a fair claim: `offered` (the plain and limited candidates) and the walked
  * keys' jobs, each ranked within its key, then within its tenant (by that rank, then its key's walk position),
  * that rank made a round by the tenant's weight, and cut to the batch. Without sub-keys (`subKeys`) a tenant's
- * walked key is the tenant's own, so its rank within the tenant is its rank by claim order there: one window, not two
- * (the second window's sort cost a claim of 250 jobs over 100 keys about a tenth of its time).
+ * walked key is the tenant's own, so a job's rank within the tenant is its rank there in claim order: one window,
+ * not two (the second window, with its sort, cost a fair claim of 250 jobs 3-15 % of its time).
  */
 export function fairCandidates(offered: SQL, batchSize: number, subKeys: boolean): SQL {
   const all = sql`(${offered} union all select * from fair_candidates)`;
