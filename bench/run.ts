@@ -233,9 +233,11 @@ async function main(): Promise<void> {
     r.settings.command = r.settings.command.replace(args.baseline!, checkout);
     r.settings.systems[baseline.name] = `akadze at ${checkout} (its migrations; built the same way), measured in the same rounds as this checkout`;
   }
-  // Without the burn-down, the delayed section runs each system in the configuration the last full runs chose.
-  let graphile = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP).find((c) => c.concurrency === 40 && c.batchDelayMs > 0) ?? graphile10;
-  let shape: BurnDownShape = BURN_DOWN_SHAPES.find((s) => s.loops === 2 && s.batchSize === 1000) ?? BURN_DOWN;
+  // Without the burn-down (and its sweeps), the delayed section runs each system in the configuration the recorded
+  // full runs' sweeps chose (bench/RESULTS.md): graphile-worker at concurrency 40, localQueue.size 1000, no batch
+  // delay; akadze's 2 loops of batch 2,000.
+  let graphile = GRAPHILE_SWEEP.find((c) => c.concurrency === 40 && c.localQueueSize === 1000 && c.batchDelayMs === 0) ?? graphile10;
+  let shape: BurnDownShape = BURN_DOWN_SHAPES.find((s) => s.loops === 2 && s.batchSize === 2000) ?? BURN_DOWN;
   if (sections.has("burn-down")) ({ graphile10, graphile, shape } = await burnDown(r, baseline));
   if (sections.has("delayed")) r.delayed = await delayedBacklog(shape, graphile, baseline);
 
