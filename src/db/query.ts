@@ -3,6 +3,7 @@ import type { BatchItem as DrizzleBatchItem } from "drizzle-orm/batch";
 import type { PgDatabase } from "drizzle-orm/pg-core";
 import { AkadzeError } from "../core/errors.js";
 import { causeChain } from "../core/error-causes.js";
+import { RenderCache, type Rendered } from "./render.js";
 
 /** Any drizzle Postgres database or transaction: node-postgres, neon-serverless, neon-http, pglite. @example const db: Db = drizzle(pool); */
 export type Db = PgDatabase<any, any, any>;
@@ -105,7 +106,7 @@ export async function queryJson<T>(db: Db, statement: SQL): Promise<T> {
 export async function queryJsonPrepared<T>(db: Db, statement: SQL): Promise<T> {
   const client = preparingClient(db);
   if (!client || unprepared.has(client)) return queryJson<T>(db, statement);
-  const { sql: text, params } = (db as any).dialect.sqlToQuery(statement) as { sql: string; params: unknown[] };
+  const { sql: text, params } = renderCacheOf(db).query(statement);
   let result;
   try {
     result = await withMigrateHint(client.query({ name: statementName(text), text, values: params }));
@@ -119,6 +120,16 @@ export async function queryJsonPrepared<T>(db: Db, statement: SQL): Promise<T> {
     return queryJson<T>(db, statement);
   }
   return result.rows[0]?.r as T;
+}
+
+const renderCaches = new WeakMap<object, RenderCache>();
+
+/** The render cache of `db`'s dialect (its text depends on the dialect's casing). */
+function renderCacheOf(db: Db): RenderCache {
+  const dialect = (db as any).dialect as { sqlToQuery(statement: SQL): Rendered };
+  let cache = renderCaches.get(dialect);
+  if (!cache) renderCaches.set(dialect, cache = new RenderCache((statement) => dialect.sqlToQuery(statement)));
+  return cache;
 }
 
 /** Pools whose named prepared statements were refused (a pooler between them and Postgres): they send texts whole. */
