@@ -62,12 +62,13 @@ export class Claimer {
     this.tooLongForBudget ??= tooLong;
     const memory = memoryOf(this.o.app);
     if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memory.limits, fair: memory.fair, noTaskFits: true };
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memory.limits, stops: memory.stops, fair: memory.fair, noTaskFits: true };
     }
     const withLimits = memory.limits;
+    const withStops = memory.stops;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, fair: memory.fair, fairSubKeys: memory.fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
+      queues: this.o.queues, limits: withLimits, stops: withStops, fair: memory.fair, fairSubKeys: memory.fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
     };
     const core = claimCore(params);
     const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, core })).filter((ride): ride is Ride => ride !== null);
@@ -86,6 +87,7 @@ export class Claimer {
     }
     traced?.end(result.claimed.length);
     memory.limits = result.limits;
+    memory.stops = result.stops;
     if (result.fair) memory.fairSeenAt = Date.now();
     // Sticky for a while: a tenant's burst right after a moment without keyed jobs is still claimed fairly.
     memory.fair = result.fair || Date.now() - memory.fairSeenAt < FAIR_HINT_MS;
@@ -97,8 +99,9 @@ export class Claimer {
     let more = false;
     for (const ride of rides) if (ride.answered?.(result, this.o.summary.roundTrip) === true) more = true;
     // Sent without the limit CTEs, it could not take a limited job; a limit exists now (the process's first
-    // setLimit): the next claim, with them, may find that key's due jobs.
-    return { ...result, more: result.more || (!withLimits && result.limits) || more, noTaskFits: false };
+    // setLimit): the next claim, with them, may find that key's due jobs. Likewise a job to cancel, without the
+    // stop CTEs: the next claim cancels it.
+    return { ...result, more: result.more || (!withLimits && result.limits) || (!withStops && result.stops) || more, noTaskFits: false };
   }
 
   /** Resolves when what the riders started beside the claims (maintenance, ANALYZE, VACUUM) has ended. */

@@ -9,6 +9,8 @@ import type { App } from "../app/app.js";
 export interface ProcessMemory {
   /** Whether any limit exists: a claim without the limit CTEs never takes a limited job (claimer.ts). */
   limits: boolean;
+  /** Whether a queued job must be cancelled at a moment (a cancel request, an expiry): claims then carry the stop CTEs. */
+  stops: boolean;
   /** Whether keyed jobs are queued (fair claims), and when a claim last saw one (real clock). */
   fair: boolean;
   fairSeenAt: number;
@@ -35,7 +37,7 @@ export function memoryOf(app: App): ProcessMemory {
   let memory = memories.get(app);
   if (!memory) {
     memories.set(app, (memory = {
-      limits: true, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
+      limits: true, stops: true, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
       prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
       overNudgeBudget: new Set(),
     }));

@@ -3,6 +3,7 @@
 // more run keeping its attempt, errors and args; finished and unknown jobs are left alone; onTransition sees each change.
 import { expect, it } from "vitest";
 import { createApp, requestCancel, requeue, Retry, Snooze, runOnce, InvalidInput, type Transition } from "../../src/index.js";
+import { memoryOf } from "../../src/runtime/process-memory.js";
 import { forEachDriver } from "../support/drivers.js";
 import { ManualClock } from "../support/clock.js";
 import { abortedOf } from "../support/deferred.js";
@@ -32,6 +33,30 @@ forEachDriver((h, driver) => {
     expect(summary).toMatchObject({ claimed: 0, cancelled: 1 });
     expect(ran).toBe(false);
     expect(await state(id)).toMatchObject({ state: "cancelled", attempt: 0 });
+  });
+
+  it("a process whose claims saw no job to cancel leaves out the stop CTEs, and still never runs one that must be cancelled", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ran: number[] = [];
+    const task = app.task("t", async (_args, job) => { ran.push(job.id); });
+    // A claim of an empty queue reports that no queued job must be cancelled: the next claims go without those CTEs.
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(memoryOf(app).stops).toBe(false);
+    const due = await task.using(h().db, { expiresAt: new Date(clock.now().getTime() + 30_000) }).enqueue({});
+    const later = await task.using(h().db, { delay: "1m", expiresAt: new Date(clock.now().getTime() + 30_000) }).enqueue({});
+    const fine = await task.using(h().db).enqueue({});
+    clock.advance(45_000);
+    // Its first claim leaves both expired jobs queued (the due one is a candidate it must not take) and reports
+    // them; the next claim, with the stop CTEs, cancels them.
+    const summary = await runOnce(app, { db: h().db, now: clock.now });
+    expect(summary).toMatchObject({ claimed: 1, succeeded: 1, cancelled: 2 });
+    expect(ran).toEqual([fine]);
+    expect(await state(due)).toMatchObject({ state: "cancelled", attempt: 0 });
+    expect(await state(later)).toMatchObject({ state: "cancelled", attempt: 0 });
+    // The claim that cancelled them still saw them queued (its snapshot); the next one finds none and drops the CTEs again.
+    await runOnce(app, { db: h().db, now: clock.now });
+    expect(memoryOf(app).stops).toBe(false);
   });
 
   it("requestCancel returns false and changes nothing for finished jobs and unknown ids", async () => {

@@ -8,7 +8,7 @@ import type { CompletedJob } from "../../src/sql/settle/settle.js";
 const moved = (id: number) => ({ id, task: "t", queue: "q", attempt: 1, from: "queued", to: "running" });
 const claimed = (id: number) => ({ id, task: "t", queue: "q", args: {}, attempt: 1, max_attempts: 3, priority: 0, started: false, limited: false });
 const claim = (o: Partial<ClaimResult>): ClaimResult =>
-  ({ claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: false, fair: false, ...o });
+  ({ claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: false, stops: false, fair: false, ...o });
 const boom = { kind: "Error", message: "boom" };
 const done = (id: number, to: string, kind: CompletedJob["kind"], error: CompletedJob["error"] = null): CompletedJob =>
   ({ id, task: "t", queue: "q", attempt: 1, from: "running", to, kind, error });

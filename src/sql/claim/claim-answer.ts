@@ -53,6 +53,8 @@ export interface ClaimResult {
   more: boolean;
   /** Whether any limit exists: the next claim includes the limit CTEs only then. */
   limits: boolean;
+  /** Whether any queued job must be cancelled at a moment (a cancel request, an expiry): the next claim includes the stop CTEs only then. */
+  stops: boolean;
   /** Whether any queued job has a fairness key: the next claim includes the fair CTEs only then. */
   fair: boolean;
   /** A fair claim met a tenant with sub-keys: the next fair claims walk them (absent from a plain claim). */

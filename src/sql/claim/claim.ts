@@ -40,6 +40,13 @@ export interface ClaimParams {
    */
   fair?: boolean;
   /**
+   * Also cancel the queued jobs that must be (`mustCancel`: a cancel request, an expiry passed), due or not (the
+   * default). `false` leaves out those CTEs (a delete and the history's insert, which cost a claim of a few jobs
+   * about a third of its planning): a due job that must be cancelled is then left queued, neither claimed nor
+   * cancelled, for the next claim with them. Every claim reports whether a queued job has such a moment (`stops`).
+   */
+  stops?: boolean;
+  /**
    * With `fair`: walk each tenant's sub-keys too (`fair.ts`). Off, a tenant offers its first key's jobs; the claim
    * reports whether it met a tenant with sub-keys (`fairSubKeys`), so a process walks them once it has seen one.
    */
@@ -91,6 +98,9 @@ function stopsNotDue(now: SQL): SQL {
         and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > ${now}`;
 }
 
+/** Whether any queued job has a moment it must be cancelled at (a cancel request, an expiry): jobs_stop_idx's rows. */
+const ANY_STOP_JOB = sql`exists (select 1 from akadze.jobs where state = 'queued' and (expires_at is not null or cancel_requested))`;
+
 /**
  * The most rows a claim's scan locks, written into the text: `batchSize` rounded up to a power of two. A
  * literal limit lets Postgres settle on one generic plan for a prepared claim after a few runs (with a
@@ -134,9 +144,10 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   // A fair claim walks the keys first; its plain scan then offers what the batch still lacks (fair.ts).
   const fair = p.fair ? fairPlainScan(p.batchSize) : null;
   const lock = lockLimit(p.batchSize);
+  const stops = p.stops !== false;
   // The plain scan's candidates, the limited keys' ones and the jobs to cancel before they are due: the batch is cut from these.
   const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}
-      union all select * from stops_not_due`;
+      ${stops ? sql`union all select * from stops_not_due` : sql``}`;
   return sql`
     with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}${fair ? sql`
     ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
@@ -153,14 +164,14 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       ) x
       limit ${lock}
     ${fair ? sql`) u limit ${fair.room}` : sql``}),
-    -- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
+    ${stops ? sql`-- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
     stops_not_due as (
       select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
       from akadze.jobs j
       where ${stopsNotDue(now)} and ${ofThisClaim(p)}
       limit ${lock}
       for update of j skip locked
-    ),
+    ),` : sql``}
     ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
     candidates as (
       ${p.fair
@@ -191,13 +202,13 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     ),${p.fair ? sql`
     ${sql.join(fairCursorCtes(p.fairSubKeys === true), sql`, `)},` : sql``}
     ${sql.join(after, sql` `)}
-    -- Cancelled or expired before they ran: out of the queue table, into the history.
+    ${stops ? sql`-- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
       delete from akadze.jobs j using unnest(array(select id from candidates where stop)) as c(id) where j.id = c.id
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at, j.fair_key, j.trace_context
     ),
-    ${sql.join(archiveCtes("cancelled", sql`select * from cancelled`, "history"), sql`, `)}
+    ${sql.join(archiveCtes("cancelled", sql`select * from cancelled`, "history"), sql`, `)}` : sql`cancelled as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`}
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited${p.traced ? sql`, trace_context` : sql``})
@@ -207,6 +218,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       'tooLarge', ${movedJobsJson("too_large", "queued", sql`'failed'`)},
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
+      'stops', ${ANY_STOP_JOB},
       'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${fairSubKeysSeen(p.fairSubKeys === true, now)}` : sql``}${sql.join(report, sql``)}
     ) as r`;
 }
