@@ -3,8 +3,12 @@ import { Name, SQL, StringChunk } from "drizzle-orm";
 /** A statement as the driver takes it: its text and its parameters in order. */
 export interface Rendered { sql: string; params: unknown[] }
 
-/** Shapes kept per first text: a claim's few variants, a settle's, an enqueue's. */
-const SHAPES_PER_KEY = 8;
+/**
+ * Shapes kept per first text, most recently used first. Most statements begin `with`: a run with limits, fairness
+ * keys, expiries, retries and a worker made 13 shapes under that one text. A shape that does not fit fails on its
+ * first different chunk, a few steps in.
+ */
+const SHAPES_PER_KEY = 32;
 /** First texts kept: statements come in a bounded set of shapes, this only bounds a surprise. */
 const KEYS = 256;
 
