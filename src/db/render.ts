@@ -80,8 +80,8 @@ function skeletonOf(tree: unknown, params: unknown[]): Skeleton {
 }
 
 /**
- * Whether `tree` has the shape `skeleton`: the same nesting and template strings, any other object the same one,
- * the same identifier (`sql.identifier`), a parameter value at each hole. Pushes `tree`'s parameter values onto `params` as it goes.
+ * Whether `tree` has the shape `skeleton`: the same nesting, template strings and identifiers (`sql.identifier`),
+ * any other object the same one, a parameter value at each hole. Pushes `tree`'s parameter values onto `params`.
  */
 function fits(tree: unknown, skeleton: Skeleton, params: unknown[]): boolean {
   if (skeleton === HOLE) {
@@ -91,7 +91,7 @@ function fits(tree: unknown, skeleton: Skeleton, params: unknown[]): boolean {
   }
   if (tree instanceof SQL) {
     const chunks = tree.queryChunks;
-    if (skeleton === null || typeof skeleton !== "object" || !("chunks" in skeleton) || skeleton.chunks.length !== chunks.length || skeleton.inline !== inlines(tree)) return false;
+    if (typeof skeleton !== "object" || !("chunks" in skeleton) || skeleton.chunks.length !== chunks.length || skeleton.inline !== inlines(tree)) return false;
     for (let i = 0; i < chunks.length; i++) if (!fits(chunks[i], skeleton.chunks[i], params)) return false;
     return true;
   }
