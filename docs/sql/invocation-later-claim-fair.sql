@@ -2,16 +2,7 @@
 with owner_leased as (
       insert into akadze.owners as o (owner, expires_at) values ($1, now() + ($2)::float8 * interval '1 millisecond')
       on conflict (owner) do update set expires_at = excluded.expires_at
-    ), sched_runtime_due as (
-    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
-    from akadze.schedules s
-    where s.runtime and not s.paused and s.next_slot <= now()
-      and s.task = any(array(select jsonb_array_elements_text($3::jsonb)))
-      and not exists (select 1 from jsonb_to_recordset($4::jsonb) as o(name text, revision int)
-        where o.name = s.name and o.revision = s.revision)
-    order by s.next_slot
-    limit 100
-  ), limit_full as (
+    ),  limit_full as (
       select l.key from akadze.limits l
       where (l.max_running is not null
           and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
@@ -21,12 +12,12 @@ with owner_leased as (
     rate_limited as (
       delete from akadze.jobs j
       using (select j.id from akadze.jobs j
-            where j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
+            where j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($3::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
     and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
     and j.limit_key in (select key from limit_full))
-            order by j.run_at limit $6 for update of j skip locked) x
+            order by j.run_at limit $4 for update of j skip locked) x
       where j.id = x.id
       returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
@@ -57,13 +48,13 @@ with owner_leased as (
         from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1)),
       -- (Where the batch's remainder falls: a random point of the walked weights, drawn once per claim.)
       fair_phase as (select floor(random() * coalesce(sum(weight), 0))::bigint as phase from weighed)
-      select tenant, first_key, n, weight, greatest(1, $7::bigint * (sum(weight) over (order by n) + (select phase from fair_phase)) / sum(weight) over () - $8::bigint * (sum(weight) over (order by n) - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
+      select tenant, first_key, n, weight, greatest(1, $5::bigint * (sum(weight) over (order by n) + (select phase from fair_phase)) / sum(weight) over () - $6::bigint * (sum(weight) over (order by n) - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
     ), fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk), fair_candidates as (
       select x.* from fair_keys k cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
           from akadze.jobs j
-          where j.fair_key collate "C" = k.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
+          where j.fair_key collate "C" = k.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($7::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
           order by j.priority desc nulls last, j.run_at, j.id
@@ -84,7 +75,7 @@ with owner_leased as (
       ) select priority from p where priority is not null) q cross join lateral (
         select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
         from akadze.jobs j
-        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($10::jsonb)))
+        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($8::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
         order by j.run_at, j.id
@@ -92,14 +83,14 @@ with owner_leased as (
         for update of j skip locked
       ) x
       limit 2
-    ) u limit (select greatest($11 - (select count(*) from fair_candidates),
-        ceil($12::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    ) u limit (select greatest($9 - (select count(*) from fair_candidates),
+        ceil($10::float8 / ((select count(*) from fair_walk) + 1)))::int)),
     
     room as (
-      select l.key, least($13,
-        case when l.max_running is null then $14
+      select l.key, least($11,
+        case when l.max_running is null then $12
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $15
+        case when l.max_starts is null then $13
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
@@ -107,12 +98,12 @@ with owner_leased as (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key
           from akadze.jobs j
-          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($16::jsonb)))
+          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($14::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $17
+          limit $15
           for update of j skip locked
         ) y limit r.n
       ) x
@@ -125,18 +116,18 @@ with owner_leased as (
       from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (select * from unlimited_candidates union all select * from limited_candidates
        union all select * from fair_candidates) u) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit $18
+      limit $16
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $19 and not c.limited as start, c.fair_rank, c.walk
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $17 and not c.limited as start, c.fair_rank, c.walk
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $20,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $18,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -175,11 +166,10 @@ with owner_leased as (
       'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
       or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
         and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $21::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $22::text, (select count(*) from claimed) >= $23 and exists (
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $19::text, exists (select 1 from akadze.schedules where runtime and not paused), $20::text, (select count(*) from claimed) >= $21 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $24::text, ($25::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $22::text, ($23::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

@@ -2,16 +2,7 @@
 with owner_leased as (
       insert into akadze.owners as o (owner, expires_at) values ($1, now() + ($2)::float8 * interval '1 millisecond')
       on conflict (owner) do update set expires_at = excluded.expires_at
-    ), sched_runtime_due as (
-    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
-    from akadze.schedules s
-    where s.runtime and not s.paused and s.next_slot <= now()
-      and s.task = any(array(select jsonb_array_elements_text($3::jsonb)))
-      and not exists (select 1 from jsonb_to_recordset($4::jsonb) as o(name text, revision int)
-        where o.name = s.name and o.revision = s.revision)
-    order by s.next_slot
-    limit 100
-  ), limit_full as (
+    ),  limit_full as (
       select l.key from akadze.limits l
       where (l.max_running is not null
           and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
@@ -21,12 +12,12 @@ with owner_leased as (
     rate_limited as (
       delete from akadze.jobs j
       using (select j.id from akadze.jobs j
-            where j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
+            where j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($3::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
     and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
     and j.limit_key in (select key from limit_full))
-            order by j.run_at limit $6 for update of j skip locked) x
+            order by j.run_at limit $4 for update of j skip locked) x
       where j.id = x.id
       returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
@@ -45,7 +36,7 @@ with owner_leased as (
       ) select priority from p where priority is not null) q cross join lateral (
         select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
         from akadze.jobs j
-        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($7::jsonb)))
+        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
         order by j.run_at, j.id
@@ -56,10 +47,10 @@ with owner_leased as (
     ),
     
     room as (
-      select l.key, least($8,
-        case when l.max_running is null then $9
+      select l.key, least($6,
+        case when l.max_running is null then $7
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $10
+        case when l.max_starts is null then $8
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
@@ -67,12 +58,12 @@ with owner_leased as (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key
           from akadze.jobs j
-          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($11::jsonb)))
+          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($9::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $12
+          limit $10
           for update of j skip locked
         ) y limit r.n
       ) x
@@ -82,18 +73,18 @@ with owner_leased as (
       select * from (select * from unlimited_candidates union all select * from limited_candidates
       ) c
       order by priority desc, run_at, id
-      limit $13
+      limit $11
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $14 and not c.limited as start
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $12 and not c.limited as start
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $15,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $13,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -120,11 +111,10 @@ with owner_leased as (
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', exists (select 1 from akadze.jobs where state = 'queued' and (expires_at is not null or cancel_requested)),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $16::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $17::text, (select count(*) from claimed) >= $18 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $14::text, exists (select 1 from akadze.schedules where runtime and not paused), $15::text, (select count(*) from claimed) >= $16 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $19::text, ($20::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $17::text, ($18::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

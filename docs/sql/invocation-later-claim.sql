@@ -2,16 +2,7 @@
 with owner_leased as (
       insert into akadze.owners as o (owner, expires_at) values ($1, now() + ($2)::float8 * interval '1 millisecond')
       on conflict (owner) do update set expires_at = excluded.expires_at
-    ), sched_runtime_due as (
-    select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
-    from akadze.schedules s
-    where s.runtime and not s.paused and s.next_slot <= now()
-      and s.task = any(array(select jsonb_array_elements_text($3::jsonb)))
-      and not exists (select 1 from jsonb_to_recordset($4::jsonb) as o(name text, revision int)
-        where o.name = s.name and o.revision = s.revision)
-    order by s.next_slot
-    limit 100
-  ), 
+    ),  
     -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
     -- due yet are never read, however many there are.
     unlimited_candidates as (
@@ -24,7 +15,7 @@ with owner_leased as (
       ) select priority from p where priority is not null) q cross join lateral (
         select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
         from akadze.jobs j
-        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
+        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($3::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
         order by j.run_at, j.id
@@ -39,18 +30,18 @@ with owner_leased as (
       select * from (select * from unlimited_candidates 
       ) c
       order by priority desc, run_at, id
-      limit $6
+      limit $4
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $7 and not c.limited as start
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $5 and not c.limited as start
       from candidates c where not c.stop 
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $8,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $6,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -76,11 +67,10 @@ with owner_leased as (
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', exists (select 1 from akadze.jobs where state = 'queued' and (expires_at is not null or cancel_requested)),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $9::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $10::text, (select count(*) from claimed) >= $11 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $7::text, exists (select 1 from akadze.schedules where runtime and not paused), $8::text, (select count(*) from claimed) >= $9 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $12::text, ($13::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $10::text, ($11::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

@@ -84,4 +84,5 @@ sched_runtime_due as (
       'gone', (select jsonb_agg(o.name) from sched_offered o where o.revision is not null and not exists (
         select 1 from akadze.schedules s where s.name = o.name and s.runtime and s.revision = o.revision and not s.paused))),
 'runtimeDue', (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due)
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due),
+'runtimeAny', exists (select 1 from akadze.schedules where runtime and not paused)

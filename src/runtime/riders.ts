@@ -5,7 +5,7 @@
 // |------------|----------------------------------------|----------------------------------------|----------------|-------------------------------------|
 // | recovery   | first claim, then at most every second | expired leases back to queued (before) | recovered      | (the claim's transitions)           |
 // |            | (a wake-up's claim: every two)         |                                        |                |                                     |
-// | schedules  | every claim                            | due slots enqueued, runtime probe      | schedules, ... | learns the clock, next slots; more  |
+// | schedules  | every claim                            | due slots, runtime probe if any active | schedules, ... | learns the clock, next slots; more  |
 // | retention  | when due (per process, per worker)     | finished rows pruned (before)          |                |                                     |
 // | history    | when due (per process)                 |                                        | historyDue     | one maintenance statement beside    |
 // | registry   | runOnce, until a claim took a job      | the invocation's row (after)           |                | stops once listed                   |
@@ -103,7 +103,7 @@ export function schedulesRider(app: App, now: () => Date): ClaimRider {
     name: "schedules",
     ride: ({ core }) => {
       const offer = slots.forClaim(now(), core.now);
-      return { before: offer.extra, report: offer.report, answered: (answer) => offer.answered(answer.schedules, answer.runtimeDue) };
+      return { before: offer.extra, report: offer.report, answered: (answer) => offer.answered(answer.schedules, answer.runtimeDue, answer.runtimeAny) };
     },
   };
 }

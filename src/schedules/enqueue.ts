@@ -1,7 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import type { App } from "../app/app.js";
 import { enqueueDueSlotsCtes, scheduleSlotReport, type ScheduleSlotOffer, type ScheduleSlotReport } from "../sql/schedules/enqueue-due-slots.js";
-import { dueRuntimeSchedulesCte, runtimeDueReport, type StoredDefinition } from "../sql/schedules/due-runtime-schedules.js";
+import { dueRuntimeSchedulesCte, runtimeAnyReport, runtimeDueReport, type StoredDefinition } from "../sql/schedules/due-runtime-schedules.js";
 import { LearnedSchedules, type Offerable } from "./learned.js";
 
 /**
@@ -42,10 +42,12 @@ function slotOffer(app: App, { schedule, revision }: Offerable, estimate: Date):
  * again only once its next slot may be due there (or after SCHEDULE_RECHECK_MS, to refresh `seen_at`).
  * With a test clock the statement's clock is that clock, and the offset is 0.
  *
- * Runtime schedules (`createSchedule`) live in the database: every claim asks which of them have a slot due
+ * Runtime schedules (`createSchedule`) live in the database: a claim asks which of them have a slot due
  * (an index probe), and brings back their definitions; the next claim offers their slots as it does the
  * code's, and the process keeps the definitions to offer their later slots at once. A definition whose row
- * changed, was paused or deleted fires nothing (its revision no longer matches) and is forgotten.
+ * changed, was paused or deleted fires nothing (its revision no longer matches) and is forgotten. The probe
+ * rides on an engine's first claim and then while any runtime schedule is active (every claim reports whether
+ * one is); the claim that first reports one asks for the next claim at once, which probes.
  */
 export class ScheduleSlots {
   /** The database's clock minus this process's, as the last report showed (0 until one did). */
@@ -54,6 +56,8 @@ export class ScheduleSlots {
   private readonly carried = new Map<string, { at: number; next: number | null }>();
   /** Runtime schedules learned from claims. */
   private readonly learned: LearnedSchedules;
+  /** Whether the last claim saw an active runtime schedule (until one answered: yes, so the first claim probes). */
+  private runtimeAny = true;
 
   constructor(private readonly app: App) {
     this.learned = new LearnedSchedules(app);
@@ -64,7 +68,10 @@ export class ScheduleSlots {
    * of the claim once it succeeded; it returns true when the claim brought back runtime schedules with a slot
    * due (the caller claims again to fire them).
    */
-  forClaim(hostNow: Date, now: SQL): { extra: SQL[]; report: Record<string, SQL>; answered: (report: ScheduleSlotReport | undefined, runtimeDue?: StoredDefinition[] | null) => boolean } {
+  forClaim(hostNow: Date, now: SQL): {
+    extra: SQL[]; report: Record<string, SQL>;
+    answered: (report: ScheduleSlotReport | undefined, runtimeDue?: StoredDefinition[] | null, runtimeAny?: boolean) => boolean;
+  } {
     const at = hostNow.getTime();
     const estimate = at + this.offsetMs;
     const offerables: Offerable[] = [...[...this.app.schedules.values()].map((schedule) => ({ schedule, revision: null })), ...this.learned.values()];
@@ -74,12 +81,15 @@ export class ScheduleSlots {
       return !seen || at < seen.at || at - seen.at >= SCHEDULE_RECHECK_MS || (seen.next !== null && estimate >= seen.next);
     }).map((o) => slotOffer(this.app, o, new Date(estimate))).filter((o): o is ScheduleSlotOffer => o !== null);
     const offeredRuntime = offers.filter((o) => o.revision !== null).map((o) => ({ name: o.name, revision: o.revision! }));
-    const probe = dueRuntimeSchedulesCte(now, [...this.app.tasks.keys()], offeredRuntime);
-    const extra = offers.length === 0 ? [probe] : [...enqueueDueSlotsCtes(offers, now, FIRST_SIGHT_GRACE_MS), probe];
+    const probed = this.runtimeAny;
+    const probe = probed ? [dueRuntimeSchedulesCte(now, [...this.app.tasks.keys()], offeredRuntime)] : [];
+    const extra = offers.length === 0 ? probe : [...enqueueDueSlotsCtes(offers, now, FIRST_SIGHT_GRACE_MS), ...probe];
     return {
       extra,
-      report: { ...(offers.length === 0 ? {} : scheduleSlotReport(now)), ...runtimeDueReport() },
-      answered: (report, runtimeDue) => {
+      report: { ...(offers.length === 0 ? {} : scheduleSlotReport(now)), ...(probed ? runtimeDueReport() : {}), ...runtimeAnyReport() },
+      answered: (report, runtimeDue, runtimeAny) => {
+        // (Not told: as if one were active.)
+        this.runtimeAny = runtimeAny !== false;
         if (report) {
           this.offsetMs = Number(report.now) - at;
           for (const o of offers) {
@@ -97,7 +107,7 @@ export class ScheduleSlots {
         // Offered at once by the next claim, whatever was carried under the name before.
         const learned = this.learned.learn(runtimeDue ?? []);
         for (const name of learned) this.carried.delete(name);
-        return learned.length > 0;
+        return learned.length > 0 || (!probed && this.runtimeAny);
       },
     };
   }

@@ -3,6 +3,7 @@
 import { expect, it } from "vitest";
 import * as v from "valibot";
 import { sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import {
   createApp, createSchedule, deleteSchedule, InvalidInput, listSchedules, pauseQueue, pauseSchedule, resumeQueue, resumeSchedule, runOnce,
   runWorker, updateSchedule, type App,
@@ -186,6 +187,33 @@ forEachDriver((h) => {
     expect(await slotsOf("report")).toEqual(["2026-06-01T12:00:00.000Z"]);
     expect(await claimAt("2026-06-01T12:01:02Z")).toEqual({ learned: false, runtimeDue: null });
     expect(await slotsOf("report")).toEqual(["2026-06-01T12:00:00.000Z", "2026-06-01T12:01:00.000Z"]);
+  });
+
+  it("claims probe for due runtime schedules only while one is active, and the claim that first sees one asks for the next at once", async () => {
+    const app = createApp();
+    app.task("report", async () => {});
+    const slots = new ScheduleSlots(app);
+    const claimAt = async (at: string) => {
+      const { extra, report, answered } = slots.forClaim(new Date(at), sql`${at}::timestamptz`);
+      const probes = extra.some((cte) => new PgDialect().sqlToQuery(cte).sql.includes("sched_runtime_due as ("));
+      const r = await queryJson<{ schedules?: ScheduleSlotReport; runtimeDue?: StoredDefinition[] | null; runtimeAny: boolean }>(h().db, sql`${extra.length > 0 ? sql`with ${sql.join(extra, sql`, `)}` : sql``}
+        select jsonb_build_object(${sql.join(Object.entries(report).map(([k, value]) => sql`${k}::text, ${value}`), sql`, `)}) as r`);
+      return { probes, again: answered(r.schedules, r.runtimeDue, r.runtimeAny) };
+    };
+    // The first claim probes and finds none active; the next ones leave the probe out.
+    expect(await claimAt("2026-06-01T11:59:00Z")).toEqual({ probes: true, again: false });
+    expect(await claimAt("2026-06-01T11:59:10Z")).toEqual({ probes: false, again: false });
+    // Another process makes one: the next claim sees it is active and asks for another at once, which probes and
+    // learns it; the claim after fires its slot.
+    await createSchedule(h().db, { name: "r", task: "report", every: "1m" }, { app, now: new Date("2026-06-01T11:59:30Z") });
+    expect(await claimAt("2026-06-01T12:00:01Z")).toEqual({ probes: false, again: true });
+    expect(await claimAt("2026-06-01T12:00:02Z")).toEqual({ probes: true, again: true });
+    expect(await claimAt("2026-06-01T12:00:03Z")).toMatchObject({ probes: true });
+    expect(await slotsOf("report")).toEqual(["2026-06-01T12:00:00.000Z"]);
+    // Paused, it is not active: the probe goes again.
+    await pauseSchedule(h().db, "r");
+    await claimAt("2026-06-01T12:00:04Z");
+    expect(await claimAt("2026-06-01T12:00:05Z")).toMatchObject({ probes: false });
   });
 
   it("a long-lived worker fires runtime schedules, follows a change and forgets a deleted one", async () => {

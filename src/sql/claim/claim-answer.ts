@@ -63,6 +63,8 @@ export interface ClaimResult {
   scheduled?: number;
   /** What the schedules' CTEs found due, on the statement's clock (`scheduleSlotReport`), when they rode along. */
   schedules?: ScheduleSlotReport;
+  /** Whether any runtime schedule is active (`runtimeAnyReport`): the schedules rider probes for due ones only then. */
+  runtimeAny?: boolean;
   /** Runtime schedules with a slot due that the claim did not offer (`runtimeDueReport`), when asked; null: none. */
   runtimeDue?: StoredDefinition[] | null;
   /** The jobs table's planner statistics are stale (`statisticsStale`), when the claim was asked. */

@@ -34,3 +34,12 @@ export function runtimeDueReport(): Record<string, SQL> {
       'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due)`,
   };
 }
+
+/**
+ * The claim's report entry `runtimeAny`: whether any runtime schedule is active. A claim carries the probe
+ * (`dueRuntimeSchedulesCte`) only while one is: the probe costs a claim's planning about 0.3 ms, this a read of
+ * schedules_due_idx.
+ */
+export function runtimeAnyReport(): Record<string, SQL> {
+  return { runtimeAny: sql`exists (select 1 from akadze.schedules where runtime and not paused)` };
+}
