@@ -3,7 +3,7 @@ import { notRateLimited, rateLimitedCtes, rateLimitedTransitions } from "./limit
 import { archiveCtes } from "../history/archive.js";
 import { mustCancel } from "../time.js";
 import { ownerLeaseCte } from "./owner-lease.js";
-import { movedJobsJson } from "../control/changed-job.js";
+import { movedJobsJson, noMovedJobs } from "../control/changed-job.js";
 import { limitedCandidatesCtes } from "./limited-candidates.js";
 import { sizedCtes } from "./size-cap.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, fairSubKeysSeen } from "./fair.js";
@@ -208,7 +208,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, ${now} as finished_at, j.fair_key, j.trace_context
     ),
-    ${sql.join(archiveCtes("cancelled", sql`select * from cancelled`, "history"), sql`, `)}` : sql`cancelled as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`}
+    ${sql.join(archiveCtes("cancelled", sql`select * from cancelled`, "history"), sql`, `)}` : noMovedJobs("cancelled")}
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited${p.traced ? sql`, trace_context` : sql``})

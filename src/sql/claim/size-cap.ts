@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { archiveCtes } from "../history/archive.js";
+import { noMovedJobs } from "../control/changed-job.js";
 
 /**
  * `oversized`: candidates this claim leaves out for their size (`alone`: too large for any claim), and
@@ -8,7 +9,7 @@ import { archiveCtes } from "../history/archive.js";
 export function sizedCtes(p: { maxBytes?: number | null; now: SQL; order: SQL }): SQL {
   if (p.maxBytes == null) {
     return sql`oversized as (select null::bigint as id, false as alone where false),
-    too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`;
+    ${noMovedJobs("too_large")}`;
   }
   const cap = p.maxBytes;
   return sql`sized as (

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { archiveCtes } from "../history/archive.js";
+import { noMovedJobs } from "../control/changed-job.js";
 import { msInterval, mustCancel } from "../time.js";
 
 /**
@@ -57,7 +58,7 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
       update akadze.jobs j set started_at = ${now}
       from start_req r where j.id = r.id and not r.already and not r.stop
       returning j.id
-    )`, sql`start_denied as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`,
+    )`, noMovedJobs("start_denied"),
     sql`start_granted as (select null::bigint as id, null::text as limit_key where false)`];
   }
   return [

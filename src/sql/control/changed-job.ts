@@ -26,3 +26,8 @@ export function movedJobsJson(source: string, from: string, to: SQL, extra: SQL 
   return sql`coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', ${sql.raw(`'${from}'`)}, 'to', ${to}${error}${extra})) from ${sql.identifier(source)} ${where}), '[]'::json)`;
 }
+
+/** The CTE `name` of no moved jobs, with the columns `movedJobsJson` reads: where a statement moves none by design. */
+export function noMovedJobs(name: string): SQL {
+  return sql`${sql.raw(name)} as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)`;
+}
