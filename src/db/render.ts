@@ -4,13 +4,10 @@ import { Name, SQL, StringChunk } from "drizzle-orm";
 export interface Rendered { sql: string; params: unknown[] }
 
 /**
- * Shapes kept per first text, most recently used first. Most statements begin `with`: a run with limits, fairness
- * keys, expiries, retries and a worker made 13 shapes under that one text. A shape that does not fit fails on its
- * first different chunk, a few steps in.
+ * Shapes kept, most recently used first. A run with limits, fairness keys, expiries, retries and a worker made 13;
+ * this only bounds a surprise. A shape that does not fit fails on its first different chunk, a few steps in.
  */
-const SHAPES_PER_KEY = 32;
-/** First texts kept: statements come in a bounded set of shapes, this only bounds a surprise. */
-const KEYS = 256;
+const SHAPES = 64;
 
 /** A statement's shape: its tree with a HOLE for each parameter value (values are not kept). */
 type Skeleton = { chunks: Skeleton[]; inline: boolean } | StringChunk | Name | Skeleton[] | typeof HOLE | object | undefined;
@@ -28,41 +25,28 @@ interface Shape { skeleton: Skeleton; sql: string }
  * reads (no inlined value, no encoder, no column-bound parameter), so a hit renders what drizzle would.
  */
 export class RenderCache {
-  private readonly shapes = new Map<unknown, Shape[]>();
+  private readonly shapes: Shape[] = [];
 
   constructor(private readonly render: (statement: SQL) => Rendered) {}
 
   query(statement: SQL): Rendered {
-    const key = firstText(statement);
-    const known = this.shapes.get(key);
-    if (known) {
-      for (let i = 0; i < known.length; i++) {
-        const params: unknown[] = [];
-        if (!fits(statement, known[i].skeleton, params)) continue;
-        const shape = known[i];
-        if (i > 0) { known.splice(i, 1); known.unshift(shape); }
-        return { sql: shape.sql, params };
-      }
+    const shapes = this.shapes;
+    for (let i = 0; i < shapes.length; i++) {
+      const params: unknown[] = [];
+      if (!fits(statement, shapes[i].skeleton, params)) continue;
+      const shape = shapes[i];
+      if (i > 0) { shapes.splice(i, 1); shapes.unshift(shape); }
+      return { sql: shape.sql, params };
     }
     const rendered = this.render(statement);
     const values: unknown[] = [];
     const skeleton = skeletonOf(statement, values);
     if (sameValues(values, rendered.params)) {
-      if (!known && this.shapes.size >= KEYS) this.shapes.clear();
-      const list = known ?? [];
-      list.unshift({ skeleton, sql: rendered.sql });
-      if (list.length > SHAPES_PER_KEY) list.pop();
-      if (!known) this.shapes.set(key, list);
+      shapes.unshift({ skeleton, sql: rendered.sql });
+      if (shapes.length > SHAPES) shapes.pop();
     }
     return { sql: rendered.sql, params: rendered.params };
   }
-}
-
-/** The statement's first template string (a constant of its builder): where to look for its shapes. */
-function firstText(statement: SQL): unknown {
-  let chunk: unknown = statement;
-  for (let depth = 0; depth < 4 && chunk instanceof SQL; depth++) chunk = chunk.queryChunks[0];
-  return chunk instanceof StringChunk ? chunk.value[0] : undefined;
 }
 
 /** A value drizzle sends as one parameter, whatever it is: the part of a tree its shape leaves open. */
