@@ -221,8 +221,6 @@ async function main(): Promise<void> {
     settings: { command: ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" "), config, systems: {} },
     sweeps: [], throughput: {}, samples: {}, ratios: {}, worker: null, statementsPerJob: [], latency: [], tick: null, scaleOut: [], claimCost: [], fanOut: [], fairness: [], fairClaimCost: [], workflows: [], progress: [], targets: [],
   };
-  // Without the sweep, graphile-worker's concurrency-10 comparison uses the configuration its docs suggest.
-  let graphile10: GraphileConfig = (config.quick ? GRAPHILE_QUICK_SWEEP : GRAPHILE_SWEEP)[0];
   log("building akadze as npm run build does (dist/): the throughput and latency sections run the built package");
   await useBuiltAkadze();
   r.settings.systems.akadze = "this checkout as `npm run build` compiles it (dist/), loaded as JavaScript, as an app imports it";
@@ -233,10 +231,14 @@ async function main(): Promise<void> {
     r.settings.command = r.settings.command.replace(args.baseline!, checkout);
     r.settings.systems[baseline.name] = `akadze at ${checkout} (its migrations; built the same way), measured in the same rounds as this checkout`;
   }
-  // Without the burn-down (and its sweeps), the delayed section runs each system in the configuration the recorded
-  // full runs' sweeps chose (bench/RESULTS.md): graphile-worker at concurrency 40, localQueue.size 1000, no batch
-  // delay; akadze's 2 loops of batch 2,000.
-  let graphile = GRAPHILE_SWEEP.find((c) => c.concurrency === 40 && c.localQueueSize === 1000 && c.batchDelayMs === 0) ?? graphile10;
+  // Without the burn-down (and its sweeps), the other sections run each system in the configuration the recorded
+  // full runs' sweeps chose (bench/RESULTS.md): graphile-worker at concurrency 10 with localQueue.size 500 for the
+  // concurrency-10 comparisons (worker, latency), at concurrency 40 with localQueue.size 1000 for the burn-downs,
+  // both without a batch delay; akadze's 2 loops of batch 2,000.
+  const recorded = (concurrency: number, localQueueSize: number) =>
+    GRAPHILE_SWEEP.find((c) => c.concurrency === concurrency && c.localQueueSize === localQueueSize && c.batchDelayMs === 0)!;
+  let graphile10 = recorded(WORKER_SLOTS, 500);
+  let graphile = recorded(40, 1000);
   let shape: BurnDownShape = BURN_DOWN_SHAPES.find((s) => s.loops === 2 && s.batchSize === 2000) ?? BURN_DOWN;
   if (sections.has("burn-down")) ({ graphile10, graphile, shape } = await burnDown(r, baseline));
   if (sections.has("delayed")) r.delayed = await delayedBacklog(shape, graphile, baseline);
