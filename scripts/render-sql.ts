@@ -55,7 +55,7 @@ export async function renderStatements(): Promise<Record<string, string>> {
     return {
       "invocation-first-claim.sql": pick(plain, isClaim, 0),
       "invocation-later-claim.sql": pick(plain, isClaim, 1),
-      // (A process's first claim carries the limit CTEs and learns whether any limit exists; later claims carry them only then.)
+      // (A process's first claim learns whether any limit exists; the next, sent at once when one does, carries the limit CTEs.)
       "invocation-later-claim-with-limits.sql": pick(limited, isClaim, 1),
       // (Likewise the fair CTEs, while some queued job has a fairness key.)
       "invocation-later-claim-fair.sql": pick(fair, isClaim, 1),

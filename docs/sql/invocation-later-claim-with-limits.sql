@@ -96,7 +96,13 @@ with owner_leased as (
       where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited
     ),
-    
+    akadze_seen as (
+    insert into akadze.workers as w (id, kind, queues, started_at, last_seen_at)
+    select $14, 'invocation', $15::jsonb, $16::timestamptz, $17::timestamptz
+    where exists (select 1 from claimed)
+    on conflict (id) do update set last_seen_at = greatest(w.last_seen_at, excluded.last_seen_at), stopped_at = null,
+      queues = excluded.queues
+    returning w.id),
     cancelled as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
@@ -111,10 +117,10 @@ with owner_leased as (
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', exists (select 1 from akadze.jobs where state = 'queued' and (expires_at is not null or cancel_requested)),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $14::text, exists (select 1 from akadze.schedules where runtime and not paused), $15::text, (select count(*) from claimed) >= $16 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $18::text, exists (select 1 from akadze.schedules where runtime and not paused), $19::text, (select count(*) from claimed) >= $20 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $17::text, ($18::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $21::text, ($22::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

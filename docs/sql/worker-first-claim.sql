@@ -75,28 +75,7 @@ with owner_leased as (
     delete from akadze.debounce_windows where (task, key) in (
       select task, key from akadze.debounce_windows where quiet_at < $18::timestamptz
       limit $19 for update skip locked)
-    returning key), limit_full as (
-      select l.key from akadze.limits l
-      where (l.max_running is not null
-          and (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) >= l.max_running)
-        or (l.max_starts is not null and not exists (select 1 from akadze.limit_tokens t where t.key = l.key
-          and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')))
-    ),
-    rate_limited as (
-      delete from akadze.jobs j
-      using (select j.id from akadze.jobs j
-            where j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($20::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused) and not (j.cancel_requested or coalesce(j.expires_at <= now(), false)) and (j.limit_wait_ms is not null
-    and j.run_at < now() - j.limit_wait_ms::float8 * interval '1 millisecond'
-    and j.limit_key in (select key from limit_full))
-            order by j.run_at limit $21 for update of j skip locked) x
-      where j.id = x.id
-      returning j.id, j.task, j.queue, j.args, 'rate_limited'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
-    ),
-    "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
+    returning key), 
     fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
       with recursive after_cursor(key, n) as (
         select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
@@ -121,13 +100,13 @@ with owner_leased as (
         from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1)),
       -- (Where the batch's remainder falls: a random point of the walked weights, drawn once per claim.)
       fair_phase as (select floor(random() * coalesce(sum(weight), 0))::bigint as phase from weighed)
-      select tenant, first_key, n, weight, greatest(1, $22::bigint * (sum(weight) over (order by n) + (select phase from fair_phase)) / sum(weight) over () - $23::bigint * (sum(weight) over (order by n) - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
+      select tenant, first_key, n, weight, greatest(1, $20::bigint * (sum(weight) over (order by n) + (select phase from fair_phase)) / sum(weight) over () - $21::bigint * (sum(weight) over (order by n) - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
     ), fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk), fair_candidates as (
       select x.* from fair_keys k cross join lateral (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
           from akadze.jobs j
-          where j.fair_key collate "C" = k.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($24::jsonb)))
+          where j.fair_key collate "C" = k.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($22::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
           order by j.priority desc nulls last, j.run_at, j.id
@@ -148,7 +127,7 @@ with owner_leased as (
       ) select priority from p where priority is not null) q cross join lateral (
         select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
         from akadze.jobs j
-        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($25::jsonb)))
+        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($23::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
         order by j.run_at, j.id
@@ -156,61 +135,29 @@ with owner_leased as (
         for update of j skip locked
       ) x
       limit 8
-    ) u limit (select greatest($26 - (select count(*) from fair_candidates),
-        ceil($27::float8 / ((select count(*) from fair_walk) + 1)))::int)),
-    -- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
-    stops_not_due as (
-      select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
-      from akadze.jobs j
-      where (case when j.cancel_requested then '-infinity'::timestamptz else j.expires_at end) <= now()
-        and j.state = 'queued' and (j.expires_at is not null or j.cancel_requested) and j.run_at > now() and j.task = any(array(select jsonb_array_elements_text($28::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused)
-      limit 8
-      for update of j skip locked
-    ),
-    room as (
-      select l.key, least($29,
-        case when l.max_running is null then $30
-             else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $31
-             else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
-      from akadze.limits l
-    ), limited_candidates as (
-      select x.* from room r cross join lateral (
-        select * from (
-          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key
-          from akadze.jobs j
-          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($32::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused)
-          -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
-          order by j.priority desc nulls last, j.run_at, j.id
-          limit $33
-          for update of j skip locked
-        ) y limit r.n
-      ) x
-      where r.n > 0
-    ),
+    ) u limit (select greatest($24 - (select count(*) from fair_candidates),
+        ceil($25::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    
+    
     candidates as (
       select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
         ceil(row_number() over (partition by c.tenant order by c.priority desc, c.run_at, c.id)::float8
           / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
-      from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (select * from unlimited_candidates union all select * from limited_candidates
-      union all select * from stops_not_due union all select * from fair_candidates) u) c left join fair_walk w on w.tenant = c.tenant
+      from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (select * from unlimited_candidates 
+       union all select * from fair_candidates) u) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit $34
+      limit $26
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $35 and not c.limited as start, c.fair_rank, c.walk
-      from candidates c where not c.stop and c.id not in (select id from rate_limited)
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $27 and not c.limited as start, c.fair_rank, c.walk
+      from candidates c where not c.stop 
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $36,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $28,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -232,22 +179,14 @@ with owner_leased as (
       returning id
     ),
     
-    -- Cancelled or expired before they ran: out of the queue table, into the history.
-    cancelled as (
-      delete from akadze.jobs j using unnest(array(select id from candidates where stop)) as c(id) where j.id = c.id
-      returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, now() as finished_at, j.fair_key, j.trace_context
-    ),
-    "cancelled_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from cancelled) f )
+    cancelled as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
         order by priority desc, fair_rank, walk nulls last, run_at, id) from claimed), '[]'::json),
       'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from "cancelled" ), '[]'::json),
-      'rateLimited', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'queued', 'to', 'rate_limited')) from "rate_limited" ), '[]'::json),
+      'rateLimited', '[]'::json,
       'tooLarge', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'failed')) from "too_large" ), '[]'::json),
       'more', exists (select 1 from oversized where not alone),
@@ -256,12 +195,12 @@ with owner_leased as (
       'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
       or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
         and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $37::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $38::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $39::text, exists (select 1 from akadze.schedules where runtime and not paused), $40::text, akadze.history_due(now(), $41::float8, $42::bigint), $43::text, (select count(*) from claimed) >= $44 and exists (
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $29::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $30::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $31::text, exists (select 1 from akadze.schedules where runtime and not paused), $32::text, akadze.history_due(now(), $33::float8, $34::bigint), $35::text, (select count(*) from claimed) >= $36 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $45::text, ($46::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $37::text, ($38::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

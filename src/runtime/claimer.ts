@@ -16,7 +16,7 @@ import { answerTimeoutMs, type EngineContext } from "./engine-context.js";
 const MIN_MARGIN_MS = 50;
 
 /** What a claimer reads of its engine. */
-export type ClaimerContext = Pick<EngineContext, "app" | "db" | "owner" | "leaseMs" | "queues" | "sqlNow" | "budget" | "pace" | "summary" | "riders" | "trace">;
+export type ClaimerContext = Pick<EngineContext, "app" | "db" | "owner" | "leaseMs" | "queues" | "sqlNow" | "budget" | "pace" | "summary" | "riders" | "drains" | "trace">;
 
 /** A claim's result, plus whether it could not even be sent because no task fits the remaining budget. */
 export interface Claim extends ClaimResult { noTaskFits: boolean }
@@ -62,10 +62,12 @@ export class Claimer {
     this.tooLongForBudget ??= tooLong;
     const memory = memoryOf(this.o.app);
     if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memory.limits, stops: memory.stops, fair: memory.fair, noTaskFits: true };
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memory.limits ?? true, stops: memory.stops ?? true, fair: memory.fair, noTaskFits: true };
     }
-    const withLimits = memory.limits;
-    const withStops = memory.stops;
+    // Not learned yet (the process's first claim): carried only by an engine that sends one claim; a draining one
+    // learns from this claim's answer, and asks for the next at once if it needed them (below).
+    const withLimits = memory.limits ?? !this.o.drains;
+    const withStops = memory.stops ?? !this.o.drains;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: withLimits, stops: withStops, fair: memory.fair, fairSubKeys: memory.fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,

@@ -38,6 +38,11 @@ export interface EngineContext {
   readonly budget: BudgetClock;
   /** What rides on each claim (riders.ts). */
   readonly riders: ClaimRider[];
+  /**
+   * A claim that asks for more is followed by another at once (the policy drains): a claim may then go without
+   * CTEs it is not known to need, and the one that learns it needed them asks for the next (claimer.ts).
+   */
+  readonly drains: boolean;
   /** False: a succeeded job keeps no row. */
   readonly keepSucceeded: boolean;
   /** CTEs for every settle statement that records outcomes (the workers registry), given jobs completed on their own meanwhile. */

@@ -54,7 +54,7 @@ export class Engine implements EngineDecisions {
     this.owner = leaseOwnerFor(o.id);
     this.ctx = {
       app: o.app, db: o.db, owner: this.owner, queues: o.queues, leaseMs: o.leaseMs, heartbeatMs: o.heartbeatMs,
-      now: o.now, sqlNow: o.sqlNow, budget: o.budget, riders: o.riders, keepSucceeded: o.keepSucceeded !== false,
+      now: o.now, sqlNow: o.sqlNow, budget: o.budget, riders: o.riders, drains: o.policy.drain, keepSucceeded: o.keepSucceeded !== false,
       settleAfter: o.settleAfter, onError: o.onError, trace: o.trace ?? null,
       jobs: new HeldJobs(), summary: this.summary, unreported: new Unreported(),
       pace: new Pace(o.app, o.slots, o.policy.batchSize), change: new Wakeup(), engine: this,

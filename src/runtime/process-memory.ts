@@ -7,10 +7,14 @@ import type { App } from "../app/app.js";
  * old way, or one check made early or late, never a job.
  */
 export interface ProcessMemory {
-  /** Whether any limit exists: a claim without the limit CTEs never takes a limited job (claimer.ts). */
-  limits: boolean;
-  /** Whether a queued job must be cancelled at a moment (a cancel request, an expiry): claims then carry the stop CTEs. */
-  stops: boolean;
+  /**
+   * Whether any limit exists: a claim without the limit CTEs never takes a limited job (claimer.ts). Null until a
+   * claim answered: a draining engine's first claim then goes without them (a claim that learns one exists asks
+   * for the next at once), an engine of one claim carries them.
+   */
+  limits: boolean | null;
+  /** Whether a queued job must be cancelled at a moment (a cancel request, an expiry): claims then carry the stop CTEs. Null likewise. */
+  stops: boolean | null;
   /** Whether keyed jobs are queued (fair claims), and when a claim last saw one (real clock). */
   fair: boolean;
   fairSeenAt: number;
@@ -37,7 +41,7 @@ export function memoryOf(app: App): ProcessMemory {
   let memory = memories.get(app);
   if (!memory) {
     memories.set(app, (memory = {
-      limits: true, stops: true, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
+      limits: null, stops: null, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
       prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
       overNudgeBudget: new Set(),
     }));

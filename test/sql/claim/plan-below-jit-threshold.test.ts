@@ -12,7 +12,8 @@ import { indexPagesRead, planNodes, planOf } from "../../support/plan-nodes.js";
 
 // A plan costed above the threshold is compiled by JIT, which costs a claim hundreds of milliseconds: an invocation's
 // first claim once took 386 ms that way, and ran out of budget for its second. A process knows neither its keys nor its
-// limits yet, so its first claim is fair and carries the limit CTEs: on a fresh table, the dearest estimate.
+// limits yet: its first claim is fair and, in an invocation of one claim (`drain: false`), carries the limit CTEs: on a
+// fresh table, the dearest estimate.
 
 let t: TestDatabase;
 beforeAll(async () => { t = await openTestDatabase("claim_plan_cost"); });

@@ -1,0 +1,77 @@
+// A process's first claim, before any claim told it whether limits exist or a queued job must be cancelled: a
+// draining invocation sends it without the limit and stop CTEs (a claim that takes no limited job and runs no job
+// to cancel) and, told that it needed them, claims again at once with them; an invocation of one claim
+// (`drain: false`) cannot, so its claim carries them. Every driver for the behaviour; the statements on node-postgres.
+import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import * as v from "valibot";
+import { createApp, runOnce, setLimit } from "../../src/index.js";
+import { memoryOf } from "../../src/runtime/process-memory.js";
+import { forEachDriver } from "../support/drivers.js";
+import { ManualClock } from "../support/clock.js";
+import { openTestDatabase, type TestDatabase } from "../support/database.js";
+import { isClaim, statementsSent } from "../support/statements.js";
+
+const LIMIT_CTES = "limit_full as (";
+const STOP_CTES = "stops_not_due as (";
+
+function limitedApp(clock: ManualClock) {
+  const app = createApp({ clock: clock.now });
+  const ran: string[] = [];
+  const task = app.task("vendor.call", { args: v.object({ n: v.string() }) }, async ({ n }) => { ran.push(n); });
+  return { app, task, ran };
+}
+
+forEachDriver((h) => {
+  it("a fresh process's draining invocation runs limited jobs and cancels an expired one unrun, learning both from its first claim", async () => {
+    const clock = new ManualClock();
+    await setLimit(h().db, "vendor", { maxRunning: 2 });
+    const { app, task, ran } = limitedApp(clock);
+    await task.using(h().db, { limitKey: "vendor" }).enqueueMany([{ n: "a" }, { n: "b" }]);
+    await task.using(h().db).enqueue({ n: "plain" });
+    await task.using(h().db, { expiresAt: new Date(clock.now().getTime() + 1000) }).enqueue({ n: "expired" });
+    clock.advance(5000);
+    expect(memoryOf(app)).toMatchObject({ limits: null, stops: null });
+    const summary = await runOnce(app, { db: h().db, now: clock.now });
+    expect(summary).toMatchObject({ succeeded: 3, cancelled: 1 });
+    expect(ran.sort()).toEqual(["a", "b", "plain"]);
+    expect(memoryOf(app).limits).toBe(true);
+  });
+
+  it("a fresh process's invocation of one claim (drain: false) takes a limited job in that claim", async () => {
+    const clock = new ManualClock();
+    await setLimit(h().db, "vendor", { maxRunning: 1 });
+    const { app, task, ran } = limitedApp(clock);
+    await task.using(h().db, { limitKey: "vendor" }).enqueue({ n: "limited" });
+    const summary = await runOnce(app, { db: h().db, now: clock.now, drain: false });
+    expect(summary).toMatchObject({ claimed: 1, succeeded: 1 });
+    expect(ran).toEqual(["limited"]);
+  });
+});
+
+let t: TestDatabase;
+beforeAll(async () => { t = await openTestDatabase("first_claim_hints"); });
+afterAll(async () => { await t?.close(); });
+beforeEach(async () => { await t.reset(); });
+
+it("a draining invocation's first claim goes without the limit and stop CTEs; the claim after one that found a limit and an expired job carries them", async () => {
+  const clock = new ManualClock();
+  await setLimit(t.db, "vendor", { maxRunning: 1 });
+  const { app, task } = limitedApp(clock);
+  await task.using(t.db, { limitKey: "vendor" }).enqueue({ n: "limited" });
+  await task.using(t.db, { expiresAt: new Date(clock.now().getTime() + 1000) }).enqueue({ n: "expiring" });
+  clock.advance(5000);
+  const claims = await statementsSent(t.pool, isClaim, () => runOnce(app, { db: t.db, now: clock.now }));
+  expect(claims.length).toBeGreaterThanOrEqual(2);
+  expect(claims[0]!.text).not.toContain(LIMIT_CTES);
+  expect(claims[0]!.text).not.toContain(STOP_CTES);
+  expect(claims[1]!.text).toContain(LIMIT_CTES);
+  expect(claims[1]!.text).toContain(STOP_CTES);
+});
+
+it("an invocation of one claim (drain: false) in a fresh process carries the limit and stop CTEs", async () => {
+  const { app } = limitedApp(new ManualClock());
+  const claims = await statementsSent(t.pool, isClaim, () => runOnce(app, { db: t.db, drain: false }));
+  expect(claims).toHaveLength(1);
+  expect(claims[0]!.text).toContain(LIMIT_CTES);
+  expect(claims[0]!.text).toContain(STOP_CTES);
+});
