@@ -14,7 +14,7 @@ import { claimCore } from "../src/sql/claim/claim.js";
 import { timestamp } from "../src/sql/time.js";
 import { resolveRetention } from "../src/core/retention.js";
 import { HistoryKeeper } from "../src/runtime/history.js";
-import { claimRiders } from "../src/runtime/riders.js";
+import { claimRiders, type Ride } from "../src/runtime/riders.js";
 
 /** The rendered statements, by file name. */
 export async function renderStatements(): Promise<Record<string, string>> {
@@ -87,17 +87,20 @@ function renderRiders(db: Db): Record<string, string> {
   const core = claimCore({ owner: "inv-1#owner", now: sqlNow(), leaseMs: parseDuration("30s"), batchSize: 100, startCount: 10, tasks: ["render.noop"], queues: null, limits: false });
   const dialect = new PgDialect();
   const text = (part: SQL) => dialect.sqlToQuery(part).sql;
-  return Object.fromEntries(riders.map((rider) => {
-    const ride = rider.ride({ first: true, batchSize: 100, core });
-    if (!ride) throw new Error(`render-sql: the ${rider.name} rider did not ride`);
+  const rendered = (name: string, ride: Ride | null) => {
+    if (!ride) throw new Error(`render-sql: ${name} did not ride`);
     const parts = [
-      `-- The ${rider.name} rider: what it adds to a claim (src/runtime/riders.ts); $n are bound per claim.`,
+      `-- ${name}: what it adds to a claim (src/runtime/riders.ts); $n are bound per claim.`,
       ...(ride.before?.length ? ["-- Before the core's CTEs:", ride.before.map(text).join(",\n")] : []),
       ...(ride.after?.length ? ["-- After the core's `claimed`:", ride.after.map(text).join(",\n")] : []),
       ...(ride.report ? ["-- Reported in the answer:", Object.entries(ride.report).map(([name, value]) => text(sql`${sql.raw(`'${name}'`)}, ${value}`)).join(",\n")] : []),
     ];
-    return [`rider-${rider.name}.sql`, `${parts.join("\n")}\n`];
-  }));
+    return `${parts.join("\n")}\n`;
+  };
+  // (As on an engine of one claim: a draining engine's claims carry recovery's probe in its place, rendered apart.)
+  const entries = riders.map((rider) => [`rider-${rider.name}.sql`, rendered(`The ${rider.name} rider`, rider.ride({ first: true, batchSize: 100, drains: false, core }))]);
+  const probe = riders.find((rider) => rider.name === "recovery")!.ride({ first: true, batchSize: 100, drains: true, core });
+  return Object.fromEntries([...entries, ["rider-recovery-probe.sql", rendered("The recovery rider's probe, in its place on a draining engine's claims", probe)]]);
 }
 
 export const RENDERED_DIR = "docs/sql";

@@ -2,122 +2,36 @@
 with owner_leased as (
       insert into akadze.owners as o (owner, expires_at) values ($1, now() + ($2)::float8 * interval '1 millisecond')
       on conflict (owner) do update set expires_at = excluded.expires_at
-    ), recover_owners as (
-      select o.owner from akadze.owners o where o.expires_at < now() and o.owner <> $3
-        and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
-      order by o.expires_at limit $4 for update skip locked
-    ), recover_orphans as (
-      with recursive leasing(owner) as (
-        select (select j.lease_owner from akadze.jobs j where j.state = 'running' order by j.lease_owner limit 1)
-        union all
-        select (select j.lease_owner from akadze.jobs j where j.state = 'running' and j.lease_owner > l.owner order by j.lease_owner limit 1)
-        from leasing l where l.owner is not null
-      )
-      select l.owner from leasing l where l.owner is not null and l.owner <> $5
-        and not exists (select 1 from akadze.owners o where o.owner = l.owner)
-      limit $6
-    ), recover_expired as (
-      select id, started_at is not null as started, attempt >= max_attempts as last from akadze.jobs
-      where state = 'running' and lease_owner <> $7
-        and (lease_owner = any(array(select owner from recover_owners)) or lease_expires_at < now()
-          or lease_expires_at is null and lease_owner = any(array(select owner from recover_orphans)))
-        and (exists (select 1 from recover_owners) or exists (select 1 from recover_orphans) or (select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
-        and j.lease_expires_at < now() order by j.lease_expires_at limit 1) is not null)
-      order by id limit $8 for update skip locked
-    ), recover_owners_ended as (
-      delete from akadze.owners o where o.owner in (
-          select e.owner from akadze.owners e where e.expires_at < now() and e.owner <> $9
-          order by e.expires_at limit $10 for update skip locked)
-        and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner
-          and j.id not in (select id from recover_expired))
-    ), recover_requeued as (
-      update akadze.jobs j set
-        state = 'queued',
-        attempt = case when x.started then j.attempt else j.attempt - 1 end,
-        run_at = case when not x.started then j.run_at else now() + make_interval(secs => least($11, power(2, greatest(j.attempt, 1) - 1)) * (0.5 + random() * 0.5)) end,
-        started_at = case when x.started then j.started_at end,
-        lease_owner = null, lease_expires_at = null,
-        errors = case when not x.started then j.errors else j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
-  'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) end
-      from recover_expired x
-      where j.id = x.id and not (x.started and x.last)
-      returning j.id, j.task, j.queue, j.attempt, j.state, case when x.started then json_build_object('kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease') end as error
-    ), recover_failed as (
-      delete from akadze.jobs j using recover_expired x where j.id = x.id and x.started and x.last
-      returning j.id, j.task, j.queue, j.args, 'failed'::text as state, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors || jsonb_build_array(jsonb_build_object('attempt', j.attempt,
-  'at', now(), 'kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease', 'stack', null)) as errors, j.result, j.created_at,
-        j.started_at, now() as finished_at, j.fair_key, j.trace_context, json_build_object('kind', 'LeaseExpired', 'message', 'the invocation running this job stopped renewing its lease') as error
-    ), "recover_failed_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
-      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from recover_failed) f ), recovered as (
-      select id, task, queue, attempt, state, error from recover_requeued
-      union all select id, task, queue, attempt, state, error from recover_failed
-    ), recover_freed as (
-      update akadze.limit_slots s set job_id = null from recovered r where s.job_id = r.id
     ), sched_runtime_due as (
     select s.name, s.task, s.args, s.cron, s.timezone, s.every_ms, s.catch_up, s.skip_overlap, s.revision
     from akadze.schedules s
     where s.runtime and not s.paused and s.next_slot <= now()
-      and s.task = any(array(select jsonb_array_elements_text($12::jsonb)))
-      and not exists (select 1 from jsonb_to_recordset($13::jsonb) as o(name text, revision int)
+      and s.task = any(array(select jsonb_array_elements_text($3::jsonb)))
+      and not exists (select 1 from jsonb_to_recordset($4::jsonb) as o(name text, revision int)
         where o.name = s.name and o.revision = s.revision)
     order by s.next_slot
     limit 100
   ), akadze_pruned_workers as (
     delete from akadze.workers where id in (
-      select id from akadze.workers where last_seen_at < $14::timestamptz
-      limit $15 for update skip locked)
+      select id from akadze.workers where last_seen_at < $5::timestamptz
+      limit $6 for update skip locked)
     returning id), akadze_pruned_events as (
     delete from akadze.sent_events where (name, id) in (
-      select name, id from akadze.sent_events where sent_at < $16::timestamptz
-      limit $17 for update skip locked)
+      select name, id from akadze.sent_events where sent_at < $7::timestamptz
+      limit $8 for update skip locked)
     returning id), akadze_pruned_windows as (
     delete from akadze.debounce_windows where (task, key) in (
-      select task, key from akadze.debounce_windows where quiet_at < $18::timestamptz
-      limit $19 for update skip locked)
-    returning key), 
-    fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
-      with recursive after_cursor(key, n) as (
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), 1
-        union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > split_part(a.key, chr(1), 1) || chr(2) order by j.fair_key collate "C" limit 1), a.n + 1
-        from after_cursor a where a.key is not null and a.n < 2
-      ),
-      walked_after as (select count(*)::int as n from after_cursor where key is not null),
-      from_start(key, n) as (
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > '' and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), (select n from walked_after) + 1
-        where (select n from walked_after) < 2
-        union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > split_part(s.key, chr(1), 1) || chr(2) and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), s.n + 1
-        from from_start s where s.key is not null and s.n < 2
-      ),
-      walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
-      weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
-        from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1)),
-      -- (Where the batch's remainder falls: a random point of the walked weights, drawn once per claim.)
-      fair_phase as (select floor(random() * coalesce(sum(weight), 0))::bigint as phase from weighed)
-      select tenant, first_key, n, weight, greatest(1, $20::bigint * (sum(weight) over (order by n) + (select phase from fair_phase)) / sum(weight) over () - $21::bigint * (sum(weight) over (order by n) - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
-    ), fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk), fair_candidates as (
-      select x.* from fair_keys k cross join lateral (
-        select * from (
-          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
-          from akadze.jobs j
-          where j.fair_key collate "C" = k.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($22::jsonb)))
-        and true
-        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
-          order by j.priority desc nulls last, j.run_at, j.id
-          limit 2
-          for update of j skip locked
-        ) y limit k.share
-      ) x
-    ),
+      select task, key from akadze.debounce_windows where quiet_at < $9::timestamptz
+      limit $10 for update skip locked)
+    returning key), akadze_pruned_owners as (
+    delete from akadze.owners o where o.owner in (
+        select e.owner from akadze.owners e where e.expires_at < now() and e.owner <> $11
+        order by e.expires_at limit $12 for update skip locked)
+      and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
+    returning o.owner), 
     -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
     -- due yet are never read, however many there are.
-    unlimited_candidates as (select * from (
+    unlimited_candidates as (
       select x.* from (with recursive p(priority) as (
         (select j.priority from akadze.jobs j where j.state = 'queued'  order by j.priority desc nulls last limit 1)
         union all
@@ -127,60 +41,47 @@ with owner_leased as (
       ) select priority from p where priority is not null) q cross join lateral (
         select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
         from akadze.jobs j
-        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($23::jsonb)))
+        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($13::jsonb)))
         and true
-        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
+        and j.queue not in (select name from akadze.queues where paused) and j.fair_key is null and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
         order by j.run_at, j.id
         limit 2
         for update of j skip locked
       ) x
       limit 2
-    ) u limit (select greatest($24 - (select count(*) from fair_candidates),
-        ceil($25::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    ),
     
     
     candidates as (
-      select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
-        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.run_at, c.id)::float8
-          / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
-      from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (select * from unlimited_candidates 
-       union all select * from fair_candidates) u) c left join fair_walk w on w.tenant = c.tenant
-      order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit $26
+      select * from (select * from unlimited_candidates 
+      ) c
+      order by priority desc, run_at, id
+      limit $14
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $27 and not c.limited as start, c.fair_rank, c.walk
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, run_at, id) <= $15 and not c.limited as start
       from candidates c where not c.stop 
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $28,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $16,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
       -- (The batch as arrays, unnested: each job is read once, by its key. A join of the CTE itself let the planner
       -- pick a whole-table scan hashed against a batch it estimated at a quarter of the table, or, with the batch
       -- as an array condition too, read the whole batch once per job when it estimated the batch at one row.)
-      from (select array_agg(id) as id, array_agg(start) as start, array_agg(limited) as limited, array_agg(fair_rank) as fair_rank, array_agg(walk) as walk from due) b,
-        unnest(b.id, b.start, b.limited, b.fair_rank, b.walk) as d(id, start, limited, fair_rank, walk)
+      from (select array_agg(id) as id, array_agg(start) as start, array_agg(limited) as limited from due) b,
+        unnest(b.id, b.start, b.limited) as d(id, start, limited)
       where j.id = d.id
-      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk
-    ),
-    fair_next as (select tenant as key from (select tenant from fair_walk order by n desc limit 1) l where tenant <> (select key from fair_from)), fair_moved as (
-      update akadze.fair_cursor f set key = n.key from fair_next n
-      where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked)
-      returning f.id
-    ), fair_first as (
-      insert into akadze.fair_cursor (id, key) select 1, key from fair_next where not exists (select 1 from akadze.fair_cursor)
-      on conflict do nothing
-      returning id
+      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited
     ),
     akadze_seen as (
     insert into akadze.workers as w (id, kind, queues, started_at, last_seen_at)
-    select $29, 'invocation', $30::jsonb, $31::timestamptz, $32::timestamptz
+    select $17, 'invocation', $18::jsonb, $19::timestamptz, $20::timestamptz
     where exists (select 1 from claimed)
     on conflict (id) do update set last_seen_at = greatest(w.last_seen_at, excluded.last_seen_at), stopped_at = null,
       queues = excluded.queues
@@ -189,7 +90,7 @@ with owner_leased as (
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
       'claimed', coalesce((select json_agg(json_build_array(id, task, queue, args, attempt, max_attempts, priority, start, limited)
-        order by priority desc, fair_rank, walk nulls last, run_at, id) from claimed), '[]'::json),
+        order by priority desc, run_at, id) from claimed), '[]'::json),
       'cancelled', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
         'from', 'queued', 'to', 'cancelled')) from "cancelled" ), '[]'::json),
       'rateLimited', '[]'::json,
@@ -198,15 +99,21 @@ with owner_leased as (
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', exists (select 1 from akadze.jobs where state = 'queued' and (expires_at is not null or cancel_requested)),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
-      or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
-        and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $33::text, coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
-        'from', 'running', 'to', state, 'error', error)) from "recovered" ), '[]'::json), $34::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
-      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $35::text, exists (select 1 from akadze.schedules where runtime and not paused), $36::text, akadze.history_due(now(), $37::float8, $38::bigint), $39::text, (select count(*) from claimed) >= $40 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, $21::text, (exists (
+      with recursive leasing(owner) as (
+        select (select j.lease_owner from akadze.jobs j where j.state = 'running' order by j.lease_owner limit 1)
+        union all
+        select (select j.lease_owner from akadze.jobs j where j.state = 'running' and j.lease_owner > l.owner order by j.lease_owner limit 1)
+        from leasing l where l.owner is not null
+      )
+      select 1 from leasing l where l.owner is not null and l.owner <> $22
+        and not exists (select 1 from akadze.owners o where o.owner = l.owner and o.expires_at >= now()))
+      or (select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
+        and j.lease_expires_at < now() order by j.lease_expires_at limit 1) is not null), $23::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
+      'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $24::text, exists (select 1 from akadze.schedules where runtime and not paused), $25::text, akadze.history_due(now(), $26::float8, $27::bigint), $28::text, (select count(*) from claimed) >= $29 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $41::text, ($42::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $30::text, ($31::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

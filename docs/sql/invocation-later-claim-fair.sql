@@ -148,7 +148,13 @@ with owner_leased as (
       on conflict do nothing
       returning id
     ),
-    
+    akadze_seen as (
+    insert into akadze.workers as w (id, kind, queues, started_at, last_seen_at)
+    select $19, 'invocation', $20::jsonb, $21::timestamptz, $22::timestamptz
+    where exists (select 1 from claimed)
+    on conflict (id) do update set last_seen_at = greatest(w.last_seen_at, excluded.last_seen_at), stopped_at = null,
+      queues = excluded.queues
+    returning w.id),
     cancelled as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false)
     select json_build_object(
       -- (Positional arrays, see ClaimedRow: an object per job cost Postgres twice as much to build.)
@@ -166,10 +172,10 @@ with owner_leased as (
       'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
       or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
         and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $19::text, exists (select 1 from akadze.schedules where runtime and not paused), $20::text, (select count(*) from claimed) >= $21 and exists (
+    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $23::text, exists (select 1 from akadze.schedules where runtime and not paused), $24::text, (select count(*) from claimed) >= $25 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $22::text, ($23::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $26::text, ($27::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

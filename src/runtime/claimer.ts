@@ -62,18 +62,21 @@ export class Claimer {
     this.tooLongForBudget ??= tooLong;
     const memory = memoryOf(this.o.app);
     if (fit.length === 0) {
-      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memory.limits ?? true, stops: memory.stops ?? true, fair: memory.fair, noTaskFits: true };
+      return { claimed: [], recovered: [], cancelled: [], rateLimited: [], tooLarge: [], more: false, limits: memory.limits ?? true, stops: memory.stops ?? true, fair: memory.fair ?? true, noTaskFits: true };
     }
     // Not learned yet (the process's first claim): carried only by an engine that sends one claim; a draining one
     // learns from this claim's answer, and asks for the next at once if it needed them (below).
     const withLimits = memory.limits ?? !this.o.drains;
     const withStops = memory.stops ?? !this.o.drains;
+    // Likewise the fair walk; a draining engine's claim without it takes no keyed job then (the next shares them fairly).
+    const withFair = memory.fair ?? !this.o.drains;
+    const keyed = memory.fair !== null || withFair;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, stops: withStops, fair: memory.fair, fairSubKeys: memory.fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
+      queues: this.o.queues, limits: withLimits, stops: withStops, fair: withFair, keyed, fairSubKeys: memory.fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
     };
     const core = claimCore(params);
-    const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, core })).filter((ride): ride is Ride => ride !== null);
+    const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, drains: this.o.drains, core })).filter((ride): ride is Ride => ride !== null);
     const statement = claimJobsStatement(params, rides);
     this.o.summary.roundTrip();
     const traced = this.o.trace?.claim(batchSize);
@@ -102,8 +105,8 @@ export class Claimer {
     for (const ride of rides) if (ride.answered?.(result, this.o.summary.roundTrip) === true) more = true;
     // Sent without the limit CTEs, it could not take a limited job; a limit exists now (the process's first
     // setLimit): the next claim, with them, may find that key's due jobs. Likewise a job to cancel, without the
-    // stop CTEs: the next claim cancels it.
-    return { ...result, more: result.more || (!withLimits && result.limits) || (!withStops && result.stops) || more, noTaskFits: false };
+    // stop CTEs: the next claim cancels it. And keyed jobs left for a fair claim.
+    return { ...result, more: result.more || (!withLimits && result.limits) || (!withStops && result.stops) || (!keyed && result.fair) || more, noTaskFits: false };
   }
 
   /** Resolves when what the riders started beside the claims (maintenance, ANALYZE, VACUUM) has ended. */

@@ -15,8 +15,12 @@ export interface ProcessMemory {
   limits: boolean | null;
   /** Whether a queued job must be cancelled at a moment (a cancel request, an expiry): claims then carry the stop CTEs. Null likewise. */
   stops: boolean | null;
-  /** Whether keyed jobs are queued (fair claims), and when a claim last saw one (real clock). */
-  fair: boolean;
+  /**
+   * Whether keyed jobs are queued (fair claims), and when a claim last saw one (real clock). Null until a claim
+   * answered: a draining engine's first claim then leaves keyed jobs for the next, fair one (sent at once if any
+   * are queued), an engine of one claim walks the keys.
+   */
+  fair: boolean | null;
   fairSeenAt: number;
   /** Whether a fair claim met a tenant with sub-keys, and when it last did. */
   fairSubKeys: boolean;
@@ -41,7 +45,7 @@ export function memoryOf(app: App): ProcessMemory {
   let memory = memories.get(app);
   if (!memory) {
     memories.set(app, (memory = {
-      limits: null, stops: null, fair: true, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
+      limits: null, stops: null, fair: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
       prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
       overNudgeBudget: new Set(),
     }));

@@ -8,6 +8,8 @@ export interface RideContext {
   first: boolean;
   /** The most jobs the claim asks for. */
   batchSize: number;
+  /** A claim that asks for more is followed by another at once (the engine drains: EngineContext.drains). */
+  drains: boolean;
   core: ClaimCore;
 }
 

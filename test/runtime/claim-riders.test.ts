@@ -17,14 +17,17 @@ import { ManualClock } from "../support/clock.js";
 
 const LEASE_MS = 30_000;
 
-/** One claim of the core with `riders`, as the claimer sends it, each ride then told the answer; the statements they sent are counted. */
-async function claimWith(db: Db, riders: ClaimRider[], o: { now: Date; tasks: string[]; owner?: string; batchSize?: number; first?: boolean }) {
+/**
+ * One claim of the core with `riders`, as the claimer sends it, each ride then told the answer; the statements they
+ * sent are counted. `drains`: as a draining engine's claim (default: an engine of one claim's).
+ */
+async function claimWith(db: Db, riders: ClaimRider[], o: { now: Date; tasks: string[]; owner?: string; batchSize?: number; first?: boolean; drains?: boolean }) {
   const params: ClaimParams = {
     owner: o.owner ?? "test#riders", now: timestamp(o.now), leaseMs: LEASE_MS, batchSize: o.batchSize ?? 10, startCount: o.batchSize ?? 10,
     tasks: o.tasks, queues: null, limits: false,
   };
   const core = claimCore(params);
-  const rides = riders.map((rider) => rider.ride({ first: o.first ?? true, batchSize: params.batchSize, core })).filter((r): r is Ride => r !== null);
+  const rides = riders.map((rider) => rider.ride({ first: o.first ?? true, batchSize: params.batchSize, drains: o.drains ?? false, core })).filter((r): r is Ride => r !== null);
   const answer = claimResultOf(await queryJson<ClaimAnswer>(db, claimJobsStatement(params, rides)));
   let statements = 0;
   let more = false;
@@ -121,6 +124,46 @@ forEachDriver((h) => {
     expect((await claimWith(h().db, [rider], { now: clock.now(), tasks, first: false })).rides).toBe(1);
   });
 
+  it("on a draining engine recovery rides as its probe: nothing lapsed, it says so; another engine's lapsed lease, it asks for the next claim at once, which recovers it", async () => {
+    const clock = new ManualClock();
+    const { app } = appWithNoop(clock);
+    const [lapsed] = await enqueue(app, 1);
+    await claimWith(h().db, [], { now: clock.now(), tasks, owner: "gone#1", batchSize: 1 });
+    const rider = recoveryRider(clock.now);
+    const quiet = await claimWith(h().db, [rider], { now: clock.now(), tasks, drains: true });
+    expect(quiet).toMatchObject({ rides: 1, more: false, answer: { recoverable: false, recovered: [] } });
+    clock.advance(LEASE_MS + 1000);
+    const probed = await claimWith(h().db, [rider], { now: clock.now(), tasks, drains: true, first: false });
+    expect(probed).toMatchObject({ rides: 1, more: true, answer: { recoverable: true, recovered: [] } });
+    expect((await h().rows(`select state, lease_owner from akadze.jobs where id = ${lapsed}`))[0]).toMatchObject({ state: "running", lease_owner: "gone#1" });
+    // The claim right after carries the recovery itself, RECOVERY_EVERY_MS or not.
+    const next = await claimWith(h().db, [rider], { now: clock.now(), tasks, drains: true, first: false });
+    expect(next.answer.recovered.map((t) => [t.id, t.to])).toEqual([[lapsed, "queued"]]);
+    expect(next.answer.recoverable).toBeUndefined();
+  });
+
+  it("recovery's probe finds running jobs whose owner has no row, and no work in the rows of owners that ended; the retention rider deletes those", async () => {
+    const clock = new ManualClock();
+    const { app } = appWithNoop(clock);
+    const [orphaned] = await enqueue(app, 1);
+    await claimWith(h().db, [], { now: clock.now(), tasks, owner: "late#1", batchSize: 1 });
+    await claimWith(h().db, [], { now: clock.now(), tasks, owner: "ended#1", batchSize: 1 });
+    clock.advance(LEASE_MS + 1000);
+    // ended#1 leased nothing and its row lapsed: nothing to recover.
+    await query(h().db, sql`update akadze.owners set expires_at = ${clock.now().toISOString()}::timestamptz + interval '1 hour' where owner = 'late#1'`);
+    expect((await claimWith(h().db, [recoveryRider(clock.now)], { now: clock.now(), tasks, drains: true })).answer.recoverable).toBe(false);
+    // late#1's row went while its job runs (a delete under its late claim): the probe finds the job.
+    await query(h().db, sql`delete from akadze.owners where owner = 'late#1'`);
+    const probed = await claimWith(h().db, [recoveryRider(clock.now)], { now: clock.now(), tasks, drains: true });
+    expect(probed).toMatchObject({ more: true, answer: { recoverable: true } });
+    expect((await h().rows(`select state from akadze.jobs where id = ${orphaned}`))[0]).toMatchObject({ state: "running" });
+    // Retention deletes ended#1's lapsed row, not the live ones (the claim's own among them).
+    const owners = async () => (await h().rows<{ owner: string }>(`select owner from akadze.owners order by owner`)).map((r) => r.owner);
+    expect(await owners()).toContain("ended#1");
+    await claimWith(h().db, [retentionRider({ plan: resolveRetention(undefined)!, due: () => true }, clock.now)], { now: clock.now(), tasks });
+    expect(await owners()).toEqual(["test#riders"]);
+  });
+
   it("schedules: a due slot is enqueued by the claim that carries the rider, once, and not by the core alone", async () => {
     const clock = new ManualClock("2026-06-01T12:00:30Z");
     const app = createApp({ clock: clock.now });
@@ -206,7 +249,7 @@ forEachDriver((h) => {
     expect(quiet.statements).toBe(0);
     // The vacuum question is asked at most every few seconds per process, the statistics one with every claim;
     // asked or not, the claim's text is the same (a parameter says which), so it stays one prepared statement.
-    const context = { first: false, batchSize: 10, core: claimCore({ owner: "o", now: timestamp(clock.now()), leaseMs: LEASE_MS, batchSize: 10, startCount: 0, tasks, queues: null, limits: false }) };
+    const context = { first: false, batchSize: 10, drains: false, core: claimCore({ owner: "o", now: timestamp(clock.now()), leaseMs: LEASE_MS, batchSize: 10, startCount: 0, tasks, queues: null, limits: false }) };
     const again = upkeep.ride(context);
     const elsewhere = new Upkeep(createApp({ clock: clock.now }), h().db).ride(context);
     expect(Object.keys(again.report ?? {})).toEqual(["stale", "vacuum"]);

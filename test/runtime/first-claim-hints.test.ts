@@ -1,7 +1,8 @@
-// A process's first claim, before any claim told it whether limits exist or a queued job must be cancelled: a
-// draining invocation sends it without the limit and stop CTEs (a claim that takes no limited job and runs no job
-// to cancel) and, told that it needed them, claims again at once with them; an invocation of one claim
-// (`drain: false`) cannot, so its claim carries them. Every driver for the behaviour; the statements on node-postgres.
+// A process's first claim, before any claim told it whether limits exist, a queued job must be cancelled or keyed
+// jobs are queued: a draining invocation sends it without the limit, stop and fair CTEs (a claim that takes no
+// limited or keyed job and runs no job to cancel) and, told that it needed them, claims again at once with them;
+// an invocation of one claim (`drain: false`) cannot, so its claim carries them. Every driver for the behaviour;
+// the statements on node-postgres.
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import * as v from "valibot";
 import { createApp, runOnce, setLimit } from "../../src/index.js";
@@ -13,6 +14,7 @@ import { isClaim, statementsSent } from "../support/statements.js";
 
 const LIMIT_CTES = "limit_full as (";
 const STOP_CTES = "stops_not_due as (";
+const FAIR_CTES = "fair_walk as (";
 
 function limitedApp(clock: ManualClock) {
   const app = createApp({ clock: clock.now });
@@ -35,6 +37,19 @@ forEachDriver((h) => {
     expect(summary).toMatchObject({ succeeded: 3, cancelled: 1 });
     expect(ran.sort()).toEqual(["a", "b", "plain"]);
     expect(memoryOf(app).limits).toBe(true);
+  });
+
+  it("a fresh process's draining invocation shares keyed jobs fairly from the first claim that takes any", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ran: string[] = [];
+    const task = app.task("tenant.work", { args: v.object({ tenant: v.string() }) }, async ({ tenant }) => { ran.push(tenant); });
+    await task.using(h().db, { fairKey: "burst" }).enqueueMany(Array.from({ length: 100 }, () => ({ tenant: "burst" })));
+    await task.using(h().db, { fairKey: "small" }).enqueueMany([{ tenant: "small" }, { tenant: "small" }]);
+    const summary = await runOnce(app, { db: h().db, now: clock.now, batchSize: 10, slots: 10 });
+    expect(summary.succeeded).toBe(102);
+    expect(ran.slice(0, 10).filter((t) => t === "small")).toHaveLength(2);
+    expect(memoryOf(app).fair).toBe(true);
   });
 
   it("a fresh process's invocation of one claim (drain: false) takes a limited job in that claim", async () => {
@@ -68,10 +83,25 @@ it("a draining invocation's first claim goes without the limit and stop CTEs; th
   expect(claims[1]!.text).toContain(STOP_CTES);
 });
 
+it("a draining invocation's first claim goes without the fair walk and takes no keyed job; the next, sent at once, walks the keys", async () => {
+  const clock = new ManualClock();
+  const app = createApp({ clock: clock.now });
+  const task = app.task("tenant.work", { args: v.object({}) }, async () => {});
+  await task.using(t.db, { fairKey: "tenant" }).enqueueMany([{}, {}]);
+  let summary: Awaited<ReturnType<typeof runOnce>> | undefined;
+  const claims = await statementsSent(t.pool, isClaim, async () => { summary = await runOnce(app, { db: t.db, now: clock.now }); });
+  expect(claims[0]!.text).not.toContain(FAIR_CTES);
+  expect(claims[0]!.text).toContain("and j.fair_key is null");
+  expect(claims[1]!.text).toContain(FAIR_CTES);
+  expect(claims[1]!.text).not.toContain("and j.fair_key is null");
+  expect(summary).toMatchObject({ succeeded: 2 });
+});
+
 it("an invocation of one claim (drain: false) in a fresh process carries the limit and stop CTEs", async () => {
   const { app } = limitedApp(new ManualClock());
   const claims = await statementsSent(t.pool, isClaim, () => runOnce(app, { db: t.db, drain: false }));
   expect(claims).toHaveLength(1);
   expect(claims[0]!.text).toContain(LIMIT_CTES);
   expect(claims[0]!.text).toContain(STOP_CTES);
+  expect(claims[0]!.text).toContain(FAIR_CTES);
 });

@@ -130,7 +130,8 @@ it("a lane's claim that answers a wake-up leaves a due recovery to a later claim
   const stop = new AbortController();
   // No polls within the test: every claim after the first is sent by a wake-up.
   const worker = runWorker(app, { db, slots: 2, minPoll: "1h", maxPoll: "1h", signal: stop.signal, onError: () => {} });
-  const carriesRecovery = (text: string) => text.includes("recover_owners as (");
+  // (A lane drains: its claims carry recovery's probe, which walks the owners of running jobs as the recovery does.)
+  const carriesRecovery = (text: string) => text.includes("with recursive leasing(owner)");
   const wake = async (n: number) => {
     const before = pool.texts.length;
     await task.using(db).enqueue({});

@@ -44,6 +44,8 @@ export interface ClaimResult {
   claimed: ClaimedJob[];
   /** Jobs whose lease expired, back to `queued` or `failed` (the recovery rider's report; empty without it). */
   recovered: MovedJob[];
+  /** A job's lease expired (the recovery rider's probe, when it rode instead): the next claim carries the recovery. */
+  recoverable?: boolean;
   cancelled: MovedJob[];
   /** Jobs held back by their limit past their `limitWait`, ended `rate_limited` by this claim. */
   rateLimited: MovedJob[];

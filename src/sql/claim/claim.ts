@@ -40,6 +40,11 @@ export interface ClaimParams {
    */
   fair?: boolean;
   /**
+   * `false`: take no job with a fairness key (a process that does not know yet whether any are queued leaves them
+   * to its next claim, which shares them fairly; the claim's `fair` report tells). Default true.
+   */
+  keyed?: boolean;
+  /**
    * Also cancel the queued jobs that must be (`mustCancel`: a cancel request, an expiry passed), due or not (the
    * default). `false` leaves out those CTEs (a delete and the history's insert, which cost a claim of a few jobs
    * about a third of its planning): a due job that must be cancelled is then left queued, neither claimed nor
@@ -131,7 +136,9 @@ export function claimCore(p: ClaimParams): ClaimCore {
  */
 export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   const now = p.now;
-  const { eligible, unlimited } = claimCore(p);
+  const { eligible: anyKey, unlimited } = claimCore(p);
+  // (Keyed jobs left out of the scans of due jobs only: the riders count them and a limit's wait ends them as before.)
+  const eligible = p.keyed === false ? sql`${anyKey} and j.fair_key is null` : anyKey;
   const before = rides.flatMap((r) => r.before ?? []).map((cte) => sql`${cte},`);
   const after = rides.flatMap((r) => r.after ?? []).map((cte) => sql`${cte},`);
   // The result is built as json, not jsonb: it is only sent, and json costs Postgres a third of jsonb to build.
@@ -149,7 +156,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}
       ${stops ? sql`union all select * from stops_not_due` : sql``}`;
   return sql`
-    with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible, stop, now })},` : sql``}${fair ? sql`
+    with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible: anyKey, stop, now })},` : sql``}${fair ? sql`
     ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
     -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
     -- due yet are never read, however many there are.

@@ -22,3 +22,18 @@ export function leaseExpirySql(j: string): SQL {
   const a = sql.raw(j);
   return sql`coalesce(${a}.lease_expires_at, (select o.expires_at from akadze.owners o where o.owner = ${a}.lease_owner))`;
 }
+
+/**
+ * The rows of owners whose lease expired and that lease no running job (an engine that ended, or died holding
+ * nothing): recovery deletes them when it rides, and so does the retention rider, where it does not (recovery
+ * may ride only when a probe found work): a bounded batch of those expired before `before`, oldest first. A row
+ * deleted under a late engine's claim leaves its jobs without an owner row, which recovery's probe finds.
+ */
+export function prunedOwnersCte(before: SQL, owner: string, batch: number): SQL {
+  return sql`akadze_pruned_owners as (
+    delete from akadze.owners o where o.owner in (
+        select e.owner from akadze.owners e where e.expires_at < ${before} and e.owner <> ${owner}
+        order by e.expires_at limit ${batch} for update skip locked)
+      and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
+    returning o.owner)`;
+}

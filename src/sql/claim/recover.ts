@@ -27,6 +27,16 @@ function firstOwnExpiry(now: SQL): SQL {
 }
 
 /**
+ * `leasing (owner)`: the owners of running jobs, each once, as a loose scan of jobs_owner_idx (one probe per owner).
+ */
+const LEASING_OWNERS = sql`with recursive leasing(owner) as (
+        select (select j.lease_owner from akadze.jobs j where j.state = 'running' order by j.lease_owner limit 1)
+        union all
+        select (select j.lease_owner from akadze.jobs j where j.state = 'running' and j.lease_owner > l.owner order by j.lease_owner limit 1)
+        from leasing l where l.owner is not null
+      )`;
+
+/**
  * CTEs `recovered` and `recover_freed` for the claim's round trip: jobs whose lease expired go back to
  * `queued`. A job's lease is its owner's row in `akadze.owners` (owner-lease.ts): the jobs of an owner whose
  * row expired, or that has no row, are recovered, and the row is deleted once it leases no job. (A job leased
@@ -57,12 +67,7 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
     // running jobs, and one of the owners' key each. (Jobs leased by a version before the owners table have no
     // owner row but an expiry of their own, and are left to it.)
     sql`recover_orphans as (
-      with recursive leasing(owner) as (
-        select (select j.lease_owner from akadze.jobs j where j.state = 'running' order by j.lease_owner limit 1)
-        union all
-        select (select j.lease_owner from akadze.jobs j where j.state = 'running' and j.lease_owner > l.owner order by j.lease_owner limit 1)
-        from leasing l where l.owner is not null
-      )
+      ${LEASING_OWNERS}
       select l.owner from leasing l where l.owner is not null and l.owner <> ${owner}
         and not exists (select 1 from akadze.owners o where o.owner = l.owner)
       limit ${RECOVER_OWNERS_LIMIT}
@@ -119,4 +124,23 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
 /** Recovery as it rides on a claim: the CTEs above, and the jobs it moved reported as `recovered`. */
 export function recoveryRide(now: SQL, owner: string): RideSql {
   return { before: recoverExpiredLeasesCtes(now, owner), report: { recovered: movedJobsJson(CTE.recovered, "running", sql`state`) } };
+}
+
+/**
+ * Whether the CTEs above would find a job to recover at `now`, for a claim that leaves them out (the recovery
+ * rider's probe): a running job leased by another owner whose row expired or is gone (the owners of running jobs
+ * walked once each, and each one's row read: live engines, however many rows of ended ones wait to be deleted),
+ * or one leased with an expiry of its own that passed. Reported as `recoverable`; it costs a claim a fraction of
+ * the CTEs' planning, which a claim pays on every new connection and, over neon-http, on every request.
+ */
+export function recoveryProbe(now: SQL, owner: string): RideSql {
+  return {
+    report: {
+      recoverable: sql`(exists (
+      ${LEASING_OWNERS}
+      select 1 from leasing l where l.owner is not null and l.owner <> ${owner}
+        and not exists (select 1 from akadze.owners o where o.owner = l.owner and o.expires_at >= ${now}))
+      or ${firstOwnExpiry(now)} is not null)`,
+    },
+  };
 }
