@@ -25,9 +25,10 @@ export interface Claim extends ClaimResult { noTaskFits: boolean }
 const FAIR_HINT_MS = 60_000;
 /**
  * Claims batches for one engine: picks the tasks whose timeout fits the remaining budget, sends the core claim
- * with the limit CTEs only while some limit exists and the fair walk only while keyed jobs are queued (each
- * claim reports whether they are), with its riders (riders.ts) in the same statement, and hands each ride
- * the answer.
+ * with the limit CTEs only while some limit exists, the stop CTEs only while a queued job must be cancelled and
+ * the fair walk only while keyed jobs are queued (each claim reports whether they are; before any claim told the
+ * process, a draining engine goes without them and claims again at once when told it needed them), with its
+ * riders (riders.ts) in the same statement, and hands each ride the answer.
  */
 export class Claimer {
   /** Tasks not claimed because their timeout did not fit the budget, as of the first claim. */
