@@ -107,7 +107,8 @@ with owner_leased as (
         from leasing l where l.owner is not null
       )
       select 1 from leasing l where l.owner is not null and l.owner <> $22
-        and not exists (select 1 from akadze.owners o where o.owner = l.owner and o.expires_at >= now()))
+        and not exists (select 1 from akadze.owners o where o.owner = l.owner and o.expires_at >= now())
+        and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = l.owner and j.lease_expires_at is null))
       or (select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
         and j.lease_expires_at < now() order by j.lease_expires_at limit 1) is not null), $23::text, (select jsonb_agg(jsonb_build_object('name', name, 'task', task, 'args', args, 'cron', cron, 'timezone', timezone,
       'everyMs', every_ms, 'catchUp', catch_up, 'skip', skip_overlap, 'revision', revision)) from sched_runtime_due), $24::text, exists (select 1 from akadze.schedules where runtime and not paused), $25::text, akadze.history_due(now(), $26::float8, $27::bigint), $28::text, (select count(*) from claimed) >= $29 and exists (

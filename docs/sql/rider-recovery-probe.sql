@@ -9,6 +9,7 @@
         from leasing l where l.owner is not null
       )
       select 1 from leasing l where l.owner is not null and l.owner <> $1
-        and not exists (select 1 from akadze.owners o where o.owner = l.owner and o.expires_at >= now()))
+        and not exists (select 1 from akadze.owners o where o.owner = l.owner and o.expires_at >= now())
+        and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = l.owner and j.lease_expires_at is null))
       or (select j.lease_expires_at from akadze.jobs j where j.state = 'running' and j.lease_expires_at is not null
         and j.lease_expires_at < now() order by j.lease_expires_at limit 1) is not null)

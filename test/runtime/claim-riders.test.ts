@@ -142,16 +142,20 @@ forEachDriver((h) => {
     expect(next.answer.recoverable).toBeUndefined();
   });
 
-  it("recovery's probe finds running jobs whose owner has no row, and no work in the rows of owners that ended; the retention rider deletes those", async () => {
+  it("recovery's probe finds running jobs whose owner has no row, and no work in the rows of owners that ended or in an older version's live lease; the retention rider deletes ended owners' rows", async () => {
     const clock = new ManualClock();
     const { app } = appWithNoop(clock);
     const [orphaned] = await enqueue(app, 1);
     await claimWith(h().db, [], { now: clock.now(), tasks, owner: "late#1", batchSize: 1 });
     await claimWith(h().db, [], { now: clock.now(), tasks, owner: "ended#1", batchSize: 1 });
     clock.advance(LEASE_MS + 1000);
-    // ended#1 leased nothing and its row lapsed: nothing to recover.
+    // ended#1 leased nothing and its row lapsed: nothing to recover. Nor is a job of a version before the owners
+    // table (no row, an expiry of its own) while that expiry lives.
     await query(h().db, sql`update akadze.owners set expires_at = ${clock.now().toISOString()}::timestamptz + interval '1 hour' where owner = 'late#1'`);
+    await query(h().db, sql`insert into akadze.jobs (task, state, attempt, lease_owner, lease_expires_at, started_at)
+      values ('riders.noop', 'running', 1, 'older-engine', ${new Date(clock.now().getTime() + LEASE_MS).toISOString()}::timestamptz, ${clock.now().toISOString()}::timestamptz)`);
     expect((await claimWith(h().db, [recoveryRider(clock.now)], { now: clock.now(), tasks, drains: true })).answer.recoverable).toBe(false);
+    await query(h().db, sql`delete from akadze.jobs where lease_owner = 'older-engine'`);
     // late#1's row went while its job runs (a delete under its late claim): the probe finds the job.
     await query(h().db, sql`delete from akadze.owners where owner = 'late#1'`);
     const probed = await claimWith(h().db, [recoveryRider(clock.now)], { now: clock.now(), tasks, drains: true });

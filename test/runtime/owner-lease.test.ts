@@ -110,6 +110,20 @@ forEachDriver((h) => {
     expect(left).toBeGreaterThan(0);
   });
 
+  it("an invocation of one claim recovers a dead engine's jobs and prunes ended owners' rows in that claim, both deleting lapsed rows", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const id = await app.task("t", async () => {}).using(h().db).enqueue({});
+    const ended = new Date(clock.now().getTime() - 1000).toISOString();
+    await h().db.execute(sql.raw(`insert into akadze.owners (owner, expires_at) select 'ended-' || n, '${ended}' from generate_series(1, 20) n`));
+    await claimAs("vanished", clock, ["t"]);
+    clock.advance(LEASE_MS + 1);
+    // (A caller's clock: retention rides on the claim, beside the recovery.)
+    expect(await runOnce(app, { db: h().db, now: clock.now, queues: ["none"], drain: false })).toMatchObject({ recovered: 1 });
+    expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0]).toEqual({ state: "queued" });
+    expect(await h().rows("select owner from akadze.owners where owner like 'ended-%' or owner = 'vanished'")).toEqual([]);
+  });
+
   it("during a deploy: an older engine's job (an expiry of its own) is recovered once that expiry passes, and the older recovery never takes a newer engine's job", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

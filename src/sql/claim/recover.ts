@@ -129,8 +129,9 @@ export function recoveryRide(now: SQL, owner: string): RideSql {
 /**
  * Whether the CTEs above would find a job to recover at `now`, for a claim that leaves them out (the recovery
  * rider's probe): a running job leased by another owner whose row expired or is gone (the owners of running jobs
- * walked once each, and each one's row read: live engines, however many rows of ended ones wait to be deleted),
- * or one leased with an expiry of its own that passed. Reported as `recoverable`; it costs a claim a fraction of
+ * walked once each, and each one's row read: live engines, however many rows of ended ones wait to be deleted;
+ * a job of a version before the owners table has no row but an expiry of its own, and is left to it), or one
+ * leased with an expiry of its own that passed. Reported as `recoverable`; it costs a claim a fraction of
  * the CTEs' planning, which a claim pays on every new connection and, over neon-http, on every request.
  */
 export function recoveryProbe(now: SQL, owner: string): RideSql {
@@ -139,7 +140,8 @@ export function recoveryProbe(now: SQL, owner: string): RideSql {
       recoverable: sql`(exists (
       ${LEASING_OWNERS}
       select 1 from leasing l where l.owner is not null and l.owner <> ${owner}
-        and not exists (select 1 from akadze.owners o where o.owner = l.owner and o.expires_at >= ${now}))
+        and not exists (select 1 from akadze.owners o where o.owner = l.owner and o.expires_at >= ${now})
+        and exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = l.owner and j.lease_expires_at is null))
       or ${firstOwnExpiry(now)} is not null)`,
     },
   };
