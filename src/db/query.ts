@@ -97,11 +97,11 @@ export async function queryJson<T>(db: Db, statement: SQL): Promise<T> {
 }
 
 /**
- * Like `queryJson`, but on node-postgres sent as a named prepared statement, so a statement sent again
- * and again with the same text (a claim, a settle, a heartbeat, an enqueue) is planned once per connection
- * instead of every time. Only for texts of a bounded set of shapes (a connection keeps each one it saw).
- * Elsewhere (neon-http, neon-serverless, PGlite, transactions), and on a pool whose named statements a pooler
- * refused, it is `queryJson`.
+ * Like `queryJson`, but on a pool of sessions (node-postgres, neon-serverless's WebSocket pool) sent as a named
+ * prepared statement, so a statement sent again and again with the same text (a claim, a settle, a heartbeat,
+ * an enqueue) is planned once per connection instead of every time. Only for texts of a bounded set of shapes
+ * (a connection keeps each one it saw). Elsewhere (neon-http, PGlite, transactions), and on a pool whose named
+ * statements a pooler refused, it is `queryJson`.
  */
 export async function queryJsonPrepared<T>(db: Db, statement: SQL): Promise<T> {
   const client = preparingClient(db);
@@ -140,9 +140,12 @@ function refusedPrepared(error: unknown): boolean {
   return causeChain(error).some((e) => e?.code === "26000" || e?.code === "42P05");
 }
 
-/** The node-postgres pool behind a drizzle database (not a transaction), or undefined. */
+/** Drizzle databases over a node-postgres pool or client, or neon-serverless's (node-postgres's protocol over a WebSocket). */
+const SESSION_POOLS = new Set(["NodePgDatabase", "NeonServerlessDatabase", "NeonDatabase"]);
+
+/** The pool (or client) of sessions behind a drizzle database (not a transaction), or undefined. */
 function preparingClient(db: Db): { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { r: unknown }[] }> } | undefined {
-  if (kindOf(db) !== "NodePgDatabase") return undefined;
+  if (!SESSION_POOLS.has(kindOf(db))) return undefined;
   const client = (db as any).$client;
   return client && typeof client.query === "function" && typeof client.connect === "function" ? client : undefined;
 }

@@ -1,0 +1,58 @@
+// Over neon-serverless (node-postgres's protocol over a WebSocket, here through the local endpoint's relay), the
+// engine's statements are named prepared statements, as over node-postgres: a connection plans a claim's text once,
+// not at every claim. A session whose statements vanish (a transaction-mode pooler) gets the texts whole instead.
+import { afterAll, beforeAll, expect, it } from "vitest";
+import * as v from "valibot";
+import { Pool } from "@neondatabase/serverless";
+import { drizzle } from "drizzle-orm/neon-serverless";
+import { createApp, runOnce, type Db } from "../../src/index.js";
+import { startNeonEndpoint, type NeonEndpoint } from "../../src/dev/neon-endpoint.js";
+import { openTestDatabase, type TestDatabase } from "../support/database.js";
+import { neonUrl } from "../support/neon.js";
+
+let t: TestDatabase;
+let endpoint: NeonEndpoint;
+beforeAll(async () => {
+  t = await openTestDatabase("prepared_ws");
+  endpoint = await startNeonEndpoint({ connectionString: t.url });
+});
+afterAll(async () => { await endpoint?.close(); await t?.close(); });
+
+/** `run` over a neon-serverless pool of one connection (every statement meets the same session). */
+async function oneConnection(run: (db: Db, pool: Pool) => Promise<void>): Promise<void> {
+  const pool = new Pool({ connectionString: neonUrl(endpoint, new URL(t.url).pathname.slice(1)), max: 1 });
+  pool.on("error", () => {});
+  try { await run(drizzle({ client: pool }) as unknown as Db, pool); } finally { await pool.end(); }
+}
+
+it("over neon-serverless a connection prepares each of the engine's texts once: claims, settles and enqueues", async () => {
+  await oneConnection(async (db, pool) => {
+    const app = createApp();
+    const task = app.task("ws.prepared", { args: v.object({ n: v.number() }) }, async () => {});
+    for (let round = 0; round < 3; round++) {
+      await task.using(db).enqueueMany([{ n: 1 }, { n: 2 }]);
+      expect(await runOnce(app, { db })).toMatchObject({ succeeded: 2 });
+    }
+    const { rows } = await pool.query(`select count(*)::int as n, coalesce(sum(generic_plans + custom_plans), 0)::int as runs
+      from pg_prepared_statements where statement like '%unlimited_candidates as (%'`);
+    // A few claim shapes (first, later), each prepared once and run many times.
+    expect(rows[0].n).toBeGreaterThan(0);
+    expect(rows[0].runs).toBeGreaterThan(rows[0].n);
+    const enqueues = await pool.query("select count(*)::int as n from pg_prepared_statements where statement like '%insert into akadze.jobs%' and statement not like '%settle_locked%'");
+    expect(enqueues.rows[0].n).toBe(1);
+  });
+});
+
+it("over neon-serverless a session whose prepared statements vanish gets the texts whole from then on", async () => {
+  await oneConnection(async (db, pool) => {
+    const task = createApp().task("ws.pooled", { args: v.object({ n: v.number() }) }, async () => {});
+    await task.using(db).enqueue({ n: 1 });
+    // What a transaction-mode pooler does to a session's statements: the next server connection never saw them.
+    await pool.query("deallocate all");
+    await task.using(db).enqueue({ n: 2 });
+    await task.using(db).enqueue({ n: 3 });
+    const { rows } = await pool.query("select count(*)::int as n from pg_prepared_statements");
+    expect(rows[0].n).toBe(0);
+    expect((await t.rows("select args->>'n' as n from akadze.all_jobs where task = 'ws.pooled' order by id")).map((r) => Number(r.n))).toEqual([1, 2, 3]);
+  });
+});
