@@ -173,18 +173,5 @@ describe("on a node-postgres pool", () => {
       expect((await t.rows("select args->>'n' as n from akadze.all_jobs order by id")).map((r) => Number(r.n))).toEqual([1, 2, 3, 4, 5, 6]);
     });
   });
-
-  it("a pool whose prepared statements the server does not have (a pooler in transaction mode) enqueues once each, its texts sent whole from then on", async () => {
-    await t.oneConnection(async (db, pool) => {
-      const task = createApp().task("pooled", { args: v.object({ n: v.number() }) }, async () => {});
-      await task.using(db).enqueue({ n: 1 });
-      // What a transaction-mode pooler does to a session's statements: the next server connection never saw them.
-      await pool.query("deallocate all");
-      await task.using(db).enqueue({ n: 2 });
-      await task.using(db).enqueue({ n: 3 });
-      const { rows } = await pool.query("select count(*)::int as n from pg_prepared_statements");
-      expect(rows[0].n).toBe(0);
-      expect((await t.rows("select args->>'n' as n from akadze.all_jobs where task = 'pooled' order by id")).map((r) => Number(r.n))).toEqual([1, 2, 3]);
-    });
-  });
+  // (A pooler that drops a session's prepared statements: test/db/prepared-statements.test.ts.)
 });

@@ -94,14 +94,20 @@ forEachDriver((h) => {
     expect(runs).toBe(1);
   });
 
-  it("owner rows of engines that ended holding nothing, however many, never delay the recovery of one that died holding jobs", async () => {
+  /** `ended` rows of engines that ended holding nothing, and a job leased by an engine that vanished, its lease lapsed. */
+  async function deadEngineBeside(ended: number) {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });
     const id = await app.task("t", async () => {}).using(h().db).enqueue({});
-    const ended = new Date(clock.now().getTime() - 1000).toISOString();
-    await h().db.execute(sql.raw(`insert into akadze.owners (owner, expires_at) select 'ended-' || n, '${ended}' from generate_series(1, 300) n`));
+    const lapsed = new Date(clock.now().getTime() - 1000).toISOString();
+    await h().db.execute(sql.raw(`insert into akadze.owners (owner, expires_at) select 'ended-' || n, '${lapsed}' from generate_series(1, ${ended}) n`));
     await claimAs("vanished", clock, ["t"]);
     clock.advance(LEASE_MS + 1);
+    return { clock, app, id };
+  }
+
+  it("owner rows of engines that ended holding nothing, however many, never delay the recovery of one that died holding jobs", async () => {
+    const { clock, app, id } = await deadEngineBeside(300);
     expect(await runOnce(app, { db: h().db, now: clock.now, queues: ["none"], retention: { batch: 100 } })).toMatchObject({ recovered: 1 });
     expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0]).toEqual({ state: "queued" });
     // The ended rows go a bounded number an invocation (retention's batch, and the recovery's when it rides), oldest first.
@@ -111,13 +117,7 @@ forEachDriver((h) => {
   });
 
   it("an invocation of one claim recovers a dead engine's jobs and prunes ended owners' rows in that claim, both deleting lapsed rows", async () => {
-    const clock = new ManualClock();
-    const app = createApp({ clock: clock.now });
-    const id = await app.task("t", async () => {}).using(h().db).enqueue({});
-    const ended = new Date(clock.now().getTime() - 1000).toISOString();
-    await h().db.execute(sql.raw(`insert into akadze.owners (owner, expires_at) select 'ended-' || n, '${ended}' from generate_series(1, 20) n`));
-    await claimAs("vanished", clock, ["t"]);
-    clock.advance(LEASE_MS + 1);
+    const { clock, app, id } = await deadEngineBeside(20);
     // (A caller's clock: retention rides on the claim, beside the recovery.)
     expect(await runOnce(app, { db: h().db, now: clock.now, queues: ["none"], drain: false })).toMatchObject({ recovered: 1 });
     expect((await h().rows(`select state from akadze.jobs where id = ${id}`))[0]).toEqual({ state: "queued" });
