@@ -24,11 +24,11 @@ with owner_leased as (
       select task, key from akadze.debounce_windows where quiet_at < $9::timestamptz
       limit $10 for update skip locked)
     returning key), akadze_pruned_owners as (
-    delete from akadze.owners o where o.owner in (
-        select e.owner from akadze.owners e where e.expires_at < now() and e.owner <> $11
-        order by e.expires_at limit $12 for update skip locked)
-      and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
-    returning o.owner), 
+      delete from akadze.owners o where o.owner in (
+          select e.owner from akadze.owners e where e.expires_at < now() and e.owner <> $11
+          order by e.expires_at limit $12 for update skip locked)
+        and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
+    ), 
     -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
     -- due yet are never read, however many there are.
     unlimited_candidates as (

@@ -17,8 +17,8 @@ akadze_pruned_windows as (
       limit $2 for update skip locked)
     returning key),
 akadze_pruned_owners as (
-    delete from akadze.owners o where o.owner in (
-        select e.owner from akadze.owners e where e.expires_at < now() and e.owner <> $1
-        order by e.expires_at limit $2 for update skip locked)
-      and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
-    returning o.owner)
+      delete from akadze.owners o where o.owner in (
+          select e.owner from akadze.owners e where e.expires_at < now() and e.owner <> $1
+          order by e.expires_at limit $2 for update skip locked)
+        and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
+    )

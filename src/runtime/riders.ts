@@ -154,7 +154,9 @@ export function invocationRetention(app: App, plan: RetentionPlan, callerClock: 
 export function retentionRider(r: { plan: RetentionPlan; due: (first: boolean) => boolean }, now: () => Date): ClaimRider {
   return {
     name: "retention",
-    ride: ({ first, core }) => r.due(first) ? { before: [...retentionCtes(r.plan, now()), prunedOwnersCte(core.now, core.owner, r.plan.batch)] } : null,
+    ride: ({ first, core }) => r.due(first)
+      ? { before: [...retentionCtes(r.plan, now()), prunedOwnersCte("akadze_pruned_owners", { before: core.now, owner: core.owner, batch: r.plan.batch })] }
+      : null,
   };
 }
 

@@ -24,16 +24,18 @@ export function leaseExpirySql(j: string): SQL {
 }
 
 /**
- * The rows of owners whose lease expired and that lease no running job (an engine that ended, or died holding
- * nothing): recovery deletes them when it rides, and so does the retention rider, where it does not (recovery
- * may ride only when a probe found work): a bounded batch of those expired before `before`, oldest first. A row
- * deleted under a late engine's claim leaves its jobs without an owner row, which recovery's probe finds.
+ * CTE `name`: deletes the rows of owners whose lease expired before `before` and that lease no running job (an
+ * engine that ended, or died holding nothing; `besides`: jobs this statement moves out of running, which do not
+ * count), a bounded batch, oldest first. Recovery runs it after it requeues a dead engine's jobs; the retention
+ * rider runs it too, since recovery rides only on a claim whose probe found work. A row deleted under a late
+ * engine's claim leaves its jobs without an owner row, which recovery's probe finds.
  */
-export function prunedOwnersCte(before: SQL, owner: string, batch: number): SQL {
-  return sql`akadze_pruned_owners as (
-    delete from akadze.owners o where o.owner in (
-        select e.owner from akadze.owners e where e.expires_at < ${before} and e.owner <> ${owner}
-        order by e.expires_at limit ${batch} for update skip locked)
-      and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
-    returning o.owner)`;
+export function prunedOwnersCte(name: string, o: { before: SQL; owner: string; batch: number; besides?: SQL }): SQL {
+  return sql`${sql.raw(name)} as (
+      delete from akadze.owners o where o.owner in (
+          select e.owner from akadze.owners e where e.expires_at < ${o.before} and e.owner <> ${o.owner}
+          order by e.expires_at limit ${o.batch} for update skip locked)
+        and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner${o.besides ? sql`
+          and j.id not in (${o.besides})` : sql``})
+    )`;
 }

@@ -3,6 +3,7 @@ import { archiveCtes } from "../history/archive.js";
 import { defaultBackoffSql } from "../time.js";
 import { CTE, cte } from "./cte-names.js";
 import { movedJobsJson } from "../control/changed-job.js";
+import { prunedOwnersCte } from "./owner-lease.js";
 import type { RideSql } from "./ride.js";
 
 /** How many expired leases one claim recovers at most; the rest wait for the next claim. */
@@ -85,13 +86,7 @@ export function recoverExpiredLeasesCtes(now: SQL, owner: string): SQL[] {
       order by id limit ${RECOVER_LIMIT} for update skip locked
     )`,
     // Expired owner rows that lease nothing once this recovery is done, oldest first, a bounded number a claim.
-    sql`recover_owners_ended as (
-      delete from akadze.owners o where o.owner in (
-          select e.owner from akadze.owners e where e.expires_at < ${now} and e.owner <> ${owner}
-          order by e.expires_at limit ${RECOVER_OWNERS_LIMIT} for update skip locked)
-        and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner
-          and j.id not in (select id from recover_expired))
-    )`,
+    prunedOwnersCte("recover_owners_ended", { before: now, owner, batch: RECOVER_OWNERS_LIMIT, besides: sql`select id from recover_expired` }),
     sql`recover_requeued as (
       update akadze.jobs j set
         state = 'queued',
