@@ -22,6 +22,11 @@ export interface ProcessMemory {
    */
   fair: boolean | null;
   fairSeenAt: number;
+  /**
+   * Whether a runtime schedule (`createSchedule`) is active: claims then probe for due ones (schedules/enqueue.ts).
+   * Null likewise: an engine of one claim probes, a draining one learns from its first answer.
+   */
+  runtimeSchedules: boolean | null;
   /** Whether a fair claim met a tenant with sub-keys, and when it last did. */
   fairSubKeys: boolean;
   fairSubKeysSeenAt: number;
@@ -45,7 +50,7 @@ export function memoryOf(app: App): ProcessMemory {
   let memory = memories.get(app);
   if (!memory) {
     memories.set(app, (memory = {
-      limits: null, stops: null, fair: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
+      limits: null, stops: null, fair: null, runtimeSchedules: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
       prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
       overNudgeBudget: new Set(),
     }));

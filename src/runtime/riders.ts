@@ -114,11 +114,11 @@ export function recoveryRider(now: () => Date, woken: () => boolean = () => fals
 
 /** Code and runtime schedules: due slots enqueued once each (schedules/enqueue.ts). */
 export function schedulesRider(app: App, now: () => Date): ClaimRider {
-  const slots = new ScheduleSlots(app);
+  const slots = new ScheduleSlots(app, memoryOf(app));
   return {
     name: "schedules",
-    ride: ({ core }) => {
-      const offer = slots.forClaim(now(), core.now);
+    ride: ({ drains, core }) => {
+      const offer = slots.forClaim(now(), core.now, drains);
       return { before: offer.extra, report: offer.report, answered: (answer) => offer.answered(answer.schedules, answer.runtimeDue, answer.runtimeAny) };
     },
   };

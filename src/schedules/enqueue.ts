@@ -46,8 +46,8 @@ function slotOffer(app: App, { schedule, revision }: Offerable, estimate: Date):
  * (an index probe), and brings back their definitions; the next claim offers their slots as it does the
  * code's, and the process keeps the definitions to offer their later slots at once. A definition whose row
  * changed, was paused or deleted fires nothing (its revision no longer matches) and is forgotten. The probe
- * rides on an engine's first claim and then while any runtime schedule is active (every claim reports whether
- * one is); the claim that first reports one asks for the next claim at once, which probes.
+ * rides while any runtime schedule is active (every claim reports whether one is; before any claim did, on
+ * every claim but a draining engine's); the claim that first reports one asks for the next at once, which probes.
  */
 export class ScheduleSlots {
   /** The database's clock minus this process's, as the last report showed (0 until one did). */
@@ -56,10 +56,13 @@ export class ScheduleSlots {
   private readonly carried = new Map<string, { at: number; next: number | null }>();
   /** Runtime schedules learned from claims. */
   private readonly learned: LearnedSchedules;
-  /** Whether the last claim saw an active runtime schedule (until one answered: yes, so the first claim probes). */
-  private runtimeAny = true;
 
-  constructor(private readonly app: App) {
+  /**
+   * `memory`: where whether a runtime schedule is active is kept between claims (the engine passes its process's
+   * memory, runtime/process-memory.ts: it describes the database); null until a claim told. Not known, a claim
+   * probes unless it is a draining engine's, which learns from the answer and asks for the next at once.
+   */
+  constructor(private readonly app: App, private readonly memory: { runtimeSchedules: boolean | null } = { runtimeSchedules: null }) {
     this.learned = new LearnedSchedules(app);
   }
 
@@ -68,7 +71,7 @@ export class ScheduleSlots {
    * of the claim once it succeeded; it returns true when the claim brought back runtime schedules with a slot
    * due (the caller claims again to fire them).
    */
-  forClaim(hostNow: Date, now: SQL): {
+  forClaim(hostNow: Date, now: SQL, drains = false): {
     extra: SQL[]; report: Record<string, SQL>;
     answered: (report: ScheduleSlotReport | undefined, runtimeDue?: StoredDefinition[] | null, runtimeAny?: boolean) => boolean;
   } {
@@ -81,7 +84,8 @@ export class ScheduleSlots {
       return !seen || at < seen.at || at - seen.at >= SCHEDULE_RECHECK_MS || (seen.next !== null && estimate >= seen.next);
     }).map((o) => slotOffer(this.app, o, new Date(estimate))).filter((o): o is ScheduleSlotOffer => o !== null);
     const offeredRuntime = offers.filter((o) => o.revision !== null).map((o) => ({ name: o.name, revision: o.revision! }));
-    const probed = this.runtimeAny;
+    const memory = this.memory;
+    const probed = memory.runtimeSchedules ?? !drains;
     const probe = probed ? [dueRuntimeSchedulesCte(now, [...this.app.tasks.keys()], offeredRuntime)] : [];
     const extra = offers.length === 0 ? probe : [...enqueueDueSlotsCtes(offers, now, FIRST_SIGHT_GRACE_MS), ...probe];
     return {
@@ -89,7 +93,7 @@ export class ScheduleSlots {
       report: { ...(offers.length === 0 ? {} : scheduleSlotReport(now)), ...(probed ? runtimeDueReport() : {}), ...runtimeAnyReport() },
       answered: (report, runtimeDue, runtimeAny) => {
         // (Not told: as if one were active.)
-        this.runtimeAny = runtimeAny !== false;
+        memory.runtimeSchedules = runtimeAny !== false;
         if (report) {
           this.offsetMs = Number(report.now) - at;
           for (const o of offers) {
@@ -107,7 +111,7 @@ export class ScheduleSlots {
         // Offered at once by the next claim, whatever was carried under the name before.
         const learned = this.learned.learn(runtimeDue ?? []);
         for (const name of learned) this.carried.delete(name);
-        return learned.length > 0 || (!probed && this.runtimeAny);
+        return learned.length > 0 || (!probed && memory.runtimeSchedules);
       },
     };
   }
