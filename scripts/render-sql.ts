@@ -1,6 +1,7 @@
 // Renders the statements the runtime sends most, as it sends them, into docs/sql/: an invocation's first claim
-// and a later one, a claim with limits, a fair claim, a worker lane's first claim, and a settle. Each is captured from a
-// real run on PGlite (drizzle's query logger), so the files are the SQL itself, not a reconstruction.
+// and a later one, a claim with limits, a fair claim, a worker lane's first claim, and a settle (of successes, and
+// of other outcomes). Each is captured from a real run on PGlite (drizzle's query logger), so the files are the SQL
+// itself, not a reconstruction.
 // test/repo/rendered-sql.test.ts renders them again and fails when they drift: run `npm run render-sql` after a
 // change to the SQL and commit the result with it.
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -25,9 +26,9 @@ export async function renderStatements(): Promise<Record<string, string>> {
     await migrate(db);
     const isClaim = (t: string) => t.includes("unlimited_candidates as (");
     const isSettle = (t: string) => t.includes("settle_locked");
-    const run = async (limits: boolean, fair = false) => {
+    const run = async (limits: boolean, fair = false, fails = false) => {
       const app = createApp();
-      const task = app.task("render.noop", { args: v.object({}) }, async () => {});
+      const task = app.task("render.noop", { args: v.object({}) }, async () => { if (fails) throw new Error("render: a failed run"); });
       if (limits) await setLimit(db, "render.key", { maxRunning: 2 });
       await task.using(db, limits ? { limitKey: "render.key" } : fair ? { fairKey: "render.tenant" } : {}).enqueueMany([{}, {}]);
       texts.length = 0;
@@ -38,6 +39,7 @@ export async function renderStatements(): Promise<Record<string, string>> {
     const plain = await run(false);
     const limited = await run(true);
     const fair = await run(false, true);
+    const failing = await run(false, false, true);
     const workerApp = createApp();
     workerApp.task("render.noop", { args: v.object({}) }, async () => {});
     texts.length = 0;
@@ -61,6 +63,8 @@ export async function renderStatements(): Promise<Record<string, string>> {
       "invocation-later-claim-fair.sql": pick(fair, isClaim, 1),
       "worker-first-claim.sql": pick(texts, isClaim, 0),
       "settle.sql": pick(plain, isSettle, 0),
+      // (Any outcome but a success without a result takes the settle's full form: the state decided per job, the requeue, the dead letters.)
+      "settle-other-outcomes.sql": pick(failing, isSettle, 0),
       ...renderRiders(db),
     };
   } finally {

@@ -136,6 +136,30 @@ describe("jobs move out of the queue table as they finish", () => {
       expect(await getJob(h().db, ids[2])).toMatchObject({ state: "failed" });
       expect(await h().rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 1 }]);
     });
+
+    it("a settle of successes alone (no result; its short form) keeps every field of the job in the history, and none with keepSucceeded: false", async () => {
+      const clock = new ManualClock("2026-08-01T12:00:00Z");
+      const app = createApp({ clock: clock.now });
+      let runs = 0;
+      // Its first run fails (a settle of other outcomes), its second succeeds with nothing to return (the short form).
+      const flaky = app.task("flaky", { maxAttempts: 3 }, async () => { if (++runs === 1) throw new Error("first run"); });
+      const id = await flaky.using(h().db, { priority: 3 }).enqueue({ n: 1 });
+      expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ retried: 1 });
+      clock.advance(5_000);
+      const started = clock.now();
+      expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 1 });
+      expect(await h().rows("select count(*)::int as n from akadze.jobs")).toEqual([{ n: 0 }]);
+      const job = await getJob(h().db, id);
+      expect(job).toMatchObject({ state: "succeeded", args: { n: 1 }, attempt: 2, maxAttempts: 3, priority: 3, result: null });
+      expect(job!.errors).toHaveLength(1);
+      expect(job!.errors[0]).toMatchObject({ attempt: 1, message: "first run" });
+      expect([job!.startedAt, job!.finishedAt]).toEqual([started.toISOString(), started.toISOString()]);
+
+      const other = await flaky.using(h().db).enqueue({ n: 2 });
+      expect(await runOnce(app, { db: h().db, now: clock.now, retention: { keepSucceeded: false } })).toMatchObject({ succeeded: 1 });
+      expect(await getJob(h().db, other)).toBeNull();
+      expect(await h().rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 1 }]);
+    });
   });
 });
 

@@ -1,0 +1,100 @@
+-- Rendered by scripts/render-sql.ts (npm run render-sql); test/repo/rendered-sql.test.ts keeps it current.
+with settle_locked as (select array(
+      select l.id from akadze.jobs l
+      where l.id in (select value::bigint from jsonb_array_elements_text($1::jsonb)) and l.state = 'running' and l.lease_owner = $2
+      order by l.id for update) as ids),
+    o_now as (select now() as now),
+    -- (A plain success comes as its id alone, attempt null: it ends the job, so it cannot be mistaken for a later
+    -- run's outcome; a later claim's copy of the job waits in the engine until this settle is answered, job-life.ts.)
+    o as (select value::bigint as id, 'succeeded'::text as kind, null::jsonb as result, null::jsonb as error, 0::float8 as delay_ms, null::int as attempt
+          from jsonb_array_elements_text($3::jsonb)
+          union all
+          select * from jsonb_to_recordset($4::jsonb) as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8, attempt int)),
+    -- Every settled job leaves the queue table, deciding its next state on the row it deleted (the latest
+    -- version, so a cancel request that committed meanwhile counts); a job that runs again is written back.
+    -- An outcome ends only the run of its attempt: the same engine may have claimed the job again since (a
+    -- retried settle whose first try committed, a lease that lapsed), and that run is not this one's. (A plain
+    -- success names none, see o.)
+    settled as (
+      delete from akadze.jobs j using o, o_now
+      where j.id = o.id and (select ids from settle_locked) is not null and j.state = 'running' and j.lease_owner = $5 and (o.attempt is null or j.attempt = o.attempt)
+      returning j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key, j.trace_context,
+        case
+      when o.kind = 'succeeded' then 'succeeded'
+      when o.kind = 'release' then case when j.cancel_requested then 'cancelled' else 'queued' end
+      when o.kind = 'cancel' or (j.cancel_requested or coalesce(j.expires_at <= o_now.now, false)) then 'cancelled'
+      when o.kind = 'snooze' then 'queued'
+      when o.kind = 'fail' or j.attempt >= j.max_attempts then 'failed'
+      else 'queued' end as state, o.kind, o.result as o_result, o.error as o_error, o.delay_ms, (o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and (j.cancel_requested or coalesce(j.expires_at <= o_now.now, false)))) as refund, o_now.now as at
+    ),
+    requeued as (
+      insert into akadze.jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key, trace_context) overriding system value
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,
+        limit_wait_ms, cancel_requested, errors, result, created_at, started_at, fair_key, trace_context
+      from (select id, task, queue, args, state, priority,
+      case when refund then attempt - 1 else attempt end as attempt, max_attempts,
+      case when kind in ('error', 'snooze') and state = 'queued' then at + (delay_ms)::float8 * interval '1 millisecond' else run_at end as run_at,
+      expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested,
+      case when o_error is not null and not refund then errors || jsonb_build_array(o_error) else errors end as errors,
+      case when kind = 'succeeded' then o_result else result end as result, created_at,
+      case when kind = 'release' then null else started_at end as started_at,
+      at as finished_at, fair_key, trace_context
+    from settled) e where e.state = 'queued'
+    ),
+    "settled_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select id, task, queue, args, state, priority,
+      case when refund then attempt - 1 else attempt end as attempt, max_attempts,
+      case when kind in ('error', 'snooze') and state = 'queued' then at + (delay_ms)::float8 * interval '1 millisecond' else run_at end as run_at,
+      expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested,
+      case when o_error is not null and not refund then errors || jsonb_build_array(o_error) else errors end as errors,
+      case when kind = 'succeeded' then o_result else result end as result, created_at,
+      case when kind = 'release' then null else started_at end as started_at,
+      at as finished_at, fair_key, trace_context
+    from settled where state <> 'queued') f where f.state <> 'failed'), "settled_failed" as (insert into akadze.failed_jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select id, task, queue, args, state, priority,
+      case when refund then attempt - 1 else attempt end as attempt, max_attempts,
+      case when kind in ('error', 'snooze') and state = 'queued' then at + (delay_ms)::float8 * interval '1 millisecond' else run_at end as run_at,
+      expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested,
+      case when o_error is not null and not refund then errors || jsonb_build_array(o_error) else errors end as errors,
+      case when kind = 'succeeded' then o_result else result end as result, created_at,
+      case when kind = 'release' then null else started_at end as started_at,
+      at as finished_at, fair_key, trace_context
+    from settled where state <> 'queued') f where f.state = 'failed'),
+    done as (select id, task, queue, case when refund then attempt - 1 else attempt end as attempt, state, kind, o_error as error from settled),
+    -- (A data-modifying CTE runs to completion whether or not the result reads it. The exists is checked
+    -- once: while no limit slot is taken, the done jobs are not looked up one by one.)
+    freed as (update akadze.limit_slots s set job_id = null from done d where s.job_id = d.id
+      and exists (select 1 from akadze.limit_slots t where t.job_id is not null))
+    , start_req as (
+      select j.id, j.limit_key, j.priority, j.run_at, j.started_at is not null as already, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop
+      from akadze.jobs j
+      where j.id in (select value::bigint from jsonb_array_elements_text($6::jsonb))
+        and (select ids from settle_locked) is not null and j.state = 'running' and j.lease_owner = $7
+    ) , start_stopped as (
+      delete from akadze.jobs j using start_req r where j.id = r.id and r.stop and not r.already
+      returning j.id, j.task, j.queue, j.args, 'cancelled'::text as state, j.priority, j.attempt - 1 as attempt, j.max_attempts, j.run_at,
+        j.expires_at, j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at,
+        now() as finished_at, j.fair_key, j.trace_context
+    ), "start_stopped_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
+      select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from start_stopped) f ) , started as (
+      update akadze.jobs j set started_at = now()
+      from start_req r where j.id = r.id and not r.already and not r.stop
+      returning j.id
+    ) , start_denied as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false) , start_granted as (select null::bigint as id, null::text as limit_key where false) , akadze_seen as (
+    update akadze.workers w set
+      jobs_done = w.jobs_done + $8::int + (select count(*) from done d where d.kind <> 'release')::int,
+      last_seen_at = greatest(w.last_seen_at, $9::timestamptz),
+      stopped_at = case when $10::boolean then w.stopped_at else $11::timestamptz end
+    where w.id = $12
+    returning w.id)
+    select json_build_object(
+      'succeeded', coalesce((select json_agg(id) from done where state = 'succeeded'), '[]'::json),
+      'done', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt,
+        'from', 'running', 'to', state, 'kind', kind,
+        'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end)) from "done" where state <> 'succeeded'), '[]'::json),
+      'start', json_build_object(
+    'started', (select coalesce(json_agg(id), '[]'::json) from (select id from started union all select id from start_req where already) s),
+    'stopped', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from start_stopped), '[]'::json), 'denied', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from start_denied), '[]'::json),
+    'slack', (select json_object_agg(g.id, least(1000, l.window_ms / 10)) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null))) as r
