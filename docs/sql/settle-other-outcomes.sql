@@ -18,15 +18,15 @@ with settle_locked as (select array(
     settled as (
       delete from akadze.jobs j using o, o_now
       where j.id = o.id and (select ids from settle_locked) is not null and j.state = 'running' and j.lease_owner = $5 and (o.attempt is null or j.attempt = o.attempt)
-      returning j.id, j.task, j.queue, j.args, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
-        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key, j.trace_context,
-        case
+      returning j.id, j.task, j.queue, j.args, case
       when o.kind = 'succeeded' then 'succeeded'
       when o.kind = 'release' then case when j.cancel_requested then 'cancelled' else 'queued' end
       when o.kind = 'cancel' or (j.cancel_requested or coalesce(j.expires_at <= o_now.now, false)) then 'cancelled'
       when o.kind = 'snooze' then 'queued'
       when o.kind = 'fail' or j.attempt >= j.max_attempts then 'failed'
-      else 'queued' end as state, o.kind, o.result as o_result, o.error as o_error, o.delay_ms, (o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and (j.cancel_requested or coalesce(j.expires_at <= o_now.now, false)))) as refund, o_now.now as at
+      else 'queued' end as state, o.kind, o.result as o_result, o.error as o_error, o.delay_ms, (o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and (j.cancel_requested or coalesce(j.expires_at <= o_now.now, false)))) as refund, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+        j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key, j.trace_context,
+        o_now.now as at
     ),
     requeued as (
       insert into akadze.jobs (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key,

@@ -137,12 +137,13 @@ describe("jobs move out of the queue table as they finish", () => {
       expect(await h().rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 1 }]);
     });
 
-    it("a settle of successes alone (no result; its short form) keeps every field of the job in the history, and none with keepSucceeded: false", async () => {
+    it("a settle of successes alone (its short form) keeps every field of the job and its result in the history, and none with keepSucceeded: false", async () => {
       const clock = new ManualClock("2026-08-01T12:00:00Z");
       const app = createApp({ clock: clock.now });
       let runs = 0;
       // Its first run fails (a settle of other outcomes), its second succeeds with nothing to return (the short form).
       const flaky = app.task("flaky", { maxAttempts: 3 }, async () => { if (++runs === 1) throw new Error("first run"); });
+      const valued = app.task("valued", async () => ({ doubled: 42 }));
       const id = await flaky.using(h().db, { priority: 3 }).enqueue({ n: 1 });
       expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ retried: 1 });
       clock.advance(5_000);
@@ -154,11 +155,17 @@ describe("jobs move out of the queue table as they finish", () => {
       expect(job!.errors).toHaveLength(1);
       expect(job!.errors[0]).toMatchObject({ attempt: 1, message: "first run" });
       expect([job!.startedAt, job!.finishedAt]).toEqual([started.toISOString(), started.toISOString()]);
+      // A success with a result goes in the short form too, beside one without.
+      const withResult = await valued.using(h().db).enqueue({ n: 21 });
+      const plainToo = await flaky.using(h().db).enqueue({ n: 3 });
+      expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 2 });
+      expect(await getJob(h().db, withResult)).toMatchObject({ state: "succeeded", attempt: 1, result: { doubled: 42 } });
+      expect(await getJob(h().db, plainToo)).toMatchObject({ state: "succeeded", attempt: 1, result: null });
 
       const other = await flaky.using(h().db).enqueue({ n: 2 });
       expect(await runOnce(app, { db: h().db, now: clock.now, retention: { keepSucceeded: false } })).toMatchObject({ succeeded: 1 });
       expect(await getJob(h().db, other)).toBeNull();
-      expect(await h().rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 1 }]);
+      expect(await h().rows("select count(*)::int as n from akadze.all_jobs")).toEqual([{ n: 3 }]);
     });
   });
 });
