@@ -82,7 +82,7 @@ with settle_locked as (select array(
       update akadze.jobs j set started_at = now()
       from start_req r where j.id = r.id and not r.already and not r.stop
       returning j.id
-    ) , start_denied as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false) , start_granted as (select null::bigint as id, null::text as limit_key where false) , akadze_seen as (
+    ) , akadze_seen as (
     update akadze.workers w set
       jobs_done = w.jobs_done + $8::int + (select count(*) from done d where d.kind <> 'release')::int,
       last_seen_at = greatest(w.last_seen_at, $9::timestamptz),
@@ -96,5 +96,5 @@ with settle_locked as (select array(
         'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end)) from "done" where state <> 'succeeded'), '[]'::json),
       'start', json_build_object(
     'started', (select coalesce(json_agg(id), '[]'::json) from (select id from started union all select id from start_req where already) s),
-    'stopped', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from start_stopped), '[]'::json), 'denied', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from start_denied), '[]'::json),
-    'slack', (select json_object_agg(g.id, least(1000, l.window_ms / 10)) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null))) as r
+    'stopped', coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from start_stopped), '[]'::json), 'denied', '[]'::json,
+    'slack', null::json)) as r

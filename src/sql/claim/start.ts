@@ -1,6 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
 import { archiveCtes } from "../history/archive.js";
-import { noMovedJobs } from "../control/changed-job.js";
 import { msInterval, mustCancel } from "../time.js";
 
 /**
@@ -54,12 +53,12 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
         ${now} as finished_at, j.fair_key, j.trace_context
     ), ${sql.join(archiveCtes("start_stopped", sql`select * from start_stopped`, "history"), sql`, `)}`;
   if (!limited) {
+    // (No limit applies to these jobs: none is denied nor takes a token, and the report says so as constants.)
     return [requested, stopped, sql`started as (
       update akadze.jobs j set started_at = ${now}
       from start_req r where j.id = r.id and not r.already and not r.stop
       returning j.id
-    )`, noMovedJobs("start_denied"),
-    sql`start_granted as (select null::bigint as id, null::text as limit_key where false)`];
+    )`];
   }
   return [
     requested, stopped,
@@ -130,11 +129,11 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
   ];
 }
 
-/** The `StartResult` of `startJobsCtes`, as a jsonb expression for the statement's result. */
-export function startReport(): SQL {
+/** The `StartResult` of `startJobsCtes(..., limited)`, as a json expression for the statement's result. */
+export function startReport(limited: boolean): SQL {
   const side = (cte: string) => sql.raw(`coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from ${cte}), '[]'::json)`);
   return sql`json_build_object(
     'started', (select coalesce(json_agg(id), '[]'::json) from (select id from started union all select id from start_req where already) s),
-    'stopped', ${side("start_stopped")}, 'denied', ${side("start_denied")},
-    'slack', ${sql.raw("(select json_object_agg(g.id, least(1000, l.window_ms / 10)) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null)")})`;
+    'stopped', ${side("start_stopped")}, 'denied', ${limited ? side("start_denied") : sql`'[]'::json`},
+    'slack', ${limited ? sql.raw("(select json_object_agg(g.id, least(1000, l.window_ms / 10)) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null)") : sql`null::json`})`;
 }

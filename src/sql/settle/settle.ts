@@ -199,7 +199,7 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       'succeeded', coalesce((select json_agg(id) from ${cte("done")} where state = 'succeeded'), '[]'::json),
       'done', ${onlySuccesses ? sql`'[]'::json` : movedJobsJson(CTE.done, "running", sql`state`, sql`, 'kind', kind,
         'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end`, sql`where state <> 'succeeded'`)},
-      'start', ${starts.length > 0 ? startReport() : sql`null::json`}) as r`;
+      'start', ${starts.length > 0 ? startReport(start!.limited) : sql`null::json`}) as r`;
 }
 
 /**
