@@ -6,7 +6,8 @@ with settle_locked as (select array(
     o_now as (select now() as now),
     -- (A plain success comes as its id alone, attempt null: it ends the job, so it cannot be mistaken for a later
     -- run's outcome; a later claim's copy of the job waits in the engine until this settle is answered, job-life.ts.)
-    o as (select value::bigint as id, null::jsonb as result, null::int as attempt from jsonb_array_elements_text($3::jsonb)
+    o as (select value::bigint as id, null::jsonb as result, null::int as attempt
+          from jsonb_array_elements_text($3::jsonb)
           union all
           select * from jsonb_to_recordset($4::jsonb) as o(id bigint, result jsonb, attempt int)),
     -- Every settled job leaves the queue table, deciding its next state on the row it deleted (the latest

@@ -84,8 +84,7 @@ export class ScheduleSlots {
       return !seen || at < seen.at || at - seen.at >= SCHEDULE_RECHECK_MS || (seen.next !== null && estimate >= seen.next);
     }).map((o) => slotOffer(this.app, o, new Date(estimate))).filter((o): o is ScheduleSlotOffer => o !== null);
     const offeredRuntime = offers.filter((o) => o.revision !== null).map((o) => ({ name: o.name, revision: o.revision! }));
-    const memory = this.memory;
-    const probed = memory.runtimeSchedules ?? !drains;
+    const probed = this.memory.runtimeSchedules ?? !drains;
     const probe = probed ? [dueRuntimeSchedulesCte(now, [...this.app.tasks.keys()], offeredRuntime)] : [];
     const extra = offers.length === 0 ? probe : [...enqueueDueSlotsCtes(offers, now, FIRST_SIGHT_GRACE_MS), ...probe];
     return {
@@ -93,7 +92,7 @@ export class ScheduleSlots {
       report: { ...(offers.length === 0 ? {} : scheduleSlotReport(now)), ...(probed ? runtimeDueReport() : {}), ...runtimeAnyReport() },
       answered: (report, runtimeDue, runtimeAny) => {
         // (Not told: as if one were active.)
-        memory.runtimeSchedules = runtimeAny !== false;
+        this.memory.runtimeSchedules = runtimeAny !== false;
         if (report) {
           this.offsetMs = Number(report.now) - at;
           for (const o of offers) {
@@ -111,7 +110,7 @@ export class ScheduleSlots {
         // Offered at once by the next claim, whatever was carried under the name before.
         const learned = this.learned.learn(runtimeDue ?? []);
         for (const name of learned) this.carried.delete(name);
-        return learned.length > 0 || (!probed && memory.runtimeSchedules);
+        return learned.length > 0 || (!probed && this.memory.runtimeSchedules);
       },
     };
   }

@@ -92,6 +92,18 @@ export function settleResultOf(answer: SettleAnswer, sent: Outcome[]): SettleRes
 const STOP = mustCancel(sql`o_now.now`);
 const REFUND = sql`(o.kind in ('snooze', 'release') or (o.kind in ('error', 'fail', 'snooze', 'cancel') and ${STOP}))`;
 
+/**
+ * The outcome's fields a settle reads besides its id, with their value for a success sent as its id alone (the
+ * `o` CTE: those ids, then the other outcomes' records).
+ */
+const OUTCOME_FIELDS = [
+  { name: "kind", type: "text", plain: "'succeeded'" },
+  { name: "result", type: "jsonb", plain: "null" },
+  { name: "error", type: "jsonb", plain: "null" },
+  { name: "delay_ms", type: "float8", plain: "0" },
+  { name: "attempt", type: "int", plain: "null" },
+];
+
 /** How a settle treats what it ends. */
 export interface SettleOptions {
   /** False: a succeeded job is deleted with no history row. Default true. */
@@ -122,30 +134,23 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
   // (their errors and delays, the state's decision, the requeue, the dead letters), which was most of its
   // planning (0.52 -> 0.33 ms warm; 0.89 -> 0.66 with a start), what a settle over HTTP pays every time.
   const onlySuccesses = outcomes.every((o) => o.kind === "succeeded" && !o.error);
-  const form = onlySuccesses ? {
-    outcomes: sql`select value::bigint as id, null::jsonb as result, null::int as attempt from jsonb_array_elements_text(${succeededIds}::jsonb)
-          union all
-          select * from jsonb_to_recordset(${payload}::jsonb) as o(id bigint, result jsonb, attempt int)`,
-    ofTheRun: sql` and (o.attempt is null or j.attempt = o.attempt)`,
-    ended: sql`'succeeded'::text as state, 'succeeded'::text as kind, o.result as o_result, null::jsonb as o_error, false as refund`,
-  } : {
-    outcomes: sql`select value::bigint as id, 'succeeded'::text as kind, null::jsonb as result, null::jsonb as error, 0::float8 as delay_ms, null::int as attempt
-          from jsonb_array_elements_text(${succeededIds}::jsonb)
-          union all
-          select * from jsonb_to_recordset(${payload}::jsonb) as o(id bigint, kind text, result jsonb, error jsonb, delay_ms float8, attempt int)`,
-    ofTheRun: sql` and (o.attempt is null or j.attempt = o.attempt)`,
-    ended: sql`case
+  // What the statement reads of each outcome: a success needs only its result and its run's attempt.
+  const fields = onlySuccesses ? OUTCOME_FIELDS.filter((f) => f.name === "result" || f.name === "attempt") : OUTCOME_FIELDS;
+  // The state each settled job ends in, and what the rows it ends as read of the outcome.
+  const decided = onlySuccesses
+    ? sql`'succeeded'::text as state, 'succeeded'::text as kind, o.result as o_result, null::jsonb as o_error, false as refund`
+    : sql`case
       when o.kind = 'succeeded' then 'succeeded'
       when o.kind = 'release' then case when j.cancel_requested then 'cancelled' else 'queued' end
       when o.kind = 'cancel' or ${STOP} then 'cancelled'
       when o.kind = 'snooze' then 'queued'
       when o.kind = 'fail' or j.attempt >= j.max_attempts then 'failed'
-      else 'queued' end as state, o.kind, o.result as o_result, o.error as o_error, o.delay_ms, ${REFUND} as refund`,
-  };
+      else 'queued' end as state, o.kind, o.result as o_result, o.error as o_error, o.delay_ms, ${REFUND} as refund`;
   // Every row the statement changes (outcomes and starts) is locked first, in id order (lockOwnedInIdOrder).
   const lockIds = JSON.stringify([...outcomes.map((o) => o.id), ...(start?.ids ?? [])]);
   const locked = lockedFirst("settle_locked");
-  const starts = start && start.ids.length > 0 ? startJobsCtes(owner, now, start.ids, start.limited, locked) : [];
+  const starting = start && start.ids.length > 0 ? start : null;
+  const starts = starting ? startJobsCtes(owner, now, starting.ids, starting.limited, locked) : [];
   const ctes = [...starts, ...after].map((cte) => sql`, ${cte}`);
   // The settled row as it ends: attempt refunded or not, the error appended unless refunded, the result kept.
   const ended = onlySuccesses ? sql`select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key,
@@ -167,7 +172,10 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
     o_now as (select ${now} as now),
     -- (A plain success comes as its id alone, attempt null: it ends the job, so it cannot be mistaken for a later
     -- run's outcome; a later claim's copy of the job waits in the engine until this settle is answered, job-life.ts.)
-    o as (${form.outcomes}),
+    o as (select value::bigint as id, ${sql.raw(fields.map((f) => `${f.plain}::${f.type} as ${f.name}`).join(", "))}
+          from jsonb_array_elements_text(${succeededIds}::jsonb)
+          union all
+          select * from jsonb_to_recordset(${payload}::jsonb) as o(id bigint, ${sql.raw(fields.map((f) => `${f.name} ${f.type}`).join(", "))})),
     -- Every settled job leaves the queue table, deciding its next state on the row it deleted (the latest
     -- version, so a cancel request that committed meanwhile counts); a job that runs again is written back.
     -- An outcome ends only the run of its attempt: the same engine may have claimed the job again since (a
@@ -175,8 +183,8 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
     -- success names none, see o.)
     settled as (
       delete from akadze.jobs j using o, o_now
-      where j.id = o.id and ${locked} and j.state = 'running' and j.lease_owner = ${owner}${form.ofTheRun}
-      returning j.id, j.task, j.queue, j.args, ${form.ended}, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
+      where j.id = o.id and ${locked} and j.state = 'running' and j.lease_owner = ${owner} and (o.attempt is null or j.attempt = o.attempt)
+      returning j.id, j.task, j.queue, j.args, ${decided}, j.priority, j.attempt, j.max_attempts, j.run_at, j.expires_at,
         j.unique_key, j.limit_key, j.limit_wait_ms, j.cancel_requested, j.errors, j.result, j.created_at, j.started_at, j.fair_key, j.trace_context,
         o_now.now as at
     ),${onlySuccesses ? sql`` : sql`
@@ -199,7 +207,7 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       'succeeded', coalesce((select json_agg(id) from ${cte("done")} where state = 'succeeded'), '[]'::json),
       'done', ${onlySuccesses ? sql`'[]'::json` : movedJobsJson(CTE.done, "running", sql`state`, sql`, 'kind', kind,
         'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end`, sql`where state <> 'succeeded'`)},
-      'start', ${starts.length > 0 ? startReport(start!.limited) : sql`null::json`}) as r`;
+      'start', ${starting ? startReport(starting.limited) : sql`null::json`}) as r`;
 }
 
 /**
