@@ -39,6 +39,14 @@ export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
+/**
+ * Resolves once the event loop has run what waits outside the microtask queue: process.nextTick callbacks (Node
+ * runs them only once the microtask queue is empty) and I/O. Where there is no setImmediate, after a timer.
+ */
+export function yieldToIo(): Promise<void> {
+  return new Promise((resolve) => { if (typeof setImmediate === "function") setImmediate(resolve); else setTimeout(resolve, 0); });
+}
+
 /** Waits `ms`, or less if `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
