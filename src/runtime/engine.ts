@@ -17,9 +17,6 @@ import { nextCycle, NEW_CYCLE, type ClaimCycle, type ClaimEvent } from "./claim-
 import type { ClaimView } from "./claim-policy.js";
 
 
-/** The longest the engine's loop runs jobs without letting I/O through (see `loop`), in ms. */
-const TURN_MS = 1;
-
 /**
  * The engine of one invocation or one worker lane: a claimer, a local queue of prefetched jobs, `slots` runs at
  * once, an outcome buffer (the settler, which also starts prefetched jobs) and a heartbeat, composed over one
@@ -51,6 +48,13 @@ export class Engine implements EngineDecisions {
   private lastClaimError: unknown;
   /** Runs ended when the last claim was sent: those ended since may have enqueued more, worth one more look. */
   private endedAtClaim = 0;
+  /**
+   * A claim was just asked for and the policy wants it out before the jobs held run on (`sendsClaimsAtOnce`).
+   * Quick bodies end in microtasks and each ending wakes the loop in another, so the local queue would run to its
+   * end before anything that waits outside the microtask queue; node-postgres's pool hands a query its
+   * connection in a process.nextTick, so the claim would go out only then.
+   */
+  private claimToSend = false;
 
   constructor(private readonly o: EngineOptions) {
     this.summary = new Summary(o.id);
@@ -130,7 +134,6 @@ export class Engine implements EngineDecisions {
 
   private async loop(): Promise<void> {
     const { jobs, change } = this.ctx;
-    let yielded = performance.now();
     for (;;) {
       this.dispatch();
       // What changed may leave a filling batch nothing more to wait for.
@@ -139,13 +142,9 @@ export class Engine implements EngineDecisions {
       const quiet = jobs.running === 0 && jobs.queued === 0 && phase !== "claiming" && phase !== "backoff" && !this.settler.startPending;
       if (quiet && (!this.o.policy.idles || phase === "ended" || this.stopping())) return;
       await change.wait();
-      // Quick bodies end in microtasks and each ending wakes this loop in another, so a local queue of them ran to
-      // its end before anything waiting outside the microtask queue: node-postgres's pool hands a query its
-      // connection in a process.nextTick, so the next claim, asked for as the last one was answered, went out
-      // only then, 5-9 ms later, and the slots were idle while it ran (a worker lane of no-op jobs, 1,000 a claim).
-      if (performance.now() - yielded >= TURN_MS) {
+      if (this.claimToSend) {
+        this.claimToSend = false;
         await yieldToIo();
-        yielded = performance.now();
       }
     }
   }
@@ -217,6 +216,7 @@ export class Engine implements EngineDecisions {
     const size = first ? this.o.policy.firstSize(view) : this.o.policy.nextSize(view);
     const sent = performance.now();
     this.on({ kind: "sent" });
+    this.claimToSend = this.o.policy.sendsClaimsAtOnce;
     void this.unheld.release()
       .then(() => this.claimer.claim(size, starts, first))
       .then((claim) => {
