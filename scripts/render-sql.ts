@@ -63,7 +63,7 @@ export async function renderStatements(): Promise<Record<string, string>> {
       "invocation-later-claim-fair.sql": pick(fair, isClaim, 1),
       "worker-first-claim.sql": pick(texts, isClaim, 0),
       "settle.sql": pick(plain, isSettle, 0),
-      // (Any outcome but a success without a result takes the settle's full form: the state decided per job, the requeue, the dead letters.)
+      // (Any outcome but a success takes the settle's full form: the state decided per job, the requeue, the dead letters.)
       "settle-other-outcomes.sql": pick(failing, isSettle, 0),
       ...renderRiders(db),
     };

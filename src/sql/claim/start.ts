@@ -34,9 +34,10 @@ export interface StartResult {
  * attempt), and for jobs a limit applies to take a free `maxRunning` slot and `maxStarts` token now, when
  * the body starts, not when the job was claimed. Limit slots and tokens are rows locked with SKIP LOCKED,
  * so concurrent invocations never over-grant. Idempotent: a job already marked by this owner counts as
- * started again (a retried request whose first answer was lost). Report with `startReport()`.
+ * started again (a retried request whose first answer was lost). `report`: the `StartResult`, as a json expression
+ * for the statement's result (read from these CTEs; where no limit applies, its `denied` and `slack` are constants).
  */
-export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: boolean, locked: SQL = sql`true`): SQL[] {
+export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: boolean, locked: SQL = sql`true`): { ctes: SQL[]; report: SQL } {
   const stop = mustCancel(now);
   // (`locked`: the condition that takes the statement's row locks first, in id order; see lockedFirst.)
   const requested = sql`start_req as (
@@ -54,13 +55,13 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
     ), ${sql.join(archiveCtes("start_stopped", sql`select * from start_stopped`, "history"), sql`, `)}`;
   if (!limited) {
     // (No limit applies to these jobs: none is denied nor takes a token, and the report says so as constants.)
-    return [requested, stopped, sql`started as (
+    return { report: startReport(false), ctes: [requested, stopped, sql`started as (
       update akadze.jobs j set started_at = ${now}
       from start_req r where j.id = r.id and not r.already and not r.stop
       returning j.id
-    )`];
+    )`] };
   }
-  return [
+  return { report: startReport(true), ctes: [
     requested, stopped,
     // Jobs that need a grant: a limit row exists for their key and they have not started yet.
     sql`start_need as (
@@ -126,14 +127,14 @@ export function startJobsCtes(owner: string, now: SQL, ids: number[], limited: b
       from start_need n where j.id = n.id and n.id not in (select id from start_granted)
       returning j.id, j.task, j.queue, j.attempt
     )`,
-  ];
+  ] };
 }
 
-/** The `StartResult` of `startJobsCtes(..., limited)`, as a json expression for the statement's result. */
-export function startReport(limited: boolean): SQL {
+/** The `StartResult` of `startJobsCtes(..., limited)`'s CTEs. */
+function startReport(limited: boolean): SQL {
   const side = (cte: string) => sql.raw(`coalesce((select json_agg(json_build_object('id', id, 'task', task, 'queue', queue, 'attempt', attempt)) from ${cte}), '[]'::json)`);
   return sql`json_build_object(
     'started', (select coalesce(json_agg(id), '[]'::json) from (select id from started union all select id from start_req where already) s),
     'stopped', ${side("start_stopped")}, 'denied', ${limited ? side("start_denied") : sql`'[]'::json`},
-    'slack', ${limited ? sql.raw("(select json_object_agg(g.id, least(1000, l.window_ms / 10)) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null)") : sql`null::json`})`;
+    'slack', ${limited ? sql`(select json_object_agg(g.id, ${tokenSlackMs(sql`l.window_ms`)}) from start_granted g join akadze.limits l on l.key = g.limit_key where l.max_starts is not null)` : sql`null::json`})`;
 }

@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { ErrorEntry } from "../../core/errors.js";
-import { startJobsCtes, startReport, type StartResult } from "../claim/start.js";
+import { startJobsCtes, type StartResult } from "../claim/start.js";
 import { archiveCtes } from "../history/archive.js";
 import { movedJobsJson, type MovedJob } from "../control/changed-job.js";
 import { msInterval, mustCancel } from "../time.js";
@@ -149,9 +149,8 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
   // Every row the statement changes (outcomes and starts) is locked first, in id order (lockOwnedInIdOrder).
   const lockIds = JSON.stringify([...outcomes.map((o) => o.id), ...(start?.ids ?? [])]);
   const locked = lockedFirst("settle_locked");
-  const starting = start && start.ids.length > 0 ? start : null;
-  const starts = starting ? startJobsCtes(owner, now, starting.ids, starting.limited, locked) : [];
-  const ctes = [...starts, ...after].map((cte) => sql`, ${cte}`);
+  const starts = start && start.ids.length > 0 ? startJobsCtes(owner, now, start.ids, start.limited, locked) : null;
+  const ctes = [...(starts?.ctes ?? []), ...after].map((cte) => sql`, ${cte}`);
   // The settled row as it ends: attempt refunded or not, the error appended unless refunded, the result kept.
   const ended = onlySuccesses ? sql`select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key,
       limit_key, limit_wait_ms, cancel_requested, errors, o_result as result, created_at, started_at, at as finished_at, fair_key, trace_context
@@ -207,7 +206,7 @@ export function settleStatement(owner: string, now: SQL, outcomes: Outcome[], st
       'succeeded', coalesce((select json_agg(id) from ${cte("done")} where state = 'succeeded'), '[]'::json),
       'done', ${onlySuccesses ? sql`'[]'::json` : movedJobsJson(CTE.done, "running", sql`state`, sql`, 'kind', kind,
         'error', case when error is not null then json_build_object('kind', error->>'kind', 'message', error->>'message') end`, sql`where state <> 'succeeded'`)},
-      'start', ${starting ? startReport(starting.limited) : sql`null::json`}) as r`;
+      'start', ${starts?.report ?? sql`null::json`}) as r`;
 }
 
 /**
