@@ -7,6 +7,7 @@
 //   npx tsx bench/fair-claim-cost.ts                 # keys 100 and 10,000, batches 50 and 250, 30 runs each
 //   npx tsx bench/fair-claim-cost.ts --quick         # keys 100 and 2,000, batch 50, 8 runs: a smoke test
 //   npx tsx bench/fair-claim-cost.ts --keys 100,10000 --batches 250 --runs 40 --jobs 500000 --layouts mixed
+//   npx tsx bench/fair-claim-cost.ts --keys 100 --batches 250 --delayed 1000x1000   # beside keys whose jobs are all delayed
 import pg from "pg";
 import { sql } from "drizzle-orm";
 import * as v from "valibot";
@@ -29,6 +30,11 @@ export interface FairCostSettings {
    * (tenants enqueueing side by side: the keys' next jobs share pages, as the plain claim's do).
    */
   layouts: Layout[];
+  /**
+   * Keys whose jobs are all delayed (a day and more), beside the due ones: `keys` of `perKey` jobs each, every one
+   * sorting right after a due key (`t000001d` after `t000001`), so the walk meets them between due keys. Absent: none.
+   */
+  delayed?: { keys: number; perKey: number };
 }
 
 export type Layout = "bursts" | "mixed";
@@ -38,6 +44,8 @@ export interface FairCostRow {
   keys: number;
   batch: number;
   queued: number;
+  /** Jobs of keys with only delayed jobs, queued beside (0: none). */
+  delayed: number;
   /**
    * Medians over the runs: server time from EXPLAIN (ANALYZE, TIMING OFF); the statement's wall time on one
    * connection sent as a named prepared statement, as the runtime sends claims over node-postgres (planned once
@@ -87,11 +95,18 @@ async function captureLaterClaim(target: AkadzeTarget, fair: boolean, batch: num
   return claim;
 }
 
-/** `keys` keys of `perKey` queued no-op jobs each, due a minute ago, in `layout`. */
-async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout): Promise<void> {
+/** `keys` keys of `perKey` queued no-op jobs each, due a minute ago, in `layout`; and the `delayed` keys' jobs. */
+async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"]): Promise<void> {
   await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key)
     select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', 't' || lpad(k::text, 6, '0')
     from generate_series(1, ${keys}::int) k, generate_series(1, ${perKey}::int) j ${layout === "bursts" ? sql`order by k, j` : sql`order by j, k`}`);
+  // (Each due a second after the one before: a tenant's delayed jobs rarely share a moment, and equal index
+  // entries would be stored once, deduplicated, and cost a scan nearly nothing.)
+  if (delayed) {
+    await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key)
+      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', 't' || lpad(k::text, 6, '0') || 'd'
+      from generate_series(1, ${delayed.keys}::int) k, generate_series(1, ${delayed.perKey}::int) j`);
+  }
   await db.execute(sql`analyze akadze.jobs`);
 }
 
@@ -142,7 +157,7 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
     const plain = await captureLaterClaim(target, false, batch);
     const fair = await captureLaterClaim(target, true, batch);
     const perKey = Math.max(1, Math.round(s.jobs / keys));
-    await loadJobs(target.db, keys, perKey, layout);
+    await loadJobs(target.db, keys, perKey, layout, s.delayed);
     // The cursor halfway through the keys, as after claims went before: the walk then serves other keys than the
     // plain scan's first jobs (from the start, both would take the same keys' first jobs).
     await target.db.execute(sql`insert into akadze.fair_cursor (id, key) values (1, ${`t${String(Math.floor(keys / 2)).padStart(6, "0")}`})
@@ -165,7 +180,7 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
       const m = (list: Run[], k: "planning" | "execution" | "probes" | "buffers" | "prepared" | "unprepared") => median(list.map((x) => x[k]));
       const server = (list: Run[]) => median(list.map((x) => x.planning + x.execution));
       return {
-        layout, keys, batch, queued: keys * perKey,
+        layout, keys, batch, queued: keys * perKey, delayed: s.delayed ? s.delayed.keys * s.delayed.perKey : 0,
         plainPlanningMs: m(p, "planning"), plainExecutionMs: m(p, "execution"), plainPreparedMs: m(p, "prepared"), plainUnpreparedMs: m(p, "unprepared"),
         fairPlanningMs: m(f, "planning"), fairExecutionMs: m(f, "execution"), fairPreparedMs: m(f, "prepared"), fairUnpreparedMs: m(f, "unprepared"),
         executionRatio: m(f, "execution") / m(p, "execution"), serverRatio: server(f) / server(p),
@@ -184,11 +199,19 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
 const f2 = (x: number) => x.toFixed(2);
 
 export function formatRow(r: FairCostRow): string {
-  return `${r.layout}, keys ${r.keys}, batch ${r.batch}, ${r.queued} queued | plain: plan ${f2(r.plainPlanningMs)} + exec ${f2(r.plainExecutionMs)} ms, ` +
+  return `${r.layout}, keys ${r.keys}, batch ${r.batch}, ${r.queued} queued${r.delayed > 0 ? ` beside ${r.delayed} delayed` : ""} | plain: plan ${f2(r.plainPlanningMs)} + exec ${f2(r.plainExecutionMs)} ms, ` +
     `prepared ${f2(r.plainPreparedMs)}, unprepared ${f2(r.plainUnpreparedMs)} ms | fair: plan ${f2(r.fairPlanningMs)} + exec ${f2(r.fairExecutionMs)} ms, ` +
     `prepared ${f2(r.fairPreparedMs)}, unprepared ${f2(r.fairUnpreparedMs)} ms | fair/plain: exec ${f2(r.executionRatio)}x, plan+exec ${f2(r.serverRatio)}x, ` +
     `prepared ${f2(r.preparedRatio)}x, unprepared ${f2(r.unpreparedRatio)}x | buffers ${r.plainBuffers} / ${r.fairBuffers}, fair probes ${r.fairIndexProbes}, ` +
     `claimed ${r.plainClaimed} jobs of ${r.plainKeys} keys / ${r.fairClaimed} of ${r.fairKeys}`;
+}
+
+/** `--delayed KEYSxPER_KEY` (e.g. 1000x1000), or none. */
+function delayedOption(value: string | undefined): FairCostSettings["delayed"] {
+  if (value === undefined) return undefined;
+  const match = /^(\d+)x(\d+)$/.exec(value);
+  if (!match) throw new Error(`--delayed ${value}: expected KEYSxPER_KEY, e.g. 1000x1000`);
+  return { keys: Number(match[1]), perKey: Number(match[2]) };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -202,6 +225,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     jobs: Number(option("--jobs") ?? (quick ? 20_000 : 100_000)),
     runs: Number(option("--runs") ?? (quick ? 8 : 30)),
     layouts: (option("--layouts")?.split(",") as Layout[] | undefined) ?? ["mixed", "bursts"],
+    delayed: delayedOption(option("--delayed")),
   };
   console.log(`fair claim cost: ${JSON.stringify(settings)}`);
   await fairClaimCosts(settings, (line) => console.log(line));
