@@ -31,8 +31,9 @@ export interface FairCostSettings {
    */
   layouts: Layout[];
   /**
-   * Keys whose jobs are all delayed (a day and more), beside the due ones: `keys` of `perKey` jobs each, every one
-   * sorting right after a due key (`t000001d` after `t000001`), so the walk meets them between due keys. Absent: none.
+   * Keys whose jobs are all delayed (a day and more), beside the due ones: `keys` of `perKey` jobs each, named after
+   * the due keys (`t000001d` sorts right after `t000001`), so the walk meets them between due keys, and those past
+   * the due keys' count after the last one. Absent: none.
    */
   delayed?: { keys: number; perKey: number };
 }
