@@ -43,7 +43,8 @@ export const FULL: BenchConfig = {
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 50, jobMs: 20, neonK: 16 },
   claimCost: { calls: 200, explains: 30, backlog: 100_000 },
   fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 60_000, budget: "25s", jobMs: 100, slots: 6, batchSize: 50 },
-  fairness: { bigJobs: 50_000, smallKeys: 100, smallJobsPerKey: 10, invocations: 4, batchSize: 250, costKeys: [100, 10_000], costJobs: 50_000, costRuns: 20 },
+  fairness: { bigJobs: 50_000, smallKeys: 100, smallJobsPerKey: 10, invocations: 4, batchSize: 250, costKeys: [100, 10_000], costJobs: 50_000, costRuns: 20,
+    costDelayed: { keys: 1_000, perKey: 1_000 } },
   delayed: 100_000,
 };
 
@@ -55,6 +56,7 @@ export const QUICK: BenchConfig = {
   scaleOut: { ks: [1, 4, 16, 32], jobsPerSlot: 6, jobMs: 20, neonK: 16 },
   claimCost: { calls: 30, explains: 5, backlog: 5_000 },
   fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 10_000, budget: "4s", jobMs: 100, slots: 6, batchSize: 50 },
-  fairness: { bigJobs: 5_000, smallKeys: 20, smallJobsPerKey: 10, invocations: 4, batchSize: 100, costKeys: [20, 1_000], costJobs: 5_000, costRuns: 3 },
+  fairness: { bigJobs: 5_000, smallKeys: 20, smallJobsPerKey: 10, invocations: 4, batchSize: 100, costKeys: [20, 1_000], costJobs: 5_000, costRuns: 3,
+    costDelayed: { keys: 50, perKey: 100 } },
   delayed: 5_000,
 };

@@ -18,6 +18,8 @@ export interface FairnessSettings {
   costKeys: number[];
   costJobs: number;
   costRuns: number;
+  /** Keys with only delayed jobs beside the fewest keys' due ones, for one more cost row (fair-claim-cost.ts `delayed`). */
+  costDelayed: { keys: number; perKey: number };
 }
 
 export interface FairnessRow {

@@ -320,6 +320,10 @@ async function main(): Promise<void> {
     log(`fairness: a fair claim's cost against a plain one, ${f.costKeys.join(" and ")} keys`);
     r.fairClaimCost = await fairClaimCosts({ keys: f.costKeys, batches: [f.batchSize], jobs: f.costJobs, runs: f.costRuns, layouts: ["mixed", "bursts"] },
       (line) => log(`fairness: ${line}`));
+    const { keys: dk, perKey } = f.costDelayed;
+    log(`fairness: the same beside ${dk} keys of ${perKey} delayed jobs`);
+    r.fairClaimCost.push(...await fairClaimCosts({ keys: [Math.min(...f.costKeys)], batches: [f.batchSize], jobs: f.costJobs, runs: f.costRuns, layouts: ["mixed"], delayed: f.costDelayed },
+      (line) => log(`fairness: ${line}`)));
   }
 
   if (sections.has("workflows")) {
