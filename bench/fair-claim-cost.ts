@@ -96,16 +96,19 @@ async function captureLaterClaim(target: AkadzeTarget, fair: boolean, batch: num
   return claim;
 }
 
+/** The name of the `k`th due key (`t000001`): in key order, the keys' numbers' order. */
+const KEY_NAME = sql`'t' || lpad(k::text, 6, '0')`;
+
 /** `keys` keys of `perKey` queued no-op jobs each, due a minute ago, in `layout`; and the `delayed` keys' jobs. */
 async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"]): Promise<void> {
   await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key)
-    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', 't' || lpad(k::text, 6, '0')
+    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', ${KEY_NAME}
     from generate_series(1, ${keys}::int) k, generate_series(1, ${perKey}::int) j ${layout === "bursts" ? sql`order by k, j` : sql`order by j, k`}`);
   // (Each due a second after the one before: a tenant's delayed jobs rarely share a moment, and equal index
   // entries would be stored once, deduplicated, and cost a scan nearly nothing.)
   if (delayed) {
     await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key)
-      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', 't' || lpad(k::text, 6, '0') || 'd'
+      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', ${KEY_NAME} || 'd'
       from generate_series(1, ${delayed.keys}::int) k, generate_series(1, ${delayed.perKey}::int) j`);
   }
   await db.execute(sql`analyze akadze.jobs`);
@@ -161,7 +164,7 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
     await loadJobs(target.db, keys, perKey, layout, s.delayed);
     // The cursor halfway through the keys, as after claims went before: the walk then serves other keys than the
     // plain scan's first jobs (from the start, both would take the same keys' first jobs).
-    await target.db.execute(sql`insert into akadze.fair_cursor (id, key) values (1, ${`t${String(Math.floor(keys / 2)).padStart(6, "0")}`})
+    await target.db.execute(sql`insert into akadze.fair_cursor (id, key) select 1, ${KEY_NAME} from (select ${Math.floor(keys / 2)}::int as k) h
       on conflict (id) do update set key = excluded.key`);
     const client = new pg.Client({ connectionString: `postgres://postgres@${PG_HOST}:${PG_PORT}/${target.database}` });
     await client.connect();
