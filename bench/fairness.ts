@@ -61,6 +61,8 @@ export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings)
         if (starts.length === smallTotal) { bigAtLastSmall = bigStarted; claimsAtLastSmall = claimsSent; }
       }
     });
+    // One loop's call: one claim of the batch, its starts and its settle.
+    const call = () => runOnce(app, { db: target.db, batchSize: s.batchSize, slots: s.batchSize, drain: false });
     const enqueue = (tenant: string, n: number) =>
       work.using(target.db, mode === "fair" ? { fairKey: tenant } : {}).enqueueMany(Array.from({ length: n }, () => ({ tenant })));
     // The process's first calls check the schema, learn whether keyed jobs exist, open the connections the loops
@@ -71,7 +73,7 @@ export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings)
     // planned theirs, all four at once.)
     for (let round = 0; round < WARM_UP_ROUNDS; round++) {
       await enqueue(WARM_UP, s.invocations * 4);
-      await Promise.all(Array.from({ length: s.invocations }, () => runOnce(app, { db: target.db, batchSize: s.batchSize, slots: s.batchSize, drain: false })));
+      await Promise.all(Array.from({ length: s.invocations }, call));
     }
     await enqueue("big", s.bigJobs);
     for (let i = 0; i < s.smallKeys; i++) await enqueue(`small-${String(i).padStart(4, "0")}`, s.smallJobsPerKey);
@@ -82,7 +84,7 @@ export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings)
     const loop = async () => {
       for (;;) {
         claimsSent++;
-        const { ms, value } = await timed(() => runOnce(app, { db: target.db, batchSize: s.batchSize, slots: s.batchSize, drain: false }));
+        const { ms, value } = await timed(call);
         cycles.push(ms);
         if (value.claimed === 0) break;
       }
