@@ -41,9 +41,10 @@ export interface FairnessRow {
 
 const Tenant = v.object({ tenant: v.string() });
 
-/** The tenant whose jobs the warm-up rounds claim (its jobs are not counted), and how many rounds of the loops' calls it takes. */
+/** The tenant whose jobs the warm-up rounds claim (its jobs are not counted). */
 const WARM_UP = "warm-up";
-const WARM_UP_ROUNDS = 3;
+/** How many rounds of the loops' own calls the warm-up takes, before the burst is queued. */
+export const WARM_UP_ROUNDS = 3;
 
 /** The burst scenario in one mode: enqueue, then `invocations` concurrent loops of one-claim runOnce calls until the queue is empty. */
 export async function fairnessWaits(mode: "fair" | "plain", s: FairnessSettings): Promise<FairnessRow> {

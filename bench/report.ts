@@ -3,6 +3,7 @@ import Table from "cli-table3";
 import { firstDrainRatio, PEERS, type Results } from "./results.js";
 import type { Throughput } from "./akadze.js";
 import { WORKER_SLOTS } from "./akadze-worker.js";
+import { WARM_UP_ROUNDS } from "./fairness.js";
 
 export interface Section { title: string; head: string[]; rows: string[][]; notes?: string[] }
 
@@ -246,7 +247,7 @@ function fairnessSections(r: Results): Section[] {
     notes: [
       "Wait: from the moment every job is queued to its handler's start. A claim cycle is one runOnce call: its claim, its starts and its settle (median over the whole drain).",
       "Claims per invocation: the claims sent when the small tenants' last job started, divided by the invocations (that claim itself included).",
-      "Before the burst is queued, 3 rounds of the loops' own calls over a few jobs of a warm-up tenant (they check the schema, learn that keyed jobs exist, open the connections the loops use and prepare on them the claims the loops send), and before the clock starts an ANALYZE of the jobs table (the statistics of a table in use): the p95 wait then counts claim order, not start-up.",
+      `Before the burst is queued, ${WARM_UP_ROUNDS} rounds of the loops' own calls over a few jobs of a warm-up tenant (they check the schema, learn that keyed jobs exist, open the connections the loops use and prepare on them the claims the loops send), and before the clock starts an ANALYZE of the jobs table (the statistics of a table in use): the p95 wait then counts the claim order and the first round's claims, sent by all the loops at once, not the start-up.`,
     ],
   }, {
     title: `A fair claim's cost: ${f.costKeys.map((k) => k.toLocaleString("en-US")).join(" and ")} keys sharing ${f.costJobs.toLocaleString("en-US")} queued jobs, one claim of ${f.batchSize} (medians of ${f.costRuns} runs of each, alternating, rolled back)`,
