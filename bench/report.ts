@@ -259,7 +259,7 @@ function fairnessSections(r: Results): Section[] {
       "Both claims are captured as the runtime sends them, a later claim of an invocation (the first claim's riders weigh on neither), and run on the same rows with the fair cursor halfway through the keys: EXPLAIN (ANALYZE, TIMING OFF) for the server's planning and execution, then the statement's wall time on one connection as a named prepared statement and unprepared.",
       "Layout: mixed, the keys' jobs inserted side by side (their next jobs share pages, as the plain claim's do); bursts, each key's jobs inserted together (a key's next job on a page of its own, a fair claim's worst case).",
       "Probes: the loops of every index scan of jobs_fair_idx in the fair plan: one per key walked, one per key's share, and the claim's question whether keyed jobs exist.",
-      `Delayed jobs beside: ${f.costDelayed.keys.toLocaleString("en-US")} more keys whose jobs are all due a day and more later (a second apart), named to sort right after the due keys: the walk reads their index entries between the keys it serves, the plain claim none of them.`,
+      `Delayed jobs beside: ${f.costDelayed.keys.toLocaleString("en-US")} more keys of ${f.costDelayed.perKey.toLocaleString("en-US")} jobs each, all due a day and more later (a second apart), each named to sort right after the due key of its number (those past the due keys' count after the last one): the walk reads their index entries between the keys it serves, the plain claim none of them.`,
     ],
   }];
 }
