@@ -45,6 +45,8 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
       }
       let closed = false;
       let session: any = null;
+      /** Takes this module's handlers off the listening session. */
+      let detach = () => {};
       let retry: ReturnType<typeof setTimeout> | undefined;
       let backoff = RELISTEN_MIN_MS;
       const open = async (): Promise<void> => {
@@ -56,11 +58,13 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
           s.release?.(error instanceof Error ? error : true);
           if (!closed) relisten();
         };
-        s.on("notification", (message: { channel: string; payload?: string }) => {
+        const heard = (message: { channel: string; payload?: string }) => {
           if (message.channel === JOBS_CHANNEL) notify(message.payload ?? "");
-        });
+        };
+        const ended = () => lost();
+        s.on("notification", heard);
         s.on("error", lost);
-        s.on("end", () => lost());
+        s.on("end", ended);
         try {
           await s.query(`listen ${JOBS_CHANNEL}`);
         } catch (error) {
@@ -68,6 +72,11 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
           throw error;
         }
         session = s;
+        detach = () => {
+          s.removeListener("notification", heard);
+          s.removeListener("error", lost);
+          s.removeListener("end", ended);
+        };
       };
       const relisten = () => {
         retry = setTimeout(() => {
@@ -90,9 +99,13 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
         const s = session;
         session = null;
         if (!s) return;
-        await s.query(`unlisten ${JOBS_CHANNEL}`).catch(() => {});
-        s.removeAllListeners?.("notification");
-        s.release?.(true); // closed, not pooled: a listening session is not handed to a query
+        const unlistened = await s.query(`unlisten ${JOBS_CHANNEL}`).then(() => true, () => false);
+        detach();
+        // Unlistened, it is an idle session like any other and goes back to the pool, its prepared statements and
+        // caches warm for the next worker on it (closing it made that worker's settles open a connection and
+        // prepare their statements anew, as graphile-worker's runner does not: it hands its listener back too).
+        // One whose UNLISTEN failed may still be listening, and is closed.
+        s.release?.(unlistened ? undefined : true);
       };
     }
   } catch (error) {

@@ -1,7 +1,8 @@
 // runWorker's LISTEN (issue 21, items 6 and 7): on a pool of one connection the worker polls instead of holding that
 // connection (it used to hang, deaf to abort); a listening connection that dies is replaced, so enqueues wake the worker
 // again; a woken lane's claim (issue 38, item 4) is a statement Postgres has planned before, and leaves recovery to a
-// later claim (Postgres plans recovery's seldom-sent variant afresh each time).
+// later claim (Postgres plans recovery's seldom-sent variant afresh each time); a stopped worker's listening connection
+// goes back to its pool, no longer listening.
 import { afterAll, beforeAll, beforeEach, expect, it, vi } from "vitest";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -76,6 +77,43 @@ it("listens again after its listening connection dies, and an enqueue wakes it t
   } finally {
     stop.abort();
     await within(worker, 5_000, "the worker had not stopped");
+  }
+});
+
+it("a stopped worker hands its listening connection back to the pool, listening no more, and the next worker listens again", async () => {
+  const pool = new pg.Pool({ connectionString: t.url, max: 4 });
+  const db = drizzle(pool) as unknown as Db;
+  const app = createApp();
+  const task = app.task("woken", { args: v.object({}) }, async () => "ok");
+  try {
+    const stop = new AbortController();
+    const worker = runWorker(app, { db, slots: 1, minPoll: "1h", maxPoll: "1h", signal: stop.signal, onError: () => {} });
+    await waitFor(async () => (await listeners()).length === 1, "the worker's LISTEN");
+    const [listening] = await listeners();
+    stop.abort();
+    await within(worker, 5_000, "the worker had not stopped");
+    // Pooled, not closed: every idle connection of the pool, the one that listened among them, listens to nothing.
+    const idle = await Promise.all(Array.from({ length: pool.idleCount }, () => pool.connect()));
+    try {
+      const sessions = await Promise.all(idle.map(async (c) => (await c.query("select pg_backend_pid() as pid, array(select pg_listening_channels()) as channels")).rows[0]));
+      expect(sessions.map((r) => r.pid)).toContain(listening);
+      expect(sessions.map((r) => r.channels)).toEqual(sessions.map(() => []));
+    } finally {
+      for (const c of idle) c.release();
+    }
+    // A worker started again on the same pool listens and is woken by an enqueue (its polls are an hour apart).
+    const again = new AbortController();
+    const next = runWorker(app, { db, slots: 1, minPoll: "1h", maxPoll: "1h", signal: again.signal, onError: () => {} });
+    try {
+      await waitFor(async () => (await listeners()).length === 1, "the next worker's LISTEN");
+      await task.using(db).enqueue({});
+      await waitFor(async () => (await t.rows("select state from akadze.all_jobs"))[0]?.state === "succeeded", "the woken job", { timeoutMs: 10_000 });
+    } finally {
+      again.abort();
+      await within(next, 5_000, "the next worker had not stopped");
+    }
+  } finally {
+    await pool.end();
   }
 });
 
