@@ -73,8 +73,10 @@ export function workerLanePolicy(o: { prefetch: number; idle: () => Promise<bool
     batchSize: o.prefetch, drain: true, idles: true, sendsClaimsAtOnce: true,
     idle: () => { waited = true; return o.idle(); },
     // Knowing nothing of its jobs' pace yet, a lane takes a few slots' worth: quick jobs then start ahead from
-    // the first statement on, and slow ones are held, not started.
-    firstSize: (v) => Math.max(full(v), few(v)),
+    // the first statement on, and slow ones are held, not started. Knowing it (an earlier lane of the app), the
+    // jobs the claim starts and no more: nothing runs until the first claim is answered, so it is not made
+    // to wait for a second round trip's worth of jobs, whose start would be a statement of its own.
+    firstSize: (v) => Math.max(v.paced ? Math.min(full(v), v.free + v.lookahead) : full(v), few(v)),
     // The claim after a wait (a wake-up or a poll) asks for a few slots' worth, less only when the pace says
     // jobs are slow: its size is in the statement's text (the lock limit), so a size that followed the pace's
     // drift while idle sent texts Postgres had not planned yet, and an idle lane's claims, the wake-up's among

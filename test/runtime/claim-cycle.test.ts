@@ -103,9 +103,15 @@ describe("the claim policies", () => {
     expect(invocationPolicy({ batchSize: 100, drain: true }).firstSize({ slots: 10, queued: 0, free: 10, lookahead: 0, paced: false })).toBe(100);
   });
 
-  it("a worker lane sizes claims to the work: a few slots' worth first, then the slots and two round trips' starts, at most its prefetch, less what it holds", () => {
+  it("a worker lane sizes claims to the work: a few slots' worth first (what it starts, once the pace is known), then the slots and two round trips' starts, at most its prefetch, less what it holds", () => {
     const p = workerLanePolicy({ prefetch: 500, idle: async () => true });
     expect(p.firstSize({ slots: 10, queued: 0, free: 10, lookahead: 0, paced: false })).toBe(40);
+    // An app's later lane knows the pace: its first claim takes what it starts (the free slots and one round trip's
+    // starts), not a second round trip's worth that would wait for a start statement; at most the prefetch, at least
+    // a few slots' worth.
+    expect(p.firstSize({ slots: 10, queued: 0, free: 10, lookahead: 200, paced: true })).toBe(210);
+    expect(p.firstSize({ slots: 10, queued: 0, free: 10, lookahead: 1000, paced: true })).toBe(500);
+    expect(p.firstSize({ slots: 10, queued: 0, free: 10, lookahead: 2, paced: true })).toBe(40);
     expect(p.nextSize({ slots: 10, queued: 0, free: 10, lookahead: 2, paced: true })).toBe(14); // slow jobs: about a slot's worth
     expect(p.nextSize({ slots: 10, queued: 100, free: 0, lookahead: 1000, paced: true })).toBe(400); // quick jobs: the prefetch, less what it holds
     // Quick jobs: it waits until it has room for half a claim rather than top up a few.
