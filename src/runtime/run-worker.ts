@@ -14,7 +14,7 @@ import { workerLanePolicy } from "./claim-policy.js";
 import { ensureSchema } from "../db/schema-check.js";
 import { HistoryKeeper } from "./history.js";
 import { checkedClock, DEFAULT_LEASE, DEFAULT_SLOTS, resolveRunOptions, type RunSummary } from "./run-once.js";
-import { sleep } from "./signal.js";
+import { nextTurn, sleep } from "./signal.js";
 import { listenForJobs, type JobWakeups } from "./wakeup.js";
 import { throttledErrorReport } from "./error-report.js";
 import { errorMessage } from "../core/error-causes.js";
@@ -123,7 +123,12 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   await ensureSchema(db);
   const driver = driverName(db);
   await queryJson(db, workerStatements.started(id, o.queues ?? null, now()));
-  const wakeups: JobWakeups | null = options.listen === false ? null : await listenForJobs(db, onError);
+  // LISTEN holds a connection of its own, which may have to be opened: it is asked for once the lanes' first claims
+  // are on their way (they take the pool's idle connections), so a backlog's first jobs do not wait for it. An
+  // enqueue between a lane's claim and the LISTEN goes unheard, so each lane's first wait for work begins with one
+  // more claim instead (see `idle`).
+  const listening: Promise<JobWakeups | null> = options.listen === false ? Promise.resolve(null)
+    : nextTurn().then(() => listenForJobs(db, onError));
   // Alive and jobs done, told to the registry every interval and whenever a lane runs out of work.
   let reporting: Promise<void> | null = null;
   const report = () => {
@@ -149,6 +154,8 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     let delay = 0;
     // The lane's next claim answers an enqueue's wake-up (recovery waits for a later one, riders.ts).
     let woken = false;
+    // Whether the lane has claimed since the worker began to listen (or learned it would poll).
+    let claimedWhileListening = false;
     // Traced: a lane has no span of its own (it lives as long as the worker); its claims, settles and runs
     // hang off the context the worker started in.
     const trace = app.tracing ? app.tracing.engine({ id, kind: "worker", queues: queue === null ? null : [queue] }) : null;
@@ -180,6 +187,12 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
             if (claimed > 0) delay = 0;
             else if (unreported > 0) report(); // an empty claim is when the worker has time: report what it did
             delay = nextPollDelay(delay, claimed === 0 && delay > 0, poll);
+            const wakeups = await listening;
+            if (!claimedWhileListening) {
+              // The lane's claims so far may have missed an enqueue that came before the LISTEN: one more looks.
+              claimedWhileListening = true;
+              return !stopping.aborted;
+            }
             if (wakeups) woken = await wakeups.wait(queue, delay, stopping);
             else await sleep(delay, stopping);
             return !stopping.aborted;
@@ -202,7 +215,7 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     await Promise.all((o.queues ?? [null]).map((queue) => lane(queue)));
   } finally {
     clearInterval(seen);
-    await wakeups?.close().catch(onError);
+    await (await listening)?.close().catch(onError);
     await reporting;
     await queryJson(db, workerStatements.stopped(id, now(), unreported)).catch(onError);
   }

@@ -2,7 +2,7 @@
 // connection (it used to hang, deaf to abort); a listening connection that dies is replaced, so enqueues wake the worker
 // again; a woken lane's claim (issue 38, item 4) is a statement Postgres has planned before, and leaves recovery to a
 // later claim (Postgres plans recovery's seldom-sent variant afresh each time); a stopped worker's listening connection
-// goes back to its pool, no longer listening.
+// goes back to its pool, no longer listening; lanes claim while the LISTEN is on its way, and look once more after it.
 import { afterAll, beforeAll, beforeEach, expect, it, vi } from "vitest";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -113,6 +113,48 @@ it("a stopped worker hands its listening connection back to the pool, listening 
       await within(next, 5_000, "the next worker had not stopped");
     }
   } finally {
+    await pool.end();
+  }
+});
+
+it("a lane claims before the worker listens, and an enqueue that came before the LISTEN is claimed once it listens, not at the next poll", async () => {
+  // Connections whose LISTEN waits for the test: the lane's claims go on meanwhile.
+  let openListen!: () => void;
+  const listenHeld = new Promise<void>((resolve) => { openListen = resolve; });
+  let listenAsked = false;
+  class HeldListen extends pg.Client {
+    override query(...args: any[]): any {
+      if (/^listen /i.test(sentStatement(args).text)) {
+        listenAsked = true;
+        return listenHeld.then(() => (super.query as any)(...args));
+      }
+      return (super.query as any)(...args);
+    }
+  }
+  let claimsAnswered = 0;
+  class CountedClaims extends pg.Pool {
+    override query(...args: any[]): any {
+      const sent = (super.query as any)(...args);
+      if (isClaim(sentStatement(args).text)) sent.then(() => { claimsAnswered++; }, () => {});
+      return sent;
+    }
+  }
+  const pool = new CountedClaims({ connectionString: t.url, max: 4, Client: HeldListen });
+  const db = drizzle(pool) as unknown as Db;
+  const app = createApp();
+  const task = app.task("early", { args: v.object({}) }, async () => "ok");
+  const stop = new AbortController();
+  // Polls an hour apart: within the test, only a claim that looks again can find the job.
+  const worker = runWorker(app, { db, slots: 1, minPoll: "1h", maxPoll: "1h", signal: stop.signal, onError: () => {} });
+  try {
+    await waitFor(async () => listenAsked && claimsAnswered >= 1, "the lane's first claim, the LISTEN held");
+    await task.using(db).enqueue({});
+    openListen();
+    await waitFor(async () => (await t.rows("select state from akadze.all_jobs"))[0]?.state === "succeeded", "the job enqueued before the LISTEN", { timeoutMs: 10_000 });
+  } finally {
+    openListen();
+    stop.abort();
+    await within(worker, 5_000, "the worker had not stopped");
     await pool.end();
   }
 });
