@@ -154,8 +154,8 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     let delay = 0;
     // The lane's next claim answers an enqueue's wake-up (recovery waits for a later one, riders.ts).
     let woken = false;
-    // Whether the lane has claimed since the worker began to listen (or learned it would poll); a worker told not to
-    // listen has no LISTEN to wait for.
+    // Whether a claim of the lane went out after the LISTEN began (or the worker learned it would poll); a worker
+    // told not to listen has no LISTEN to have missed an enqueue before.
     let claimedWhileListening = options.listen === false;
     // Traced: a lane has no span of its own (it lives as long as the worker); its claims, settles and runs
     // hang off the context the worker started in.

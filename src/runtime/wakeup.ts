@@ -44,15 +44,14 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
         return null;
       }
       let closed = false;
-      let session: any = null;
-      /** Takes this module's handlers off the listening session. */
-      let detach = () => {};
+      /** The listening session, and what takes this module's handlers off it. */
+      let session: { client: any; detach: () => void } | null = null;
       let retry: ReturnType<typeof setTimeout> | undefined;
       let backoff = RELISTEN_MIN_MS;
       const open = async (): Promise<void> => {
         const s = await client.connect();
         const lost = (error?: unknown) => {
-          if (session !== s) return;
+          if (session?.client !== s) return;
           session = null;
           if (error) onError(error);
           s.release?.(error instanceof Error ? error : true);
@@ -71,12 +70,11 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
           s.release?.(error);
           throw error;
         }
-        session = s;
-        detach = () => {
+        session = { client: s, detach: () => {
           s.removeListener("notification", heard);
           s.removeListener("error", lost);
           s.removeListener("end", ended);
-        };
+        } };
       };
       const relisten = () => {
         retry = setTimeout(() => {
@@ -96,16 +94,15 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
       stop = async () => {
         closed = true;
         clearTimeout(retry);
-        const s = session;
+        const current = session;
         session = null;
-        if (!s) return;
-        const unlistened = await s.query(`unlisten ${JOBS_CHANNEL}`).then(() => true, () => false);
-        detach();
-        // Unlistened, it is an idle session like any other and goes back to the pool, its prepared statements and
-        // caches warm for the next worker on it (closing it made that worker's settles open a connection and
-        // prepare their statements anew, as graphile-worker's runner does not: it hands its listener back too).
-        // One whose UNLISTEN failed may still be listening, and is closed.
-        s.release?.(unlistened ? undefined : true);
+        if (!current) return;
+        const unlistened = await current.client.query(`unlisten ${JOBS_CHANNEL}`).then(() => true, () => false);
+        current.detach();
+        // Unlistened, it is an idle session again and goes back to the pool, its prepared statements warm for the
+        // next worker on it (closed, it made that worker open a connection and prepare its statements anew;
+        // graphile-worker's runner hands its listener back too). One whose UNLISTEN failed may still listen: closed.
+        current.client.release?.(unlistened ? undefined : true);
       };
     }
   } catch (error) {
