@@ -124,9 +124,8 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
   const driver = driverName(db);
   await queryJson(db, workerStatements.started(id, o.queues ?? null, now()));
   // LISTEN holds a connection of its own, which may have to be opened: it is asked for once the lanes' first claims
-  // are on their way (they take the pool's idle connections), so a backlog's first jobs do not wait for it. An
-  // enqueue between a lane's claim and the LISTEN goes unheard, so each lane's first wait for work begins with one
-  // more claim instead (see `idle`).
+  // are on their way (they take the pool's idle connections), so a backlog's first jobs do not wait for it. (An
+  // enqueue between a lane's claim and the LISTEN goes unheard: a lane's first wait for a wake-up ends at once.)
   const listening: Promise<JobWakeups | null> = options.listen === false ? Promise.resolve(null)
     : nextTurn().then(() => listenForJobs(db, onError));
   // Alive and jobs done, told to the registry every interval and whenever a lane runs out of work.
@@ -154,9 +153,6 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
     let delay = 0;
     // The lane's next claim answers an enqueue's wake-up (recovery waits for a later one, riders.ts).
     let woken = false;
-    // Whether a claim of the lane went out after the LISTEN began (or the worker learned it would poll); a worker
-    // told not to listen has no LISTEN to have missed an enqueue before.
-    let claimedWhileListening = options.listen === false;
     // Traced: a lane has no span of its own (it lives as long as the worker); its claims, settles and runs
     // hang off the context the worker started in.
     const trace = app.tracing ? app.tracing.engine({ id, kind: "worker", queues: queue === null ? null : [queue] }) : null;
@@ -189,11 +185,6 @@ export async function runWorker(app: App, options: WorkerOptions): Promise<Worke
             else if (unreported > 0) report(); // an empty claim is when the worker has time: report what it did
             delay = nextPollDelay(delay, claimed === 0 && delay > 0, poll);
             const wakeups = await listening;
-            if (!claimedWhileListening) {
-              // The lane's claims so far may have missed an enqueue that came before the LISTEN: one more looks.
-              claimedWhileListening = true;
-              return !stopping.aborted;
-            }
             if (wakeups) woken = await wakeups.wait(queue, delay, stopping);
             else await sleep(delay, stopping);
             return !stopping.aborted;

@@ -9,7 +9,7 @@ import { AkadzeError } from "../core/errors.js";
 export interface JobWakeups {
   /**
    * Resolves at the next enqueue into `queue` (or any queue for `null`) since the last call (true), or after
-   * `ms` or the signal's abort (false).
+   * `ms` or the signal's abort (false). The first call for a queue resolves true at once (see `lane`).
    */
   wait(queue: string | null, ms: number, signal: AbortSignal): Promise<boolean>;
   close(): Promise<void>;
@@ -31,7 +31,13 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
   if (listen === null) return null;
   const client = clientOf(db);
   const lanes = new Map<string | null, Wakeup>();
-  const lane = (queue: string | null) => { let w = lanes.get(queue); if (!w) lanes.set(queue, w = new Wakeup()); return w; };
+  // A lane's first wait ends at once: its claims so far may have gone out before the LISTEN, and enqueues then were
+  // not heard (as after a LISTEN lost and made again, below).
+  const lane = (queue: string | null) => {
+    let w = lanes.get(queue);
+    if (!w) { lanes.set(queue, w = new Wakeup()); w.notify(); }
+    return w;
+  };
   const notify = (queue: string) => { lane(null).notify(); lanes.get(queue)?.notify(); };
   let stop: () => Promise<void>;
   try {
@@ -60,10 +66,9 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
         const heard = (message: { channel: string; payload?: string }) => {
           if (message.channel === JOBS_CHANNEL) notify(message.payload ?? "");
         };
-        const ended = () => lost();
         s.on("notification", heard);
         s.on("error", lost);
-        s.on("end", ended);
+        s.on("end", lost);
         try {
           await s.query(`listen ${JOBS_CHANNEL}`);
         } catch (error) {
@@ -73,7 +78,7 @@ export async function listenForJobs(db: Db, onError: (error: unknown) => void): 
         session = { client: s, detach: () => {
           s.removeListener("notification", heard);
           s.removeListener("error", lost);
-          s.removeListener("end", ended);
+          s.removeListener("end", lost);
         } };
       };
       const relisten = () => {
