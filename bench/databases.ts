@@ -29,6 +29,16 @@ export async function createBenchDatabase(label: string): Promise<BenchDatabase>
   };
 }
 
+/** `fn` inside a transaction on `client` that is rolled back, whatever happens: the rows look the same to the next run. */
+export async function rolledBack<T>(client: pg.Client, fn: () => Promise<T>): Promise<T> {
+  await client.query("begin");
+  try {
+    return await fn();
+  } finally {
+    await client.query("rollback");
+  }
+}
+
 /** Runs `fn` with a fresh database and drops it afterwards, whatever happens. */
 export async function withDatabase<T>(label: string, fn: (db: BenchDatabase) => Promise<T>): Promise<T> {
   const db = await createBenchDatabase(label);

@@ -9,13 +9,13 @@
 //   npx tsx bench/fair-claim-cost.ts --keys 100,10000 --batches 250 --runs 40 --jobs 500000 --layouts mixed
 //   npx tsx bench/fair-claim-cost.ts --keys 100 --batches 250 --delayed 1000x1000   # beside keys whose jobs are all delayed
 import pg from "pg";
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import * as v from "valibot";
 import { createApp, runOnce, type Db } from "../src/index.js";
 import { openAkadze, type AkadzeTarget } from "./akadze-db.js";
 import { fairProbes, type PlanNode } from "../test/support/plan-nodes.js";
 import { median } from "./stats.js";
-import { PG_HOST, PG_PORT } from "./databases.js";
+import { PG_HOST, PG_PORT, rolledBack } from "./databases.js";
 
 export interface FairCostSettings {
   keys: number[];
@@ -99,24 +99,29 @@ async function captureLaterClaim(target: AkadzeTarget, fair: boolean, batch: num
 /** The name of the `k`th due key (`t000001`): in key order, the keys' numbers' order. */
 const KEY_NAME = sql`'t' || lpad(k::text, 6, '0')`;
 
-/** `keys` keys of `perKey` queued no-op jobs each, due a minute ago, in `layout`; and the `delayed` keys' jobs. */
-async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"]): Promise<void> {
-  await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key)
-    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', ${KEY_NAME}
+/**
+ * `keys` keys of `perKey` queued no-op jobs each, due a minute ago, in `layout`; and the `delayed` keys' jobs.
+ * `tags`, for bench/fair-tags.ts's schema (a `fair_tag` column): each due job is tagged with its number `j` within
+ * its key, as one enqueue of them all would tag it, and each delayed one with `tags.delayed` (an expression of `j`).
+ */
+export async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"], tags?: { delayed: SQL }): Promise<void> {
+  const tagColumn = tags ? sql`, fair_tag` : sql``;
+  const tag = (value: SQL) => (tags ? sql`, ${value}` : sql``);
+  await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key${tagColumn})
+    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', ${KEY_NAME}${tag(sql`j`)}
     from generate_series(1, ${keys}::int) k, generate_series(1, ${perKey}::int) j ${layout === "bursts" ? sql`order by k, j` : sql`order by j, k`}`);
   // (Each due a second after the one before: a tenant's delayed jobs rarely share a moment, and equal index
   // entries would be stored once, deduplicated, and cost a scan nearly nothing.)
   if (delayed) {
-    await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key)
-      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', ${KEY_NAME} || 'd'
+    await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key${tagColumn})
+      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', ${KEY_NAME} || 'd'${tag(tags?.delayed ?? sql``)}
       from generate_series(1, ${delayed.keys}::int) k, generate_series(1, ${delayed.perKey}::int) j`);
   }
   await db.execute(sql`analyze akadze.jobs`);
 }
 
 async function runOne(client: pg.Client, claim: Captured) {
-  await client.query("begin");
-  try {
+  return rolledBack(client, async () => {
     const explained = await client.query(`explain (analyze, timing off, buffers, format json) ${claim.text}`, claim.values);
     const plan = (explained.rows[0]["QUERY PLAN"] as { Plan: PlanNode; "Planning Time": number; "Execution Time": number }[])[0];
     const served = (await client.query("select count(*)::int as n, count(distinct fair_key)::int as keys from akadze.jobs where state = 'running'")).rows[0];
@@ -124,20 +129,15 @@ async function runOne(client: pg.Client, claim: Captured) {
       planning: plan["Planning Time"], execution: plan["Execution Time"], probes: fairProbes(plan.Plan),
       buffers: (plan.Plan["Shared Hit Blocks"] ?? 0) + (plan.Plan["Shared Read Blocks"] ?? 0), claimed: served.n as number, keys: served.keys as number,
     };
-  } finally {
-    await client.query("rollback");
-  }
+  });
 }
 
 async function wallOne(client: pg.Client, claim: Captured, name?: string): Promise<number> {
-  await client.query("begin");
-  try {
+  return rolledBack(client, async () => {
     const started = performance.now();
     await client.query(name === undefined ? { text: claim.text, values: claim.values } : { name, text: claim.text, values: claim.values });
     return performance.now() - started;
-  } finally {
-    await client.query("rollback");
-  }
+  });
 }
 
 /** One row per layout × keys × batch, each in a fresh database. */

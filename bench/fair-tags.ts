@@ -8,8 +8,10 @@
 //   npx tsx bench/fair-tags.ts            # 20 runs of each statement
 //   npx tsx bench/fair-tags.ts 40         # 40 runs
 import pg from "pg";
+import { sql } from "drizzle-orm";
 import { openAkadze, type AkadzeTarget } from "./akadze-db.js";
-import { PG_HOST, PG_PORT } from "./databases.js";
+import { loadJobs, type Layout } from "./fair-claim-cost.js";
+import { PG_HOST, PG_PORT, rolledBack } from "./databases.js";
 import { median } from "./stats.js";
 
 const RUNS = Number(process.argv[2] ?? 20);
@@ -50,7 +52,6 @@ const ENQUEUE_TAGGED = `with v as (select coalesce((select fair_tag from akadze.
   select 'bench.tenant', 'default', '{}'::jsonb, now(), i.key, greatest(v.v, coalesce(l.l, v.v)) + i.n
   from input i join last l using (key) cross join v`;
 
-type Layout = "mixed" | "bursts";
 /** Delayed keys beside the due ones: none, tags among the due keys' (enqueued with them), or below all (the claims' virtual time has passed them). */
 type Delayed = "none" | "fresh" | "stale";
 interface Case { keys: number; layout: Layout; delayed: Delayed }
@@ -72,42 +73,24 @@ async function open(label: string, changes: string[]): Promise<Side> {
   return { target, client };
 }
 
-/** `keys` keys sharing JOBS due jobs (a key's k-th job tagged k, as one enqueue of them all would), and the delayed keys. */
+/** `keys` keys sharing JOBS due jobs and the delayed keys, as fair-claim-cost.ts lays them out; tagged on the tags' schema. */
 async function load(side: Side, c: Case, tagged: boolean): Promise<void> {
-  const q = (text: string, values: unknown[] = []) => side.client.query(text, values);
-  await q("truncate akadze.jobs cascade");
-  const tag = (expr: string) => tagged ? `, ${expr}` : "";
-  const cols = `task, queue, args, run_at, fair_key${tagged ? ", fair_tag" : ""}`;
-  await q(`insert into akadze.jobs (${cols})
-    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', 't' || lpad(k::text, 6, '0')${tag("j")}
-    from generate_series(1, $1::int) k, generate_series(1, $2::int) j ${c.layout === "bursts" ? "order by k, j" : "order by j, k"}`,
-    [c.keys, Math.ceil(JOBS / c.keys)]);
-  if (c.delayed !== "none") {
-    await q(`insert into akadze.jobs (${cols})
-      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', 't' || lpad(k::text, 6, '0') || 'd'${tag(c.delayed === "fresh" ? "j" : "0")}
-      from generate_series(1, $1::int) k, generate_series(1, $2::int) j`, [DELAYED_KEYS, DELAYED_PER_KEY]);
-  }
-  await q("analyze akadze.jobs");
+  await side.client.query("truncate akadze.jobs cascade");
+  const delayed = c.delayed === "none" ? undefined : { keys: DELAYED_KEYS, perKey: DELAYED_PER_KEY };
+  await loadJobs(side.target.db, c.keys, Math.ceil(JOBS / c.keys), c.layout, delayed,
+    tagged ? { delayed: c.delayed === "fresh" ? sql`j` : sql`0` } : undefined);
 }
 
-/** Planning + execution ms of `text`, rolled back; and the keys its rows belong to. */
+/** Planning + execution ms of `text`, rolled back. */
 async function explained(client: pg.Client, text: string, values: unknown[] = []): Promise<number> {
-  await client.query("begin");
-  try {
+  return rolledBack(client, async () => {
     const plan = (await client.query(`explain (analyze, timing off, format json) ${text}`, values)).rows[0]["QUERY PLAN"][0];
     return plan["Planning Time"] + plan["Execution Time"];
-  } finally {
-    await client.query("rollback");
-  }
+  });
 }
 
 async function keysServed(client: pg.Client, text: string): Promise<number> {
-  await client.query("begin");
-  try {
-    return new Set((await client.query(text)).rows.map((r) => r.fair_key)).size;
-  } finally {
-    await client.query("rollback");
-  }
+  return rolledBack(client, async () => new Set((await client.query(text)).rows.map((r) => r.fair_key)).size);
 }
 
 const today = await open("fairtoday", []);

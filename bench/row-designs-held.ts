@@ -7,7 +7,7 @@ import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate, type Db } from "../src/index.js";
 import { ENQUEUE_CHUNK } from "./akadze.js";
-import { withDatabase } from "./databases.js";
+import { rolledBack, withDatabase } from "./databases.js";
 import { median } from "./stats.js";
 import { ROW_DESIGNS, type RowDesign } from "./row-designs-sql.js";
 import { planNodes, type PlanNode } from "../test/support/plan-nodes.js";
@@ -26,8 +26,7 @@ const indexesUnder = (n: PlanNode) => planNodes(n).flatMap((x) => x["Index Name"
 
 /** One claim of `batch` by another owner, explained and rolled back: its times and the buffers it touched. */
 async function explainClaim(client: pg.Client, design: RowDesign, batch: number): Promise<Omit<HeldClaim, "design" | "held">> {
-  await client.query("begin");
-  try {
+  return rolledBack(client, async () => {
     // The claim's plan as on a table with a backlog: an index walk in claim order (on these small tables the
     // planner may prefer to read every row and sort them).
     await client.query("set local enable_seqscan = off");
@@ -39,9 +38,7 @@ async function explainClaim(client: pg.Client, design: RowDesign, batch: number)
       buffers: buffersOf(top.Plan), scanBuffers: scan ? buffersOf(scan) : NaN, scanIndexes: scan ? [...new Set(indexesUnder(scan))].join(", ") : "?",
       claimed: top.Plan["Actual Rows"] ?? 0,
     };
-  } finally {
-    await client.query("rollback");
-  }
+  });
 }
 
 export async function heldClaim(design: RowDesign, held: number, batch: number, repeats: number): Promise<HeldClaim> {

@@ -5,7 +5,7 @@ import pg from "pg";
 import { createApp, runOnce, type App, type Db, type Task } from "../src/index.js";
 import { query } from "../src/db/query.js";
 import { openAkadze, type AkadzeDriver, type AkadzeTarget } from "./akadze-db.js";
-import { PG_HOST, PG_PORT } from "./databases.js";
+import { PG_HOST, PG_PORT, rolledBack } from "./databases.js";
 import { cpuSpentMs, snapshotCpu } from "./pg-cpu.js";
 import { median, rate, sleep, timed } from "./stats.js";
 
@@ -110,16 +110,13 @@ async function explainClaim(url: string, claim: { text: string; values: unknown[
     const execution: number[] = [];
     let rows = 0;
     for (let i = 0; i < times; i++) {
-      await client.query("begin");
-      try {
+      await rolledBack(client, async () => {
         const result = await client.query(`explain (analyze, format json) ${claim.text}`, claim.values);
         const plan = (result.rows[0]["QUERY PLAN"] as { "Planning Time": number; "Execution Time": number }[])[0];
         rows = Number((await client.query("select count(*) from akadze.jobs where state = 'running'")).rows[0].count);
         planning.push(plan["Planning Time"]);
         execution.push(plan["Execution Time"]);
-      } finally {
-        await client.query("rollback");
-      }
+      });
     }
     return { planningMs: median(planning), executionMs: median(execution), explainedRows: rows };
   } finally {
