@@ -1,6 +1,6 @@
 // The Vercel function (functions/vercel.ts via api/index.ts), called as Vercel's Node.js runtime calls a
 // Web handler: a real Request and a context with waitUntil, env from process.env, neon-http to real Postgres.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { readFileSync } from "node:fs";
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -25,14 +25,13 @@ beforeAll(async () => {
   db = drizzle(pool) as unknown as Db;
   await setup(db);
   endpoint = await startNeonEndpoint({ connectionString: database.url });
-  Object.assign(process.env, {
-    DATABASE_URL: `postgres://postgres@127.0.0.1:${endpoint.port}/${database.name}`,
-    NEON_FETCH_ENDPOINT: endpoint.fetchEndpoint,
-    CRON_SECRET: SECRET,
-  });
+  vi.stubEnv("DATABASE_URL", `postgres://postgres@127.0.0.1:${endpoint.port}/${database.name}`);
+  vi.stubEnv("NEON_FETCH_ENDPOINT", endpoint.fetchEndpoint);
+  vi.stubEnv("CRON_SECRET", SECRET);
 });
 
 afterAll(async () => {
+  vi.unstubAllEnvs();
   await endpoint?.close().catch(() => {});
   await pool?.end().catch(() => {});
   await database?.drop();

@@ -1,7 +1,7 @@
 // The invocation engine (SPEC §3): an invocation drains its budget instead of running one batch, a
 // prefetching worker never charges a crash to jobs that never started, limits are taken when bodies start,
 // and a heartbeat never judges jobs it did not cover.
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { sql } from "drizzle-orm";
 import { createApp, runOnce, setLimit } from "../../src/index.js";
 import { runWorker } from "../../src/runtime/run-worker.js";
@@ -140,7 +140,8 @@ describe("a worker killed with SIGKILL", () => {
     expect(prefetched).toBeGreaterThanOrEqual(2);
     // Another invocation, after the leases expired, recovers them all and runs what may run.
     await t.pool.query("insert into fixture_gates values ('open')");
-    process.env.DATABASE_URL = t.url; // the fixture's bodies record their events through it
+    vi.stubEnv("DATABASE_URL", t.url); // the fixture's bodies record their events through it
+    onTestFinished(() => { vi.unstubAllEnvs(); });
     const later = () => new Date(Date.now() + 5 * 60_000);
     const summary = await runOnce(fixtureApp, { db: t.db, queues: ["once"], now: later });
     expect(summary.recovered).toBeGreaterThanOrEqual(4);

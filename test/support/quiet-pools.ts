@@ -3,11 +3,17 @@
 // unhandled error long after the test that used it passed. Errors of queries still reach the queries.
 import pg from "pg";
 
+// Once per process: the suite runs its files one after another in each process (isolate: false), and this
+// setup runs before each of them.
+const QUIET = Symbol.for("akadze.test.quietPool");
 const Base = pg.Pool;
-class QuietPool extends Base {
-  constructor(...args: ConstructorParameters<typeof Base>) {
-    super(...args);
-    this.on("error", () => {});
+if (!(QUIET in Base)) {
+  class QuietPool extends Base {
+    static readonly [QUIET] = true;
+    constructor(...args: ConstructorParameters<typeof Base>) {
+      super(...args);
+      this.on("error", () => {});
+    }
   }
+  (pg as { Pool: typeof Base }).Pool = QuietPool;
 }
-(pg as { Pool: typeof Base }).Pool = QuietPool;
