@@ -31,7 +31,7 @@ export default defineConfig({
     maxWorkers: 2,
     // Each of the two processes runs its files one after another on one module graph, instead of importing
     // akadze and its dependencies afresh for every file: the whole suite ran in 558-576 s against 682 s (1,896 tests,
-    // 2 cores). A test that changes process-wide state (process.env, a global) puts it back when it ends.
+    // 2 cores). A test that changes process-wide state puts it back (process.env: vi.stubEnv, test/support/process-env-kept.ts).
     isolate: false,
   },
 });

@@ -31,7 +31,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  vi.unstubAllEnvs();
   await endpoint?.close().catch(() => {});
   await pool?.end().catch(() => {});
   await database?.drop();

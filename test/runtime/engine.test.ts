@@ -141,7 +141,6 @@ describe("a worker killed with SIGKILL", () => {
     // Another invocation, after the leases expired, recovers them all and runs what may run.
     await t.pool.query("insert into fixture_gates values ('open')");
     vi.stubEnv("DATABASE_URL", t.url); // the fixture's bodies record their events through it
-    onTestFinished(() => { vi.unstubAllEnvs(); });
     const later = () => new Date(Date.now() + 5 * 60_000);
     const summary = await runOnce(fixtureApp, { db: t.db, queues: ["once"], now: later });
     expect(summary.recovered).toBeGreaterThanOrEqual(4);
