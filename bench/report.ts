@@ -240,11 +240,14 @@ function fairnessSections(r: Results): Section[] {
   const f = r.settings.config.fairness;
   if (!f) return [];
   return [{
-    title: `Fairness: one tenant's ${f.bigJobs.toLocaleString("en-US")} queued jobs beside ${f.smallKeys} tenants of ${f.smallJobsPerKey}; ${f.invocations} concurrent runOnce loops, one claim of ${f.batchSize} per call (node-postgres, no-op jobs)`,
-    head: ["claim order", "small tenants' jobs", "wait p50 ms", "wait p95 ms", "claim cycle ms (median)", "p95 wait in claim cycles", "big tenant's jobs started first", "claims per invocation until the last small job"],
+    title: `Fairness: one tenant's ${f.bigJobs.toLocaleString("en-US")} queued jobs beside ${f.smallKeys} tenants of ${f.smallJobsPerKey}; ${f.invocations} concurrent runOnce loops, one claim of ${f.batchSize} per call (node-postgres, no-op jobs; medians of ${r.fairness?.[0]?.bursts ?? 1} burst(s) of each, interleaved)`,
+    head: ["claim order", "small tenants' jobs", "wait p50 ms", "wait p95 ms", "claim cycle ms (median)", "p95 wait in claim cycles", "the same, each burst", "big tenant's jobs started first",
+      "claims per invocation until the last small job", "the same, each burst"],
     rows: (r.fairness ?? []).map((x) => [x.mode === "fair" ? "fair (each tenant its fairKey)" : "plain (no keys)", fmt(x.smallJobs), fmt(x.smallWaitP50Ms), fmt(x.smallWaitP95Ms),
-      fmt(x.claimCycleMs, 1), fmt(x.p95InCycles, 2), fmt(x.bigStartedBefore), fmt(x.claimsPerInvocation, 2)]),
+      fmt(x.claimCycleMs, 1), fmt(x.p95InCycles, 2), x.p95InCyclesEach.map((v) => fmt(v, 2)).join(", "), fmt(x.bigStartedBefore), fmt(x.claimsPerInvocation, 2),
+      x.claimsPerInvocationEach.map((v) => fmt(v, 2)).join(", ")]),
     notes: [
+      "Each burst is measured in a fresh database of its own; every column but the two \"each burst\" ones is the median of the bursts' figures.",
       "Wait: from the moment every job is queued to its handler's start. A claim cycle is one runOnce call: its claim, its starts and its settle (median over the whole drain).",
       "Claims per invocation: the claims sent when the small tenants' last job started, divided by the invocations (that claim itself included).",
       `Before the burst is queued, ${WARM_UP_ROUNDS} rounds of the loops' own calls over a few jobs of a warm-up tenant (they check the schema, learn that keyed jobs exist, open the connections the loops use and prepare on them the claims the loops send), and before the clock starts an ANALYZE of the jobs table (the statistics of a table in use): the p95 wait then counts the claim order and the first round's claims, sent by all the loops at once, not the start-up.`,

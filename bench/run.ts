@@ -25,7 +25,7 @@ import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type DelayedBacklog, type Machine, type Results } from "./results.js";
 import { claimCosts, scaleOut } from "./scale-out.js";
 import { fanOutMinute } from "./fan-out.js";
-import { fairnessWaits } from "./fairness.js";
+import { fairnessBursts } from "./fairness.js";
 import { fairClaimCosts } from "./fair-claim-cost.js";
 import { best, type SweepEntry } from "./sweep.js";
 import { workflowBench } from "./workflows.js";
@@ -312,10 +312,8 @@ async function main(): Promise<void> {
   }
 
   if (sections.has("fairness")) {
-    for (const mode of ["fair", "plain"] as const) {
-      log(`fairness: one tenant's burst, ${mode} claims`);
-      r.fairness.push(await fairnessWaits(mode, config.fairness));
-    }
+    log(`fairness: one tenant's burst, fair and plain claims, ${config.rounds} time(s) each`);
+    r.fairness = await fairnessBursts(config.fairness, config.rounds);
     const f = config.fairness;
     log(`fairness: a fair claim's cost against a plain one, ${f.costKeys.join(" and ")} keys`);
     r.fairClaimCost = await fairClaimCosts({ keys: f.costKeys, batches: [f.batchSize], jobs: f.costJobs, runs: f.costRuns, layouts: ["mixed", "bursts"] },
