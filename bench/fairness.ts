@@ -6,7 +6,7 @@ import * as v from "valibot";
 import { createApp, runOnce } from "../src/index.js";
 import { query } from "../src/db/query.js";
 import { openAkadze } from "./akadze-db.js";
-import { median, percentile, timed } from "./stats.js";
+import { median, medianRow, percentile, timed } from "./stats.js";
 
 export interface FairnessSettings {
   bigJobs: number;
@@ -41,7 +41,6 @@ export interface FairnessRow {
 
 /** One mode's bursts (`fairnessBursts`): every field above is the median of the bursts', each burst's two ratios beside. */
 export interface FairnessMedians extends FairnessRow {
-  bursts: number;
   p95InCyclesEach: number[];
   claimsPerInvocationEach: number[];
 }
@@ -54,16 +53,10 @@ export interface FairnessMedians extends FairnessRow {
 export async function fairnessBursts(s: FairnessSettings, rounds: number): Promise<FairnessMedians[]> {
   const runs = { fair: [] as FairnessRow[], plain: [] as FairnessRow[] };
   for (let round = 0; round < rounds; round++) for (const mode of ["fair", "plain"] as const) runs[mode].push(await fairnessWaits(mode, s));
-  return (["fair", "plain"] as const).map((mode) => {
-    const rows = runs[mode];
-    const mid = (field: (x: FairnessRow) => number) => median(rows.map(field));
-    return {
-      mode, smallJobs: mid((x) => x.smallJobs), smallWaitP50Ms: mid((x) => x.smallWaitP50Ms), smallWaitP95Ms: mid((x) => x.smallWaitP95Ms),
-      claimCycleMs: mid((x) => x.claimCycleMs), p95InCycles: mid((x) => x.p95InCycles), bigStartedBefore: mid((x) => x.bigStartedBefore),
-      claimsPerInvocation: mid((x) => x.claimsPerInvocation),
-      bursts: rows.length, p95InCyclesEach: rows.map((x) => x.p95InCycles), claimsPerInvocationEach: rows.map((x) => x.claimsPerInvocation),
-    };
-  });
+  return (["fair", "plain"] as const).map((mode) => ({
+    ...medianRow(runs[mode]),
+    p95InCyclesEach: runs[mode].map((x) => x.p95InCycles), claimsPerInvocationEach: runs[mode].map((x) => x.claimsPerInvocation),
+  }));
 }
 
 const Tenant = v.object({ tenant: v.string() });

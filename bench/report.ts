@@ -240,7 +240,7 @@ function fairnessSections(r: Results): Section[] {
   const f = r.settings.config.fairness;
   if (!f) return [];
   return [{
-    title: `Fairness: one tenant's ${f.bigJobs.toLocaleString("en-US")} queued jobs beside ${f.smallKeys} tenants of ${f.smallJobsPerKey}; ${f.invocations} concurrent runOnce loops, one claim of ${f.batchSize} per call (node-postgres, no-op jobs; medians of ${r.fairness?.[0]?.bursts ?? 1} burst(s) of each, interleaved)`,
+    title: `Fairness: one tenant's ${f.bigJobs.toLocaleString("en-US")} queued jobs beside ${f.smallKeys} tenants of ${f.smallJobsPerKey}; ${f.invocations} concurrent runOnce loops, one claim of ${f.batchSize} per call (node-postgres, no-op jobs; medians of ${r.fairness?.[0]?.p95InCyclesEach.length ?? 1} burst(s) of each, interleaved)`,
     head: ["claim order", "small tenants' jobs", "wait p50 ms", "wait p95 ms", "claim cycle ms (median)", "p95 wait in claim cycles", "the same, each burst", "big tenant's jobs started first",
       "claims per invocation until the last small job", "the same, each burst"],
     rows: (r.fairness ?? []).map((x) => [x.mode === "fair" ? "fair (each tenant its fairKey)" : "plain (no keys)", fmt(x.smallJobs), fmt(x.smallWaitP50Ms), fmt(x.smallWaitP95Ms),

@@ -24,6 +24,13 @@ export function median(values: number[]): number {
   return percentile(values, 50);
 }
 
+/** One row of `rows` (at least one, all of one shape): each number field their median, every other field the first row's. */
+export function medianRow<T extends object>(rows: T[]): T {
+  const [first] = rows;
+  const each = (key: string, value: unknown) => typeof value === "number" ? median(rows.map((row) => (row as Record<string, number>)[key])) : value;
+  return Object.fromEntries(Object.entries(first).map(([key, value]) => [key, each(key, value)])) as T;
+}
+
 /** Wall time in ms that is comparable across the process (for enqueue-to-start latency). */
 export function wallMs(): number {
   return performance.timeOrigin + performance.now();

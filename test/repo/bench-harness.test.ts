@@ -6,6 +6,7 @@ import { query } from "../../src/db/query.js";
 import { openAkadze, type AkadzeTarget } from "../../bench/akadze-db.js";
 import { cpuSpentMs, snapshotCpu } from "../../bench/pg-cpu.js";
 import { best, type SweepEntry } from "../../bench/sweep.js";
+import { medianRow } from "../../bench/stats.js";
 
 describe("the bench's Postgres instruments (node-postgres)", () => {
   let target: AkadzeTarget;
@@ -44,5 +45,12 @@ describe("a sweep's pick", () => {
 
   it("is a clear error when no configuration ran", () => {
     expect(() => best([entry("c", NaN, 10, "boom")])).toThrow(/no eligible configuration/);
+  });
+});
+
+describe("a median row of repeated measurements", () => {
+  it("takes each number field's median across the rows and every other field from the first", () => {
+    const rows = [{ mode: "fair", wait: 3, cycles: 1.5 }, { mode: "fair", wait: 1, cycles: 4 }, { mode: "fair", wait: 2, cycles: 2 }];
+    expect(medianRow(rows)).toEqual({ mode: "fair", wait: 2, cycles: 2 });
   });
 });
