@@ -1,6 +1,7 @@
 // Turns the results into tables: boxed for the terminal, pipe tables for bench/RESULTS.md.
 import Table from "cli-table3";
 import { firstDrainRatio, PEERS, type Results } from "./results.js";
+import { pct } from "./stats.js";
 import type { Throughput } from "./akadze.js";
 import { WORKER_SLOTS } from "./akadze-worker.js";
 import { WARM_UP_ROUNDS } from "./fairness.js";
@@ -10,7 +11,6 @@ export interface Section { title: string; head: string[]; rows: string[][]; note
 const fmt = (n: number | null | undefined, digits = 0) =>
   n === null || n === undefined || Number.isNaN(n) ? "—" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const ratio = (n: number | undefined) => (n !== undefined && Number.isFinite(n) ? `${n.toFixed(2)}×` : "—");
-const pct = (n: number) => `${(n * 100).toFixed(0)} %`;
 
 function throughputSections(r: Results): Section[] {
   const peers = PEERS.filter((p) => r.throughput[p]);
@@ -199,11 +199,12 @@ function scaleSections(r: Results): Section[] {
   const s = r.settings.config.scaleOut;
   return [
     {
-      title: `Scale-out: K concurrent runOnce loops (slots 8, batch 16, default budget) over ${s.jobMs} ms I/O jobs, ${s.jobsPerSlot} jobs per slot`,
-      head: ["driver", "K", "jobs", "jobs/s", "share of K×8 slots busy", "invocations", "statements", "claims", "Postgres CPU ms", "CPU ms/claim", "CPU ms/job"],
-      rows: r.scaleOut.map((x) => [x.driver, String(x.k), fmt(x.jobs), fmt(x.jobsPerSec), pct(x.slotsBusy), fmt(x.invocations), fmt(x.statements),
+      title: `Scale-out: K concurrent runOnce loops (slots 8, batch 16, default budget) over ${s.jobMs} ms I/O jobs, ${s.jobsPerSlot} jobs per slot (medians of ${r.settings.config.rounds} interleaved round(s))`,
+      head: ["driver", "K", "jobs", "jobs/s", "share of K×8 slots busy", "the same, each round", "invocations", "statements", "claims", "Postgres CPU ms", "CPU ms/claim", "CPU ms/job"],
+      rows: r.scaleOut.map((x) => [x.driver, String(x.k), fmt(x.jobs), fmt(x.jobsPerSec), pct(x.slotsBusy), (x.slotsBusyEach ?? []).map(pct).join(", "), fmt(x.invocations), fmt(x.statements),
         fmt(x.claims), fmt(x.pgCpuMs), fmt(x.pgCpuPerClaimMs, 2), fmt(x.pgCpuPerJobMs, 3)]),
       notes: [
+        "Each round runs every row once, in order, each in a fresh database; every column but \"each round\" is the median of the rounds' figures (until 2026-12-05 one run per row: K=16 ranged from 46 % to 60 % of slots busy over 13 runs).",
         "Postgres CPU: utime+stime from /proc of the backends connected to the run's database, before and after (pg_stat_statements is not preloaded on this server).",
         "claims: claim statements (the ones with the `unlimited_candidates` CTE) sent by the node-postgres pool or in neon-http request bodies; the local endpoint serves neon-http with a pool of 10 connections.",
       ],

@@ -23,7 +23,7 @@ import { GRAPHILE_QUICK_SWEEP, GRAPHILE_SWEEP, graphileLabel, graphileLatency, g
 import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossLatency, pgbossSettings, pgbossSweep, pgbossThroughput, type PgBossConfig } from "./pgboss.js";
 import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type DelayedBacklog, type Machine, type Results } from "./results.js";
-import { claimCosts, scaleOut } from "./scale-out.js";
+import { claimCosts, scaleOutRounds } from "./scale-out.js";
 import { fanOutMinute } from "./fan-out.js";
 import { fairnessBursts } from "./fairness.js";
 import { fairClaimCosts } from "./fair-claim-cost.js";
@@ -295,10 +295,7 @@ async function main(): Promise<void> {
   }
   if (sections.has("scale-out")) {
     const runs: [AkadzeDriver, number][] = [...config.scaleOut.ks.map((k) => ["node-postgres", k] as [AkadzeDriver, number]), ["neon-http", config.scaleOut.neonK]];
-    for (const [driver, k] of runs) {
-      log(`scale-out: ${driver}, K=${k}`);
-      r.scaleOut.push(await scaleOut(driver, k, config.scaleOut));
-    }
+    r.scaleOut = await scaleOutRounds(runs, config.scaleOut, config.rounds, log);
   }
   if (sections.has("claim-cost")) {
     log("claim cost: idle and 16-job claims");

@@ -7,7 +7,7 @@ import { query } from "../src/db/query.js";
 import { openAkadze, type AkadzeDriver, type AkadzeTarget } from "./akadze-db.js";
 import { PG_HOST, PG_PORT, rolledBack } from "./databases.js";
 import { cpuSpentMs, snapshotCpu } from "./pg-cpu.js";
-import { median, rate, sleep, timed } from "./stats.js";
+import { median, medianRow, rate, sleep, timed } from "./stats.js";
 
 /** Each invocation's shape in the scale-out, as the issue measures it. */
 export const SCALE_SLOTS = 8;
@@ -79,6 +79,28 @@ export async function scaleOut(driver: AkadzeDriver, k: number, settings: { jobs
   } finally {
     await target.close();
   }
+}
+
+/** One run's rows over its rounds (`scaleOutRounds`): every field above is the median of the rounds', each round's share of slots busy beside. */
+export interface ScaleOutMedians extends ScaleOutRow {
+  slotsBusyEach: number[];
+}
+
+/**
+ * Each of `runs` (a driver and K) `rounds` times, interleaved (every run once a round, in order), each in a fresh
+ * database: one run of K = 16 ranged from 46 % to 60 % of slots busy over 13 runs on this machine (2026-12-05),
+ * so a single run says little.
+ */
+export async function scaleOutRounds(runs: [AkadzeDriver, number][], settings: { jobsPerSlot: number; jobMs: number }, rounds: number,
+  log: (line: string) => void): Promise<ScaleOutMedians[]> {
+  const each: ScaleOutRow[][] = runs.map(() => []);
+  for (let round = 1; round <= rounds; round++) {
+    for (const [i, [driver, k]] of runs.entries()) {
+      log(`scale-out round ${round} of ${rounds}: ${driver}, K=${k}`);
+      each[i].push(await scaleOut(driver, k, settings));
+    }
+  }
+  return each.map((rows) => ({ ...medianRow(rows), slotsBusyEach: rows.map((x) => x.slotsBusy) }));
 }
 
 export interface ClaimCost {

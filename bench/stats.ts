@@ -31,6 +31,9 @@ export function medianRow<T extends object>(rows: T[]): T {
   return Object.fromEntries(Object.entries(first).map(([key, value]) => [key, each(key, value)])) as T;
 }
 
+/** A share (0-1) as a whole percentage. */
+export const pct = (n: number): string => `${(n * 100).toFixed(0)} %`;
+
 /** Wall time in ms that is comparable across the process (for enqueue-to-start latency). */
 export function wallMs(): number {
   return performance.timeOrigin + performance.now();
