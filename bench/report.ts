@@ -201,7 +201,7 @@ function scaleSections(r: Results): Section[] {
     {
       title: `Scale-out: K concurrent runOnce loops (slots 8, batch 16, default budget) over ${s.jobMs} ms I/O jobs, ${s.jobsPerSlot} jobs per slot (medians of ${r.settings.config.rounds} interleaved round(s))`,
       head: ["driver", "K", "jobs", "jobs/s", "share of K×8 slots busy", "the same, each round", "invocations", "statements", "claims", "Postgres CPU ms", "CPU ms/claim", "CPU ms/job"],
-      rows: r.scaleOut.map((x) => [x.driver, String(x.k), fmt(x.jobs), fmt(x.jobsPerSec), pct(x.slotsBusy), (x.slotsBusyEach ?? []).map(pct).join(", "), fmt(x.invocations), fmt(x.statements),
+      rows: r.scaleOut.map((x) => [x.driver, String(x.k), fmt(x.jobs), fmt(x.jobsPerSec), pct(x.slotsBusy), x.slotsBusyEach.map(pct).join(", "), fmt(x.invocations), fmt(x.statements),
         fmt(x.claims), fmt(x.pgCpuMs), fmt(x.pgCpuPerClaimMs, 2), fmt(x.pgCpuPerJobMs, 3)]),
       notes: [
         "Each round runs every row once, in order, each in a fresh database; every column but \"each round\" is the median of the rounds' figures (until 2026-12-05 one run per row: K=16 ranged from 46 % to 60 % of slots busy over 13 runs).",

@@ -169,7 +169,7 @@ export function targets(r: Omit<Results, "targets">): Target[] {
   const k = (n: number) => r.scaleOut.find((s) => s.driver === "node-postgres" && s.k === n);
   const k16 = k(16);
   const k32 = k(32);
-  if (k16) out.push({ name: "scale-out K=16: share of slots busy", goal: "≥ 60 %", measured: `${pct(k16.slotsBusy)}${spread(k16.slotsBusyEach ?? [], "rounds", pct)}`, met: k16.slotsBusy >= 0.6 });
+  if (k16) out.push({ name: "scale-out K=16: share of slots busy", goal: "≥ 60 %", measured: `${pct(k16.slotsBusy)}${spread(k16.slotsBusyEach, "rounds", pct)}`, met: k16.slotsBusy >= 0.6 });
   const width = (n: number) => r.fanOut.find((f) => f.width === n);
   const one = width(1);
   for (const f of r.fanOut.filter((x) => x.width > 1)) {
