@@ -6,7 +6,7 @@ import { createApp, runOnce, type Duration, type FanOutOptions, type RunOnceOpti
 import { parseDuration } from "../src/core/duration.js";
 import { openAkadze } from "./akadze-db.js";
 import { cpuSpentMs, snapshotCpu } from "./pg-cpu.js";
-import { sleep } from "./stats.js";
+import { medianRow, sleep } from "./stats.js";
 
 export interface FanOutSettings {
   /** Fan-out widths (`maxInvocations`); 0 is one plain invocation per tick (no fan-out). */
@@ -17,6 +17,8 @@ export interface FanOutSettings {
   jobMs: number;
   slots: number;
   batchSize: number;
+  /** Windows of fan-out 1, the baseline every wider row's ratios divide by (its median is reported). */
+  baselineWindows: number;
 }
 
 export interface FanOutRow {
@@ -37,6 +39,28 @@ export interface FanOutRow {
   /** Postgres backends' CPU over the window (null where /proc cannot see them). */
   pgCpuMs: number | null;
   pgCpuPerJobMs: number | null;
+  /** Each window's CPU ms per job, where the row is the median of several (the baseline, fan-out 1). */
+  pgCpuPerJobEach?: (number | null)[];
+}
+
+/**
+ * Each width's window once, in order, then fan-out 1's again until it has `baselineWindows`: the baseline's row is
+ * their median, each window's CPU per job beside it. One window of it cost 1.1, 3.1 and 1.4 ms of Postgres CPU a job
+ * in three full runs on this machine (2026-12-05), as its jobs ended in waves or apart (statements 655-1,305 for the
+ * same work), and every wider row's CPU ratio divides by it.
+ */
+export async function fanOutWindows(s: FanOutSettings, log: (line: string) => void): Promise<FanOutRow[]> {
+  const rows: FanOutRow[] = [];
+  const windowOf = async (width: number) => {
+    log(`fan-out: neon-http, ${width === 0 ? "none" : `maxInvocations ${width}`}, ${s.windowMs / 1000} s after one tick`);
+    return fanOutMinute(width, s);
+  };
+  for (const width of s.widths) rows.push(await windowOf(width));
+  const baseline = rows.filter((r) => r.width === 1);
+  if (baseline.length === 0) return rows;
+  while (baseline.length < s.baselineWindows) baseline.push(await windowOf(1));
+  if (baseline.length === 1) return rows;
+  return rows.map((r) => r.width === 1 ? { ...medianRow(baseline), pgCpuPerJobEach: baseline.map((b) => b.pgCpuPerJobMs) } : r);
 }
 
 function mostAtOnce(spans: { from: number; to: number }[]): number {
@@ -76,16 +100,24 @@ export async function fanOutMinute(width: number, s: FanOutSettings): Promise<Fa
       budgets = Math.max(budgets, (summary.fanOut?.generation ?? 0) + 1);
     };
     const shape: RunOnceOptions = { db: target.db, slots: s.slots, batchSize: s.batchSize, budget: budgetMs, signal: stop.signal };
+    // Siblings and successors still ending when the tick's own invocation returns: waited for, so that their last
+    // statements are counted (and CPU) and none meets a dropped database.
+    const running = new Set<Promise<void>>();
     const fanOut: FanOutOptions = {
       maxInvocations: width,
       // The platform's part, in process: each sibling or successor is one more runOnce.
-      invoke: async (r) => count(await runOnce(app, { ...shape, id: r.id, fanOut: { ...fanOut, ticket: { chain: r.chain, generation: r.generation } } })),
+      invoke: (r) => {
+        const invocation = runOnce(app, { ...shape, id: r.id, fanOut: { ...fanOut, ticket: { chain: r.chain, generation: r.generation } } }).then(count);
+        running.add(invocation);
+        return invocation.finally(() => running.delete(invocation));
+      },
     };
     const before = await snapshotCpu(target.database!);
     deadline = performance.now() + s.windowMs;
     const timer = setTimeout(() => stop.abort(), s.windowMs);
     // Without fan-out the tick is one invocation, and the schedule does nothing else until the next minute.
     count(await runOnce(app, width === 0 ? shape : { ...shape, fanOut }));
+    while (running.size > 0) await Promise.allSettled([...running]);
     const pgCpuMs = cpuSpentMs(before, await snapshotCpu(target.database!));
     clearTimeout(timer);
     return {

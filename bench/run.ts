@@ -24,7 +24,7 @@ import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossLatency, pgbossSettings, pgboss
 import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type DelayedBacklog, type Machine, type Results } from "./results.js";
 import { claimCosts, scaleOutRounds } from "./scale-out.js";
-import { fanOutMinute } from "./fan-out.js";
+import { fanOutWindows } from "./fan-out.js";
 import { fairnessBursts } from "./fairness.js";
 import { fairClaimCosts } from "./fair-claim-cost.js";
 import { best, type SweepEntry } from "./sweep.js";
@@ -302,10 +302,7 @@ async function main(): Promise<void> {
     r.claimCost = await claimCosts(config.claimCost);
   }
   if (sections.has("fan-out")) {
-    for (const width of config.fanOut.widths) {
-      log(`fan-out: neon-http, ${width === 0 ? "none" : `maxInvocations ${width}`}, ${config.fanOut.windowMs / 1000} s after one tick`);
-      r.fanOut.push(await fanOutMinute(width, config.fanOut));
-    }
+    r.fanOut = await fanOutWindows(config.fanOut, log);
   }
 
   if (sections.has("fairness")) {
