@@ -46,8 +46,9 @@ export interface FanOutRow {
 /**
  * Each width's window once, in order, then fan-out 1's again until it has `baselineWindows`: the baseline's row is
  * their median, each window's CPU per job beside it. One window of it cost 1.1, 3.1 and 1.4 ms of Postgres CPU a job
- * in three full runs on this machine (2026-12-05), as its jobs ended in waves or apart (statements 655-1,305 for the
- * same work), and every wider row's CPU ratio divides by it.
+ * in three full runs on this machine (2026-12-05, each counting the tick's first budget only), as its jobs ended in
+ * waves or apart (statements 655-1,305 for the same work), and 2.26, 1.60 and 1.56 in the three windows of the next
+ * run; every wider row's CPU ratio divides by it.
  */
 export async function fanOutWindows(s: FanOutSettings, log: (line: string) => void): Promise<FanOutRow[]> {
   const rows: FanOutRow[] = [];
