@@ -204,7 +204,7 @@ function scaleSections(r: Results): Section[] {
       rows: r.scaleOut.map((x) => [x.driver, String(x.k), fmt(x.jobs), fmt(x.jobsPerSec), pct(x.slotsBusy), x.slotsBusyEach.map(pct).join(", "), fmt(x.invocations), fmt(x.statements),
         fmt(x.claims), fmt(x.pgCpuMs), fmt(x.pgCpuPerClaimMs, 2), fmt(x.pgCpuPerJobMs, 3)]),
       notes: [
-        "Each round runs every row once, in order, each in a fresh database; every column but \"each round\" is the median of the rounds' figures (until 2026-12-05 one run per row: K=16 ranged from 46 % to 60 % of slots busy over 13 runs).",
+        "Each round runs every row once, in order, each in a fresh database; every column but \"each round\" is the median of the rounds' figures.",
         "Postgres CPU: utime+stime from /proc of the backends connected to the run's database, before and after (pg_stat_statements is not preloaded on this server).",
         "claims: claim statements (the ones with the `unlimited_candidates` CTE) sent by the node-postgres pool or in neon-http request bodies; the local endpoint serves neon-http with a pool of 10 connections.",
       ],
@@ -232,8 +232,8 @@ function fanOutSections(r: Results): Section[] {
       fmt(x.peakLive), fmt(x.budgets), fmt(x.statements), fmt(x.pgCpuMs), fmt(x.pgCpuPerJobMs, 3)]),
     notes: [
       "Siblings and successors run in the bench's process (fan-out's plain invoke()), all on the one local Neon endpoint (a pool of 10 connections) and this machine's cores.",
-      "The chain is stopped when the window ends (runOnce's signal); jobs count if their body ended inside it. Invocations, statements and Postgres CPU (from /proc, as for the scale-out) count the whole chain, its end after the window included (until 2026-12-05 they stopped when the tick's own invocation returned, and siblings still ending met a dropped database).",
-      ...(r.fanOut ?? []).flatMap(({ width, pgCpuPerJobEach: each }) => each ? [`Fan-out ${width}, the baseline of the ratios: every column the median of ${each.length} windows (the widths' windows in order, then this one's again); CPU ms/job of each window: ${each.map((c) => fmt(c, 3)).join(", ")} (until 2026-12-05 one window: 1.1, 3.1 and 1.4 ms in three runs).`] : []),
+      "The chain is stopped when the window ends (runOnce's signal); jobs count if their body ended inside it. Invocations, statements and Postgres CPU (from /proc, as for the scale-out) count the whole chain, its end after the window included.",
+      ...(r.fanOut ?? []).flatMap(({ width, pgCpuPerJobEach: each }) => each ? [`Fan-out ${width}, the baseline of the ratios: every column the median of ${each.length} windows (the widths' windows in order, then this one's again); CPU ms/job of each window: ${each.map((c) => fmt(c, 3)).join(", ")}.`] : []),
     ],
   }];
 }

@@ -164,7 +164,7 @@ export function targets(r: Omit<Results, "targets">): Target[] {
     out.push({ name: "neon-http statements per job at batch 100", goal: "≤ 0.05", measured: measured.toFixed(4), met: measured <= 0.05 });
   }
   // A median over runs (bursts, rounds), and the runs' range where there were several.
-  const spread = (each: number[], runs = "bursts", show = (x: number) => x.toFixed(2)) =>
+  const spread = (each: number[], runs: string, show = (x: number) => x.toFixed(2)) =>
     each.length < 2 ? "" : `, median of ${each.length} ${runs}: ${show(Math.min(...each))}-${show(Math.max(...each))}`;
   const k = (n: number) => r.scaleOut.find((s) => s.driver === "node-postgres" && s.k === n);
   const k16 = k(16);
@@ -186,8 +186,8 @@ export function targets(r: Omit<Results, "targets">): Target[] {
   const fair = r.fairness?.find((x) => x.mode === "fair");
   const plain = r.fairness?.find((x) => x.mode === "plain");
   if (fair) {
-    out.push({ name: "fairness: claims per invocation until the small tenants' last job started", goal: "≤ 2", measured: `${fair.claimsPerInvocation.toFixed(2)}${spread(fair.claimsPerInvocationEach)} (plain order: ${plain ? plain.claimsPerInvocation.toFixed(1) : "—"})`, met: fair.claimsPerInvocation <= 2 });
-    out.push({ name: "fairness: small tenants' p95 wait in median claim cycles", goal: "< 2", measured: `${fair.p95InCycles.toFixed(2)}${spread(fair.p95InCyclesEach)} (plain order: ${plain ? plain.p95InCycles.toFixed(1) : "—"})`, met: fair.p95InCycles < 2 });
+    out.push({ name: "fairness: claims per invocation until the small tenants' last job started", goal: "≤ 2", measured: `${fair.claimsPerInvocation.toFixed(2)}${spread(fair.claimsPerInvocationEach, "bursts")} (plain order: ${plain ? plain.claimsPerInvocation.toFixed(1) : "—"})`, met: fair.claimsPerInvocation <= 2 });
+    out.push({ name: "fairness: small tenants' p95 wait in median claim cycles", goal: "< 2", measured: `${fair.p95InCycles.toFixed(2)}${spread(fair.p95InCyclesEach, "bursts")} (plain order: ${plain ? plain.p95InCycles.toFixed(1) : "—"})`, met: fair.p95InCycles < 2 });
   }
   for (const f of r.fairClaimCost ?? []) {
     const beside = f.delayed > 0 ? `, beside ${f.delayed.toLocaleString("en-US")} delayed jobs of other keys` : "";
