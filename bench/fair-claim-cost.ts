@@ -92,7 +92,7 @@ async function captureLaterClaim(target: AkadzeTarget, fair: boolean, batch: num
   await runOnce(app, { db: target.db, batchSize: batch, slots: batch, budget: Infinity });
   const claim = target.counter!.lastClaim;
   if (!claim) throw new Error("fair-claim-cost: no claim captured");
-  if (claim.text.includes("fair_walk as (") !== fair) throw new Error(`fair-claim-cost: captured a ${fair ? "plain" : "fair"} claim where a ${fair ? "fair" : "plain"} one was expected`);
+  if (claim.text.includes("fair_candidates as (") !== fair) throw new Error(`fair-claim-cost: captured a ${fair ? "plain" : "fair"} claim where a ${fair ? "fair" : "plain"} one was expected`);
   return claim;
 }
 
@@ -100,21 +100,19 @@ async function captureLaterClaim(target: AkadzeTarget, fair: boolean, batch: num
 const KEY_NAME = sql`'t' || lpad(k::text, 6, '0')`;
 
 /**
- * `keys` keys of `perKey` queued no-op jobs each, due a minute ago, in `layout`; and the `delayed` keys' jobs.
- * `tags`, for bench/fair-tags.ts's schema (a `fair_tag` column): each due job is tagged with its number `j` within
- * its key, as one enqueue of them all would tag it, and each delayed one with `tags.delayed` (an expression of `j`).
+ * `keys` keys of `perKey` queued no-op jobs each, due a minute ago, in `layout`, each with its turn (its number
+ * within its key, from 0: what one enqueue of them all gives); and the `delayed` keys' jobs, parked (no turn), as an
+ * enqueue for later leaves them.
  */
-export async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"], tags?: { delayed: SQL }): Promise<void> {
-  const tagColumn = tags ? sql`, fair_tag` : sql``;
-  const tag = (value: SQL) => (tags ? sql`, ${value}` : sql``);
-  await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key${tagColumn})
-    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', ${KEY_NAME}${tag(sql`j`)}
+export async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"]): Promise<void> {
+  await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key, fair_tag)
+    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', ${KEY_NAME}, j - 1
     from generate_series(1, ${keys}::int) k, generate_series(1, ${perKey}::int) j ${layout === "bursts" ? sql`order by k, j` : sql`order by j, k`}`);
   // (Each due a second after the one before: a tenant's delayed jobs rarely share a moment, and equal index
   // entries would be stored once, deduplicated, and cost a scan nearly nothing.)
   if (delayed) {
-    await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key${tagColumn})
-      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', ${KEY_NAME} || 'd'${tag(tags?.delayed ?? sql``)}
+    await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key)
+      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', ${KEY_NAME} || 'd'
       from generate_series(1, ${delayed.keys}::int) k, generate_series(1, ${delayed.perKey}::int) j`);
   }
   await db.execute(sql`analyze akadze.jobs`);
@@ -206,7 +204,7 @@ export function formatRow(r: FairCostRow): string {
   return `${r.layout}, keys ${r.keys}, batch ${r.batch}, ${r.queued} queued${r.delayed > 0 ? ` beside ${r.delayed} delayed` : ""} | plain: plan ${f2(r.plainPlanningMs)} + exec ${f2(r.plainExecutionMs)} ms, ` +
     `prepared ${f2(r.plainPreparedMs)}, unprepared ${f2(r.plainUnpreparedMs)} ms | fair: plan ${f2(r.fairPlanningMs)} + exec ${f2(r.fairExecutionMs)} ms, ` +
     `prepared ${f2(r.fairPreparedMs)}, unprepared ${f2(r.fairUnpreparedMs)} ms | fair/plain: exec ${f2(r.executionRatio)}x, plan+exec ${f2(r.serverRatio)}x, ` +
-    `prepared ${f2(r.preparedRatio)}x, unprepared ${f2(r.unpreparedRatio)}x | buffers ${r.plainBuffers} / ${r.fairBuffers}, fair probes ${r.fairIndexProbes}, ` +
+    `prepared ${f2(r.preparedRatio)}x, unprepared ${f2(r.unpreparedRatio)}x | buffers ${r.plainBuffers} / ${r.fairBuffers}, fairness index scans ${r.fairIndexProbes}, ` +
     `claimed ${r.plainClaimed} jobs of ${r.plainKeys} keys / ${r.fairClaimed} of ${r.fairKeys}`;
 }
 

@@ -1,7 +1,7 @@
 // What claims share across the cluster to hold flow control: the limits per key with their slots and tokens, and
 // the fairness cursors and weights. Re-exported by schema.ts, which drizzle-kit reads.
 import { sql } from "drizzle-orm";
-import { bigint, check, index, integer, primaryKey, smallint, text } from "drizzle-orm/pg-core";
+import { bigint, check, doublePrecision, index, integer, primaryKey, smallint, text } from "drizzle-orm/pg-core";
 import { akadze, tz } from "./schema-base.js";
 
 /** A limit per key: `maxStarts` per sliding `windowMs` and/or `maxRunning`. */
@@ -40,6 +40,11 @@ export const limitTokens = akadze.table("limit_tokens", {
 export const fairCursor = akadze.table("fair_cursor", {
   id: smallint("id").primaryKey().default(1),
   key: text("key").notNull(),
+  /**
+   * The claims' virtual time: the latest turn (`jobs.fair_tag`) a fair claim took. A job whose key has no queued
+   * job takes its turn here.
+   */
+  tag: doublePrecision("tag").notNull().default(0),
 }, (t) => [check("fair_cursor_one_row", sql`${t.id} = 1`)]);
 
 /**

@@ -11,7 +11,7 @@ import type { ErrorEntry } from "./core/errors.js";
 import type { TraceCarrier } from "./core/tracing.js";
 import { akadze, tz } from "./schema-base.js";
 import {
-  bigint, boolean, check, index, integer, jsonb, primaryKey, smallint, text, uniqueIndex,
+  bigint, boolean, check, doublePrecision, index, integer, jsonb, primaryKey, smallint, text, uniqueIndex,
 } from "drizzle-orm/pg-core";
 
 export { akadze } from "./schema-base.js";
@@ -56,6 +56,13 @@ export const jobs = akadze.table("jobs", {
    */
   fairKey: text("fair_key"),
   /**
+   * A keyed job's turn (`fair.ts`): fair claims take due keyed jobs in this order. Given by its enqueue, or by the
+   * first claim that finds it due (a job queued for later or another way: parked till then, null): one step
+   * (1 ÷ the tenant's weight) after its key's last queued job, and never before the claims' virtual time
+   * (`fair_cursor.tag`), so a key new to the queue starts at the others' next turn, not behind their backlog.
+   */
+  fairTag: doublePrecision("fair_tag"),
+  /**
    * The W3C trace context (`traceparent`, and `tracestate` if any) of the code that enqueued the job, when the
    * app traces (docs/observe.md#tracing): each run's span links to it. Null: not traced, or no span was active.
    */
@@ -86,6 +93,12 @@ export const jobs = akadze.table("jobs", {
   // A fair claim walks the keys with queued jobs through this index (one probe a key) and takes each key's next jobs.
   // By bytes (collate "C") whatever the database's collation: a tenant's sub-keys are then one range of it.
   index("jobs_fair_idx").on(sql`(${t.fairKey} collate "C")`, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.fairKey} is not null`),
+  // A fair claim takes due keyed jobs in turn order through this index, as the plain claim reads jobs_due_idx.
+  index("jobs_tag_idx").on(t.priority.desc(), t.fairTag, t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.fairTag} is not null`),
+  // A job entering the queue takes its turn after its key's last queued one: one probe of this index.
+  index("jobs_key_tag_idx").on(t.fairKey, t.fairTag).where(sql`${t.state} = 'queued' and ${t.fairTag} is not null`),
+  // Keyed jobs parked until they are due (no turn yet): a fair claim gives the due ones their turns.
+  index("jobs_parked_idx").on(t.runAt).where(sql`${t.state} = 'queued' and ${t.fairKey} is not null and ${t.fairTag} is null`),
   uniqueIndex("jobs_debounce_key_queued").on(t.task, t.debounceKey).where(sql`${t.state} = 'queued' and ${t.debounceKey} is not null`),
 ]);
 

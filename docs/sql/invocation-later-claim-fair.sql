@@ -24,44 +24,20 @@ with owner_leased as (
     ),
     "rate_limited_history" as (insert into akadze.job_history (id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context)
       select id, task, queue, args, state, priority, attempt, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, cancel_requested, errors, result, created_at, started_at, finished_at, fair_key, trace_context from (select * from rate_limited) f ),
-    fair_from as (select coalesce((select key from akadze.fair_cursor where id = 1), '') as key), fair_walk as (
-      with recursive after_cursor(key, n) as (
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), 1
-        union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > split_part(a.key, chr(1), 1) || chr(2) order by j.fair_key collate "C" limit 1), a.n + 1
-        from after_cursor a where a.key is not null and a.n < 2
-      ),
-      walked_after as (select count(*)::int as n from after_cursor where key is not null),
-      from_start(key, n) as (
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > '' and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), (select n from walked_after) + 1
-        where (select n from walked_after) < 2
-        union all
-        select (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > split_part(s.key, chr(1), 1) || chr(2) and j.fair_key collate "C" < (select key from fair_from) || chr(2) order by j.fair_key collate "C" limit 1), s.n + 1
-        from from_start s where s.key is not null and s.n < 2
-      ),
-      walked as (select key, n from after_cursor where key is not null union all select key, n from from_start where key is not null),
-      weighed as (select split_part(w.key, chr(1), 1) as tenant, w.key as first_key, w.n, coalesce(fw.weight, 1) as weight
-        from walked w left join akadze.fair_weights fw on fw.key = split_part(w.key, chr(1), 1)),
-      -- (Where the batch's remainder falls: a random point of the walked weights, drawn once per claim.)
-      fair_phase as (select floor(random() * coalesce(sum(weight), 0))::bigint as phase from weighed)
-      select tenant, first_key, n, weight, greatest(1, $5::bigint * (sum(weight) over (order by n) + (select phase from fair_phase)) / sum(weight) over () - $6::bigint * (sum(weight) over (order by n) - weight + (select phase from fair_phase)) / sum(weight) over ())::int as share from weighed
-    ), fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk), fair_candidates as (
-      select x.* from fair_keys k cross join lateral (
-        select * from (
-          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
-          from akadze.jobs j
-          where j.fair_key collate "C" = k.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($7::jsonb)))
+    fair_vt as (select coalesce((select tag from akadze.fair_cursor where id = 1), 0) as vt), fair_parked as (
+      select p.id, p.fair_key, p.priority, p.run_at from akadze.jobs p
+      where p.state = 'queued' and p.fair_key is not null and p.fair_tag is null and p.run_at <= now()
+      order by p.run_at limit 1000
+      for update of p skip locked
+    ), fair_candidates as (
+      select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key, j.fair_tag
+      from akadze.jobs j
+      where j.fair_tag is not null and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($5::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
-          order by j.priority desc nulls last, j.run_at, j.id
-          limit 2
-          for update of j skip locked
-        ) y limit k.share
-      ) x
+      order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id
+      limit 2
+      for update of j skip locked
     ),
     -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
     -- due yet are never read, however many there are.
@@ -73,9 +49,9 @@ with owner_leased as (
           order by j.priority desc nulls last limit 1)
         from p where p.priority is not null
       ) select priority from p where priority is not null) q cross join lateral (
-        select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key
+        select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key, j.fair_tag
         from akadze.jobs j
-        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($8::jsonb)))
+        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($6::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
         order by j.run_at, j.id
@@ -83,51 +59,57 @@ with owner_leased as (
         for update of j skip locked
       ) x
       limit 2
-    ) u limit (select greatest($9 - (select count(*) from fair_candidates),
-        ceil($10::float8 / ((select count(*) from fair_walk) + 1)))::int)),
+    ) u limit (select greatest($7 - count(*), ceil($8::float8 / (count(distinct fair_key) + 1)))::int from fair_candidates)),
     
     room as (
-      select l.key, least($11,
-        case when l.max_running is null then $12
+      select l.key, least($9,
+        case when l.max_running is null then $10
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $13
+        case when l.max_starts is null then $11
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
       select x.* from room r cross join lateral (
         select * from (
-          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key
+          select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key, j.fair_tag
           from akadze.jobs j
-          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($14::jsonb)))
+          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($12::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $15
+          limit $13
           for update of j skip locked
         ) y limit r.n
       ) x
       where r.n > 0
     ),
     candidates as (
-      select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
-        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.run_at, c.id)::float8
-          / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
-      from (select u.*, split_part(u.fair_key, chr(1), 1) as tenant from (select * from unlimited_candidates union all select * from limited_candidates
-       union all select * from fair_candidates) u) c left join fair_walk w on w.tenant = c.tenant
-      order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
-      limit $16
+      select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key, c.fair_rank, null::int as walk
+      from (
+        with offered as (select * from unlimited_candidates union all select * from limited_candidates
+       union all select * from fair_candidates),
+        turns as (select fair_key, fair_tag, row_number() over (partition by fair_key order by fair_tag, run_at, id) as k
+          from offered where fair_tag is not null)
+        select u.id, u.priority, u.run_at, u.stop, u.limited, u.fair_key,
+          coalesce(t.fair_tag, (select vt from fair_vt) + case when u.fair_key is null
+            then row_number() over (partition by u.fair_key is null order by u.priority desc, u.run_at, u.id) - 1 else 0 end) as fair_rank
+        from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k from offered o) u
+          left join turns t on t.fair_key = u.fair_key and t.k = u.k and u.fair_tag is not null
+      ) c
+      order by c.priority desc, c.fair_rank, c.run_at, c.id
+      limit $14
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $17 and not c.limited as start, c.fair_rank, c.walk
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $15 and not c.limited as start, c.fair_rank, c.walk
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $18,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $16,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -139,18 +121,28 @@ with owner_leased as (
       where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk
     ),
-    fair_next as (select tenant as key from (select tenant from fair_walk order by n desc limit 1) l where tenant <> (select key from fair_from)), fair_moved as (
-      update akadze.fair_cursor f set key = n.key from fair_next n
-      where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked)
+    fair_vt_next as (select greatest((select vt from fair_vt), (select max(fair_rank) from claimed)) as tag), fair_unparked as (
+      update akadze.jobs j set fair_tag = t.tag from (
+        select p.id, k.first + (row_number() over (partition by p.fair_key order by p.priority desc, p.run_at, p.id) - 1) * k.step as tag
+        from fair_parked p join (select k.fair_key, (greatest((select tag from fair_vt_next), (select j.fair_tag from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.fair_key = k.fair_key
+      order by j.fair_tag desc limit 1) + (1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(k.fair_key, chr(1), 1)), 1))) + (1 - 1) * (1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(k.fair_key, chr(1), 1)), 1))) as first, (1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(k.fair_key, chr(1), 1)), 1)) as step
+          from (select distinct fair_key from fair_parked) k) k on k.fair_key = p.fair_key
+      ) t
+      where j.id = t.id and j.id not in (select id from claimed)
+      returning j.id
+    ), fair_vt_moved as (
+      update akadze.fair_cursor f set tag = n.tag from fair_vt_next n
+      where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked) and n.tag > f.tag
       returning f.id
-    ), fair_first as (
-      insert into akadze.fair_cursor (id, key) select 1, key from fair_next where not exists (select 1 from akadze.fair_cursor)
+    ), fair_vt_first as (
+      insert into akadze.fair_cursor (id, key, tag) select 1, '', tag from fair_vt_next
+      where tag is not null and not exists (select 1 from akadze.fair_cursor)
       on conflict do nothing
       returning id
     ),
     akadze_seen as (
     insert into akadze.workers as w (id, kind, queues, started_at, last_seen_at)
-    select $19, 'invocation', $20::jsonb, $21::timestamptz, $22::timestamptz
+    select $17, 'invocation', $18::jsonb, $19::timestamptz, $20::timestamptz
     where exists (select 1 from claimed)
     on conflict (id) do update set last_seen_at = greatest(w.last_seen_at, excluded.last_seen_at), stopped_at = null,
       queues = excluded.queues
@@ -169,13 +161,14 @@ with owner_leased as (
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', exists (select 1 from akadze.jobs where state = 'queued' and (expires_at is not null or cancel_requested)),
-      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
-      or exists (select 1 from fair_walk w where (w.n <= 16 or random() * (select count(*) from fair_walk) < 16)
-        and (select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.run_at <= now()
-    and j.fair_key collate "C" > w.tenant and j.fair_key collate "C" < w.tenant || chr(2) order by j.fair_key collate "C" limit 1) is not null)), $23::text, exists (select 1 from akadze.schedules where runtime and not paused), $24::text, (select count(*) from claimed) >= $25 and exists (
+      'fair', (select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null, 'fairSubKeys', (exists (select 1 from fair_candidates where strpos(fair_key, chr(1)) > 0)
+      or not exists (select 1 from fair_candidates) and exists (select 1 from (
+        select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.run_at <= now()
+        order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id limit 2) t
+      where strpos(t.fair_key, chr(1)) > 0)), $21::text, exists (select 1 from akadze.schedules where runtime and not paused), $22::text, (select count(*) from claimed) >= $23 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $26::text, ($27::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $24::text, ($25::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

@@ -14,7 +14,7 @@ import { isClaim, statementsSent } from "../support/statements.js";
 
 const LIMIT_CTES = "limit_full as (";
 const STOP_CTES = "stops_not_due as (";
-const FAIR_CTES = "fair_walk as (";
+const FAIR_CTES = "fair_candidates as (";
 
 function limitedApp(clock: ManualClock) {
   const app = createApp({ clock: clock.now });

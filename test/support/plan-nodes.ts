@@ -32,9 +32,12 @@ export function indexPagesRead(node: PlanNode, index: string): number {
     .reduce((sum, n) => sum + (n["Shared Hit Blocks"] ?? 0) + (n["Shared Read Blocks"] ?? 0), 0);
 }
 
-/** The index scans of jobs_fair_idx under `node`, loops summed: a fair claim's probes. */
+/** The fairness indexes: the walk's, the turns', each key's last turn, the parked jobs'. */
+const FAIR_INDEXES = new Set(["jobs_fair_idx", "jobs_tag_idx", "jobs_key_tag_idx", "jobs_parked_idx"]);
+
+/** The index scans of the fairness indexes under `node`, loops summed: a fair claim's probes. */
 export function fairProbes(node: PlanNode): number {
-  return planNodes(node).reduce((sum, n) => sum + (n["Index Name"] === "jobs_fair_idx" ? n["Actual Loops"] ?? 0 : 0), 0);
+  return planNodes(node).reduce((sum, n) => sum + (FAIR_INDEXES.has(n["Index Name"] ?? "") ? n["Actual Loops"] ?? 0 : 0), 0);
 }
 
 /**

@@ -6,7 +6,8 @@ import { ownerLeaseCte } from "./owner-lease.js";
 import { movedJobsJson, noMovedJobs } from "../control/changed-job.js";
 import { limitedCandidatesCtes } from "./limited-candidates.js";
 import { sizedCtes } from "./size-cap.js";
-import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, fairSubKeysSeen } from "./fair.js";
+import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, FAIR_SUB_KEYS_SEEN, fairTurnCandidates,
+  fairTurnCtes, fairTurnCursorCtes, fairTurnPlainScan, fairTurnSubKeysSeen } from "./fair.js";
 import { cte } from "./cte-names.js";
 import type { ClaimCore, RideSql } from "./ride.js";
 
@@ -148,8 +149,10 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   const order = claimOrder(p.fair === true);
   // What the lease reads of each due job.
   const dueColumns = ["id", "start", "limited", ...(p.fair ? ["fair_rank", "walk"] : [])];
-  // A fair claim walks the keys first; its plain scan then offers what the batch still lacks (fair.ts).
-  const fair = p.fair ? fairPlainScan(p.batchSize) : null;
+  // A fair claim reads the keys' turns (or, once the process has met sub-keys, walks the keys) first; its plain
+  // scan then offers what the batch still lacks (fair.ts).
+  const subKeys = p.fairSubKeys === true;
+  const fair = p.fair ? (subKeys ? fairPlainScan(p.batchSize) : fairTurnPlainScan(p.batchSize)) : null;
   const lock = lockLimit(p.batchSize);
   const stops = p.stops !== false;
   // The plain scan's candidates, the limited keys' ones and the jobs to cancel before they are due: the batch is cut from these.
@@ -157,12 +160,13 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       ${stops ? sql`union all select * from stops_not_due` : sql``}`;
   return sql`
     with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible: anyKey, stop, now })},` : sql``}${fair ? sql`
-    ${sql.join(fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, subKeys: p.fairSubKeys === true }), sql`, `)},` : sql``}
+    ${sql.join(subKeys ? fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize })
+      : fairTurnCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
     -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
     -- due yet are never read, however many there are.
     ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
       select x.* from ${queuedPriorities(p.queues)} q cross join lateral (
-        select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key
+        select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key, j.fair_tag
         from akadze.jobs j
         where j.priority = q.priority and ${eligible} and ${unlimited}${fair ? sql` ${fair.exclude}` : sql``}
         order by j.run_at, j.id
@@ -173,7 +177,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     ${fair ? sql`) u limit ${fair.room}` : sql``}),
     ${stops ? sql`-- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
     stops_not_due as (
-      select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key
+      select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key, j.fair_tag
       from akadze.jobs j
       where ${stopsNotDue(now)} and ${ofThisClaim(p)}
       limit ${lock}
@@ -182,7 +186,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
     candidates as (
       ${p.fair
-        ? fairCandidates(offered, p.batchSize, p.fairSubKeys === true)
+        ? subKeys ? fairCandidates(offered, p.batchSize) : fairTurnCandidates(offered, p.batchSize)
         : sql`select * from (${offered}) c
       order by ${order}
       limit ${p.batchSize}`}
@@ -207,7 +211,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
     ),${p.fair ? sql`
-    ${sql.join(fairCursorCtes(p.fairSubKeys === true), sql`, `)},` : sql``}
+    ${sql.join(subKeys ? fairCursorCtes() : fairTurnCursorCtes(cte("claimed")), sql`, `)},` : sql``}
     ${sql.join(after, sql` `)}
     ${stops ? sql`-- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
@@ -226,6 +230,6 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', ${ANY_STOP_JOB},
-      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${fairSubKeysSeen(p.fairSubKeys === true, now)}` : sql``}${sql.join(report, sql``)}
+      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${subKeys ? FAIR_SUB_KEYS_SEEN : fairTurnSubKeysSeen(now, p.batchSize)}` : sql``}${sql.join(report, sql``)}
     ) as r`;
 }

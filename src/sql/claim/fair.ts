@@ -6,6 +6,10 @@ export { splitFairKey, storedFairKey } from "../../core/fair-key.js";
  * so one key's backlog never makes another key wait behind it; a key can be two-level (a tenant, then a sub-key
  * such as a repository: `fairSubKey`), and a tenant can weigh more than another (`setFairWeight`).
  *
+ * Two ways, chosen per process: by turns (`fairTurnCtes`, below: each keyed job's turn given as it enters the
+ * queue, read through one index), and, once the process has met sub-keys, the walk over tenants and their
+ * sub-keys described here (turns are per stored key, so by turns a tenant's sub-keys would each take a key's turn).
+ *
  * - A two-level key is stored as one text, `tenant \x01 sub-key` (`storedFairKey`); a tenant's keys are then
  *   the range from `tenant` to `tenant \x02` of `jobs_fair_idx`, which is ordered by bytes (`collate "C"`)
  *   whatever the database's collation. Names cannot hold those two characters.
@@ -49,28 +53,13 @@ export function claimOrder(fair: boolean, alias = ""): SQL {
 }
 
 /**
- * Whether any queued job has a fairness key: the next claim walks the keys only then. Asked for the first key in
+ * Whether any queued job has a fairness key: the next claim is fair only then. Asked for the first key in
  * index order, so it is one probe of jobs_fair_idx whatever the statistics say (an `exists` may scan the table).
  */
 export const ANY_FAIR_JOB = sql`(select fair_key from akadze.jobs where state = 'queued' and fair_key is not null order by fair_key collate "C" limit 1) is not null`;
 
-/** How many walked tenants a claim that does not walk sub-keys probes for them (see `fairSubKeysSeen`). */
-const SUB_KEY_PROBES = 16;
-
-/**
- * Whether a fair claim met a tenant with sub-keys (the next claims then walk each tenant's sub-keys: `subKeys`):
- * among the walked keys when it walked them. Else a walked tenant whose first due key is a sub-key says so at no
- * cost, and a tenant whose own key sorts before its sub-keys is found by a probe for a key after its own: for
- * every walked tenant of a small walk, and for about SUB_KEY_PROBES of a large one, drawn at random (a probe per
- * tenant cost a walk of 250 tenants half again as much; a mixed tenant is then seen within a few claims).
- */
-export function fairSubKeysSeen(subKeys: boolean, now: SQL): SQL {
-  return subKeys
-    ? sql`exists (select 1 from fair_keys where strpos(key, chr(1)) > 0)`
-    : sql`(exists (select 1 from fair_walk w where strpos(w.first_key, chr(1)) > 0)
-      or exists (select 1 from fair_walk w where (w.n <= ${sql.raw(String(SUB_KEY_PROBES))} or random() * (select count(*) from fair_walk) < ${sql.raw(String(SUB_KEY_PROBES))})
-        and ${nextKey(now, sql`w.tenant`, keyBefore(sql`w.tenant || chr(2)`))} is not null))`;
-}
+/** Whether a claim that walks sub-keys still met one (else the process goes back to turns after a while). */
+export const FAIR_SUB_KEYS_SEEN = sql`exists (select 1 from fair_keys where strpos(key, chr(1)) > 0)`;
 
 /** The job's key as jobs_fair_idx orders it. */
 const KEY = sql`j.fair_key collate "C"`;
@@ -118,7 +107,7 @@ function walkBound(batchSize: number): SQL {
  * walked tenant's keys in its own walk order `m`, and how many jobs each offers; and `fair_candidates`, each
  * walked key's next due jobs. They come before the plain scan, which offers the rest (`fairPlainScan`).
  */
-export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number; subKeys: boolean }): SQL[] {
+export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
   const bound = walkBound(o.batchSize);
   // (run_at is a column of jobs_fair_idx, so the scan checks it in the index: a delayed job costs no row read.
   // Jobs due only because they expired or a cancel was asked are not looked for: the plain scan ends them.)
@@ -154,12 +143,10 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
       fair_phase as (select floor(random() * coalesce(sum(weight), 0))::bigint as phase from weighed)
       select tenant, first_key, n, weight, ${shareOf(o.batchSize)} as share from weighed
     )`,
-    // Without sub-keys (the process has seen none: `subKeys`), each walked tenant offers its first key's jobs.
-    ...(o.subKeys ? [] : [sql`fair_keys as (select tenant, first_key as key, 1 as m, share from fair_walk)`]),
     // Each walked tenant's keys, from its own cursor (after it, then from its first key up to it), at most its
     // share of them. A tenant without sub-keys has one key: the walk's first probe found it, and with a share of
     // one no more is asked.
-    ...(!o.subKeys ? [] : [sql`fair_keys as (
+    sql`fair_keys as (
       with recursive walk(tenant, key, m, share, cur, first_key, wrapped) as (
         select w.tenant, coalesce(a.key, w.first_key), 1, w.share, c.key, w.first_key, a.key is null
         from fair_walk w left join akadze.fair_sub_cursors c on c.tenant = w.tenant
@@ -181,7 +168,7 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
       select * from jsonb_to_recordset((select jsonb_agg(jsonb_build_object('tenant', tenant, 'key', key, 'm', m, 'share', share))
           from (select tenant, key, m, ceil(share::float8 / count(*) over (partition by tenant))::int as share from walk where key is not null) w))
         as k(tenant text, key text, m int, share int)
-    )`]),
+    )`,
     // (As for limited keys: the constant inner limit lets the planner walk jobs_fair_idx; the outer one stops
     // it, and so the locking, after the key's share. A key offers at most KEY_OFFER_BOUND jobs however large its
     // share: the plain scan offers the rest of a batch that few keys share, and the planner costs each key's
@@ -189,7 +176,7 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
     sql`fair_candidates as (
       select x.* from fair_keys k cross join lateral (
         select * from (
-          select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key
+          select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key, j.fair_tag
           from akadze.jobs j
           where ${key} = k.key and ${o.eligible} and ${o.unlimited}
           order by j.priority desc nulls last, j.run_at, j.id
@@ -216,37 +203,31 @@ export function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
 }
 
 /**
- * The body of the `candidates` CTE for a fair claim: `offered` (the plain and limited candidates) and the walked
- * keys' jobs, each ranked within its key, then within its tenant (by that rank, then its key's walk position),
- * that rank made a round by the tenant's weight, and cut to the batch. Without sub-keys (`subKeys`) a tenant's
- * walked key is the tenant's own, so a job's rank within the tenant is its rank there in claim order: one window,
- * not two (the second window, with its sort, cost a fair claim of 250 jobs 3-15 % of its time).
+ * The body of the `candidates` CTE for a fair claim that walks sub-keys: `offered` (the plain and limited
+ * candidates) and the walked keys' jobs, each ranked within its key, then within its tenant (by that rank, then its
+ * key's walk position), that rank made a round by the tenant's weight, and cut to the batch.
  */
-export function fairCandidates(offered: SQL, batchSize: number, subKeys: boolean): SQL {
-  const all = sql`(${offered} union all select * from fair_candidates)`;
-  const tenant = sql`split_part(u.fair_key, chr(1), 1) as tenant`;
-  const ranked = (within: SQL, from: SQL) => sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
-        ceil(row_number() over (partition by c.tenant order by ${within})::float8
+export function fairCandidates(offered: SQL, batchSize: number): SQL {
+  return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
+        ceil(row_number() over (partition by c.tenant order by c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id)::float8
           / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
-      from ${from} c left join fair_walk w on w.tenant = c.tenant
+      from (
+        select u.*, split_part(u.fair_key, chr(1), 1) as tenant, k.m,
+          row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as key_rank
+        from (${offered} union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
+      ) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
       limit ${batchSize}`;
-  if (!subKeys) return ranked(sql`c.priority desc, c.run_at, c.id`, sql`(select u.*, ${tenant} from ${all} u)`);
-  return ranked(sql`c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id`, sql`(
-        select u.*, ${tenant}, k.m,
-          row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as key_rank
-        from ${all} u left join fair_keys k on k.key = u.fair_key
-      )`);
 }
 
 /**
  * Moves the cursor to the last walked tenant, skipping it when another claim holds it: past every tenant walked,
  * served or not, so tenants that offer this claim nothing never hold the walk in place. A walk that came round to
- * the cursor's own tenant leaves the row alone. Each walked tenant with sub-keys gets its own cursor moved the
- * same way to its last walked key (tenants without sub-keys have one key and need none).
+ * the cursor's own tenant leaves the row alone. Each walked tenant with sub-keys gets its own cursor moved the same way to its last walked key
+ * (tenants without sub-keys have one key and need none).
  */
-export function fairCursorCtes(subKeys: boolean): SQL[] {
-  const tenants = [
+export function fairCursorCtes(): SQL[] {
+  return [
     sql`fair_next as (select tenant as key from (select tenant from fair_walk order by n desc limit 1) l where tenant <> (select key from fair_from))`,
     sql`fair_moved as (
       update akadze.fair_cursor f set key = n.key from fair_next n
@@ -258,9 +239,6 @@ export function fairCursorCtes(subKeys: boolean): SQL[] {
       on conflict do nothing
       returning id
     )`,
-  ];
-  if (!subKeys) return tenants;
-  return [...tenants,
     sql`fair_sub_next as (
       select distinct on (tenant) tenant, key from fair_keys
       where tenant in (select tenant from fair_keys where key <> tenant)
@@ -279,4 +257,147 @@ export function fairCursorCtes(subKeys: boolean): SQL[] {
       returning tenant
     )`,
   ];
+}
+
+/**
+ * The most parked jobs one claim gives their turns (a row update each, about as dear as the claim's own): a
+ * tenant's burst queued for later then delays another key's parked jobs by at most its size ÷ this many claims.
+ */
+const UNPARK_BOUND = 1000;
+
+/**
+ * Fair claims by turns (a process that has met no sub-keys: `fairSubKeys` off). Each keyed job has its turn,
+ * `fair_tag`, given by its enqueue (`fairTurnsOf`) or, for a job queued another way or before it was due, by the
+ * first claim that finds it due: one step, 1 ÷ its tenant's weight, after its key's last queued job, and never
+ * before the claims' virtual time (`akadze.fair_cursor.tag`, the latest turn a claim took). So each key's first job comes before any key's second, and a key new to the queue starts at the
+ * others' next turn, not behind their backlog.
+ *
+ * - The claim reads due keyed jobs in turn order through one index (`jobs_tag_idx`), as a plain claim reads
+ *   `jobs_due_idx`: no walk over the keys, at most `batchSize` rows locked.
+ * - A keyed job queued before it is due (a delay, a runAt, a retry's backoff), or queued another way than an
+ *   enqueue (a retry, a requeue, a replay, an earlier version's enqueue), is parked: it has no turn, so the turn
+ *   order never reads past it, and takes its turn when a claim finds it due (`fair_parked`).
+ * - Its plain scan offers the other jobs (`fairTurnPlainScan`); a job without a key takes the turn after the
+ *   virtual time of its rank among them, as one more key of weight 1; a keyed job without a turn yet the
+ *   virtual time itself.
+ * - The batch is cut by priority, then turn; a key's higher-priority jobs take its earliest turns. The virtual
+ *   time moves to the latest turn claimed.
+ */
+export function fairTurnCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
+  return [
+    sql`fair_vt as (select coalesce((select tag from akadze.fair_cursor where id = 1), 0) as vt)`,
+    // Parked jobs come due: keyed jobs queued before they were due (a delay, a runAt, a retry's backoff) have no
+    // turn yet (jobs_parked_idx), so the turn order never holds one, and none takes a turn given long ago. The
+    // claim gives the due ones theirs (fairTurnCursorCtes), the earliest due first, at most UNPARK_BOUND (or four
+    // batches); till then the plain scan offers them, at the virtual time.
+    sql`fair_parked as (
+      select p.id, p.fair_key, p.priority, p.run_at from akadze.jobs p
+      where p.state = 'queued' and p.fair_key is not null and p.fair_tag is null and p.run_at <= ${o.now}
+      order by p.run_at limit ${sql.raw(String(Math.max(UNPARK_BOUND, 4 * Math.max(1, Math.floor(o.batchSize)))))}
+      for update of p skip locked
+    )`,
+    // (eligible holds state = 'queued', so the scan reads jobs_tag_idx in its order; run_at is a column of the
+    // index, so a job not due yet costs no row read.)
+    sql`fair_candidates as (
+      select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key, j.fair_tag
+      from akadze.jobs j
+      where j.fair_tag is not null and ${o.eligible} and ${o.unlimited}
+      order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id
+      limit ${walkBound(o.batchSize)}
+      for update of j skip locked
+    )`,
+  ];
+}
+
+/** A fair claim's plain scan by turns: as `fairPlainScan`, the keys being those of the turns read. */
+export function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
+  return {
+    exclude: sql`and j.id not in (select id from fair_candidates)`,
+    room: sql`(select greatest(${batchSize} - count(*), ceil(${batchSize}::float8 / (count(distinct fair_key) + 1)))::int from fair_candidates)`,
+  };
+}
+
+/**
+ * The body of the `candidates` CTE for a fair claim by turns: `offered` and the turns read, each with its turn
+ * (`fair_rank`; `walk` is null), cut to the batch.
+ */
+export function fairTurnCandidates(offered: SQL, batchSize: number): SQL {
+  // A key's higher-priority jobs take its earliest turns: the k-th of its jobs here in claim order takes the k-th
+  // of their turns (with one priority, its own).
+  return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key, c.fair_rank, null::int as walk
+      from (
+        with offered as (${offered} union all select * from fair_candidates),
+        turns as (select fair_key, fair_tag, row_number() over (partition by fair_key order by fair_tag, run_at, id) as k
+          from offered where fair_tag is not null)
+        select u.id, u.priority, u.run_at, u.stop, u.limited, u.fair_key,
+          coalesce(t.fair_tag, (select vt from fair_vt) + case when u.fair_key is null
+            then row_number() over (partition by u.fair_key is null order by u.priority desc, u.run_at, u.id) - 1 else 0 end) as fair_rank
+        from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k from offered o) u
+          left join turns t on t.fair_key = u.fair_key and t.k = u.k and u.fair_tag is not null
+      ) c
+      order by c.priority desc, c.fair_rank, c.run_at, c.id
+      limit ${batchSize}`;
+}
+
+/**
+ * Moves the virtual time to the latest turn claimed, skipping it when another claim holds its row (that one moves
+ * it). Migration 0024 makes the row: an insert here waits for another open claim's.
+ */
+export function fairTurnCursorCtes(claimed: SQL): SQL[] {
+  const key = sql`k.fair_key`;
+  return [
+    sql`fair_vt_next as (select greatest((select vt from fair_vt), (select max(fair_rank) from ${claimed})) as tag)`,
+    // (Each parked key's first turn, after the turns this claim took, then its jobs a step apart; none this claim
+    // took: a row is updated once a statement.)
+    sql`fair_unparked as (
+      update akadze.jobs j set fair_tag = t.tag from (
+        select p.id, k.first + (row_number() over (partition by p.fair_key order by p.priority desc, p.run_at, p.id) - 1) * k.step as tag
+        from fair_parked p join (select k.fair_key, ${fairTurnsOf(key, sql`1`, sql`(select tag from fair_vt_next)`)} as first, ${fairStep(key)} as step
+          from (select distinct fair_key from fair_parked) k) k on k.fair_key = p.fair_key
+      ) t
+      where j.id = t.id and j.id not in (select id from ${claimed})
+      returning j.id
+    )`,
+    sql`fair_vt_moved as (
+      update akadze.fair_cursor f set tag = n.tag from fair_vt_next n
+      where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked) and n.tag > f.tag
+      returning f.id
+    )`,
+    // (Only on a schema made without akadze's migration 0024 (drizzle-kit's path), whose first claims make the row.)
+    sql`fair_vt_first as (
+      insert into akadze.fair_cursor (id, key, tag) select 1, '', tag from fair_vt_next
+      where tag is not null and not exists (select 1 from akadze.fair_cursor)
+      on conflict do nothing
+      returning id
+    )`,
+  ];
+}
+
+/**
+ * Whether a fair claim by turns met a sub-key (the process then walks them: `fairCandidatesCtes`): among the turns
+ * it read, or, when it read none (its tasks or queues have none due), among the first due turns of any task.
+ */
+export function fairTurnSubKeysSeen(now: SQL, batchSize: number): SQL {
+  return sql`(exists (select 1 from fair_candidates where strpos(fair_key, chr(1)) > 0)
+      or not exists (select 1 from fair_candidates) and exists (select 1 from (
+        select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.run_at <= ${now}
+        order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id limit ${walkBound(batchSize)}) t
+      where strpos(t.fair_key, chr(1)) > 0))`;
+}
+
+/**
+ * The turn of the `ord`-th (from 1) of the jobs one statement queues under the stored key `key`: the first one
+ * step (1 ÷ the tenant's weight) after the key's last queued turn and never before the virtual time `vt`, the next
+ * ones a step apart.
+ */
+export function fairTurnsOf(key: SQL, ord: SQL, vt: SQL = sql`coalesce((select tag from akadze.fair_cursor where id = 1), 0)`): SQL {
+  const step = fairStep(key);
+  const last = sql`(select j.fair_tag from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.fair_key = ${key}
+      order by j.fair_tag desc limit 1)`;
+  return sql`(greatest(${vt}, ${last} + ${step}) + (${ord} - 1) * ${step})`;
+}
+
+/** The step between the turns of the stored key `key`: 1 ÷ its tenant's weight. */
+function fairStep(key: SQL): SQL {
+  return sql`(1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(${key}, chr(1), 1)), 1))`;
 }

@@ -22,7 +22,7 @@ export function limitedCandidatesCtes(p: { batchSize: number; now: SQL; eligible
     sql`${cte("limitedCandidates")} as (
       select x.* from room r cross join lateral (
         select * from (
-          select j.id, j.priority, j.run_at, ${p.stop} as stop, true as limited, j.fair_key
+          select j.id, j.priority, j.run_at, ${p.stop} as stop, true as limited, j.fair_key, j.fair_tag
           from akadze.jobs j
           where j.limit_key = r.key and ${p.eligible}
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)

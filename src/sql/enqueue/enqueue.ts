@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { msInterval, timestamp } from "../time.js";
 import type { TraceCarrier } from "../../core/tracing.js";
+import { fairTurnsOf } from "../claim/fair.js";
 
 /** The channel enqueues notify (in their own transaction), so listening workers wake at once. */
 export const JOBS_CHANNEL = "akadze_jobs";
@@ -45,13 +46,24 @@ export function insertedJobsCte(batch: JobBatch, args: unknown[], computed?: SQL
   // (Only a traced enqueue names the trace context: an untraced one sends the statement it always sent.)
   const traced = batch.traceContext === null ? null : JSON.stringify(batch.traceContext);
   return sql`inserted as (
-      insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, fair_key, created_at${traced === null ? sql`` : sql`, trace_context`})
+      insert into akadze.jobs (task, queue, args, priority, max_attempts, run_at, expires_at, unique_key, limit_key, limit_wait_ms, fair_key, fair_tag, created_at${traced === null ? sql`` : sql`, trace_context`})
       select ${batch.task}::text, ${batch.queue}::text, ${computed ? sql`a.args || ${computed}` : sql`a.args`}, ${batch.priority}::smallint, ${batch.maxAttempts}::int,
         -- expires_at is not timestamp(): no expiry must stay null, where timestamp(null) means now().
         ${batch.runAt !== null ? timestamp(batch.runAt) : batch.delayMs === 0 ? sql`now()` : sql`now() + ${msInterval(sql`${batch.delayMs}`)}`}, ${batch.expiresAt?.toISOString() ?? null}::timestamptz,
-        ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, ${batch.fairKey}::text, now()${traced === null ? sql`` : sql`, ${traced}::jsonb`}
+        ${batch.uniqueKey}::text, ${batch.limitKey}::text, ${batch.limitWaitMs}::bigint, ${batch.fairKey}::text,
+        ${fairTurn(batch)}, now()${traced === null ? sql`` : sql`, ${traced}::jsonb`}
       from jsonb_array_elements(${JSON.stringify(args)}::jsonb) with ordinality as a(args, ord)
       order by a.ord
       returning id
     )`;
+}
+
+/**
+ * A keyed job's turn (fair.ts), when it is due as it is queued; a job not due yet is parked (no turn) and takes
+ * its turn when a claim finds it due.
+ */
+function fairTurn(batch: JobBatch): SQL {
+  if (batch.fairKey === null || (batch.runAt === null && batch.delayMs > 0)) return sql`null::float8`;
+  const turns = fairTurnsOf(sql`${batch.fairKey}::text`, sql`a.ord`);
+  return batch.runAt === null ? turns : sql`case when ${timestamp(batch.runAt)} <= now() then ${turns} end`;
 }

@@ -246,5 +246,19 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "-- Queued jobs to cancel before they are due (a cancel request on a job back in the queue, an `expiresAt`), by the\n-- moment they must be cancelled: a claim finds those whose moment passed without reading the jobs not due yet.\nCREATE INDEX IF NOT EXISTS \"jobs_stop_idx\" ON \"akadze\".\"jobs\" USING btree ((case when \"cancel_requested\" then '-infinity'::timestamptz else \"expires_at\" end)) WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and (\"akadze\".\"jobs\".\"expires_at\" is not null or \"akadze\".\"jobs\".\"cancel_requested\");",
       "-- (Hand-written.) Building an index sets the table's row count to what it holds: on an empty table, 0, and the\n-- planner then takes the first backlog for a few rows and reads all of it (the statistics 0022 gave a fresh\n-- install are undone). An empty queue table gets them again, as 0022 made them.\nDO $$\nBEGIN\n  IF NOT EXISTS (SELECT 1 FROM akadze.jobs) THEN\n    INSERT INTO akadze.jobs (id, task) OVERRIDING SYSTEM VALUE SELECT -g, 'akadze.statistics' FROM generate_series(1, 100) g;\n    ANALYZE akadze.jobs;\n    DELETE FROM akadze.jobs WHERE id < 0;\n  END IF;\nEND $$;"
     ]
+  },
+  {
+    "id": 24,
+    "name": "0024_fair_tags",
+    "statements": [
+      "ALTER TABLE \"akadze\".\"jobs\" ADD COLUMN \"fair_tag\" double precision;",
+      "ALTER TABLE \"akadze\".\"fair_cursor\" ADD COLUMN \"tag\" double precision DEFAULT 0 NOT NULL;",
+      "CREATE INDEX \"jobs_tag_idx\" ON \"akadze\".\"jobs\" USING btree (\"priority\" DESC NULLS LAST,\"fair_tag\",\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_tag\" is not null;",
+      "CREATE INDEX \"jobs_key_tag_idx\" ON \"akadze\".\"jobs\" USING btree (\"fair_key\",\"fair_tag\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_tag\" is not null;",
+      "CREATE INDEX \"jobs_parked_idx\" ON \"akadze\".\"jobs\" USING btree (\"run_at\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_key\" is not null and \"akadze\".\"jobs\".\"fair_tag\" is null;",
+      "-- (Hand-written.) The claims' virtual time has its row from the start: a claim only updates it (skipping it when\n-- another claim holds it), never waits on another's insert.\nINSERT INTO akadze.fair_cursor (id, key, tag) VALUES (1, '', 0) ON CONFLICT (id) DO NOTHING;",
+      "-- (Hand-written.) The keyed jobs already queued take their turns, each key's in claim order from the start.\nUPDATE akadze.jobs j SET fair_tag = t.tag\nFROM (\n  SELECT q.id, (row_number() OVER (PARTITION BY q.fair_key ORDER BY q.priority DESC, q.run_at, q.id) - 1)::double precision\n    / coalesce(w.weight, 1) AS tag\n  FROM akadze.jobs q LEFT JOIN akadze.fair_weights w ON w.key = split_part(q.fair_key, chr(1), 1)\n  WHERE q.state = 'queued' AND q.fair_key IS NOT NULL AND q.fair_tag IS NULL AND q.run_at <= now()\n) t\nWHERE j.id = t.id AND j.state = 'queued' AND j.fair_tag IS NULL;",
+      "-- (Hand-written, as in 0023.) Building an index sets the table's row count to what it holds: an empty queue table\n-- gets the statistics 0022 gave a fresh install again.\nDO $$\nBEGIN\n  IF NOT EXISTS (SELECT 1 FROM akadze.jobs) THEN\n    INSERT INTO akadze.jobs (id, task) OVERRIDING SYSTEM VALUE SELECT -g, 'akadze.statistics' FROM generate_series(1, 100) g;\n    ANALYZE akadze.jobs;\n    DELETE FROM akadze.jobs WHERE id < 0;\n  END IF;\nEND $$;"
+    ]
   }
 ];

@@ -142,6 +142,37 @@ forEachDriver((h) => {
     expect(new Set(ran.filter((t) => t.startsWith("delayed-"))).size).toBe(50);
   });
 
+  it("a tenant's burst queued for later takes turns once due beside the others, not every turn the claims passed meanwhile", async () => {
+    // (The clock near the database's: a job is parked while it is not due by the database's clock.)
+    const clock = new ManualClock(new Date());
+    const app = createApp({ clock: clock.now });
+    const ran: string[] = [];
+    const work = app.task("tenant.work", { args: Tenant }, async ({ tenant }) => { ran.push(tenant); });
+    await work.using(h().db, { fairKey: "steady" }).enqueueMany(Array.from({ length: 500 }, () => ({ tenant: "steady" })));
+    await work.using(h().db, { fairKey: "later", delay: "1h" }).enqueueMany(Array.from({ length: 300 }, () => ({ tenant: "later" })));
+    // Twenty claims take steady's first 200 turns while later's jobs wait.
+    for (let claim = 0; claim < 20; claim++) await runOnce(app, { db: h().db, now: clock.now, batchSize: 10, slots: 10, drain: false });
+    expect(ran.filter((t) => t === "steady")).toHaveLength(200);
+    clock.advance(60 * 60_000);
+    await work.using(h().db, { fairKey: "small" }).enqueueMany([{ tenant: "small" }, { tenant: "small" }]);
+    ran.length = 0;
+    let smallServed: number | null = null;
+    for (let claim = 1; claim <= 4; claim++) {
+      await runOnce(app, { db: h().db, now: clock.now, batchSize: 9, slots: 9, drain: false });
+      if (smallServed === null && ran.filter((t) => t === "small").length === 2) smallServed = claim;
+    }
+    expect(ran).toHaveLength(36);
+    // (By the app's clock, an hour ahead of the database's, small's jobs were queued parked too: the first claim
+    // gives every parked job its turn, the next serves them.)
+    expect(smallServed).not.toBeNull();
+    expect(smallServed).toBeLessThanOrEqual(2);
+    // Later's jobs take their turns from now on (a third to a half of the claims), not the 200 steady took
+    // while they waited: given at enqueue, their turns would have put all 34 other jobs of these claims before steady's.
+    const later = ran.filter((t) => t === "later").length;
+    expect(later).toBeGreaterThanOrEqual(9);
+    expect(later).toBeLessThanOrEqual(20);
+  });
+
   it("keys whose due jobs this app cannot run are walked past: a small tenant behind 20 of them and a burst is served within 3 claims of 10", async () => {
     const clock = new ManualClock();
     const app = createApp({ clock: clock.now });

@@ -86,15 +86,18 @@ forEachDriver((h) => {
     expect(ran.map((r) => r.sub).sort()).toEqual(["", "bulk", "urgent"]);
   });
 
-  it("a process's first fair claim offers a tenant's first key; once it has met sub-keys, its claims walk them", async () => {
+  it("a process's first fair claim takes turns by key, each sub-key one; once it has met sub-keys, its claims walk the tenants", async () => {
     const { app, work, ran } = tenantApp();
     for (const repo of ["a", "b", "c"]) await enqueue(h().db, work, "acme", repo, 5);
-    await runOnce(app, { db: h().db, batchSize: 3, slots: 3, drain: false });
-    // The walk found acme's first key; the rest of the batch came from the plain scan, in claim order (key a's).
-    expect(ran.map((r) => r.sub)).toEqual(["a", "a", "a"]);
+    await enqueue(h().db, work, "beta", "", 5);
+    await runOnce(app, { db: h().db, batchSize: 4, slots: 4, drain: false });
+    // By turns, each of acme's sub-keys counts as a key of its own: three of the four turns are acme's.
+    expect(count(ran, "acme")).toBe(3);
     ran.length = 0;
-    await runOnce(app, { db: h().db, batchSize: 3, slots: 3, drain: false });
-    expect(ran.map((r) => r.sub).sort()).toEqual(["a", "b", "c"]);
+    await runOnce(app, { db: h().db, batchSize: 4, slots: 4, drain: false });
+    // The claim met sub-keys, so the next walks tenants: acme's share is two jobs, of two of its sub-keys.
+    expect({ acme: count(ran, "acme"), beta: count(ran, "beta") }).toEqual({ acme: 2, beta: 2 });
+    expect(new Set(ran.filter((r) => r.tenant === "acme").map((r) => r.sub)).size).toBe(2);
   });
 
   it("weights: a tenant of weight 3 gets 3 jobs of a claim for each of another's 1; null takes it back to 1", async () => {

@@ -38,7 +38,7 @@ it("an invocation's first claim on a fresh table, fair and with the limit CTEs, 
   const task = app.task("work", { args: Args }, async () => {});
   await task.using(t.db).enqueueMany(Array.from({ length: 4000 }, (_, n) => ({ n })));
   const [first] = await claimsOf(() => runOnce(app, { db: t.db, batchSize: 100, slots: 4, drain: false }));
-  expect(first!.text).toContain("fair_walk as (");
+  expect(first!.text).toContain("fair_candidates as (");
   expect(first!.text).toContain("limited_candidates as (");
   const { cost, threshold } = await costOf(first!);
   expect(threshold).toBe(100_000);
@@ -70,7 +70,7 @@ it("a process's first fair claim on an analyzed table whose tenants have no sub-
   for (let tenant = 0; tenant < 100; tenant++) await task.using(t.db, { fairKey: `t${tenant}` }).enqueueMany(Array.from({ length: 40 }, (_, n) => ({ n })));
   await t.rows("analyze akadze.jobs");
   const claims = await claimsOf(() => runOnce(app, { db: t.db, batchSize: 250, slots: 10, drain: false }));
-  const fair = claims.filter((c) => c.text.includes("fair_walk as ("));
+  const fair = claims.filter((c) => c.text.includes("fair_candidates as ("));
   expect(fair.length).toBeGreaterThan(0);
   for (const claim of fair) {
     const { cost, threshold } = await costOf(claim);
