@@ -74,7 +74,7 @@ export class Claimer {
     const keyed = memory.fair !== null || withFair;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, stops: withStops, fair: withFair, keyed, fairSubKeys: memory.fairSubKeys, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
+      queues: this.o.queues, limits: withLimits, stops: withStops, fair: withFair, keyed, fairSubKeys: memory.fairSubKeys, unpark: memory.parkedDue ?? true, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
     };
     const core = claimCore(params);
     const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, drains: this.o.drains, core })).filter((ride): ride is Ride => ride !== null);
@@ -101,6 +101,7 @@ export class Claimer {
     // never sends the sub-key walk (its recursive estimate alone would cost a claim JIT's compilation).
     if (result.fairSubKeys) memory.fairSubKeysSeenAt = Date.now();
     if (result.fairSubKeys !== undefined) memory.fairSubKeys = result.fairSubKeys || Date.now() - memory.fairSubKeysSeenAt < FAIR_HINT_MS;
+    if (result.parkedDue !== undefined) memory.parkedDue = result.parkedDue;
     // A rider with more to carry (runtime schedules learned with a slot due) asks for the next claim at once.
     let more = false;
     for (const ride of rides) if (ride.answered?.(result, this.o.summary.roundTrip) === true) more = true;

@@ -30,6 +30,8 @@ export interface ProcessMemory {
   /** Whether a fair claim met a tenant with sub-keys, and when it last did. */
   fairSubKeys: boolean;
   fairSubKeysSeenAt: number;
+  /** Whether the last fair claim by turns saw a parked keyed job due; null: not asked yet (the next claim gives turns). */
+  parkedDue: boolean | null;
   /** When an invocation's first claim last carried retention (riders.ts). */
   prunedAt: number;
   /** When this process last started an ANALYZE of the jobs table, and last asked whether it needs a vacuum. */
@@ -50,7 +52,7 @@ export function memoryOf(app: App): ProcessMemory {
   let memory = memories.get(app);
   if (!memory) {
     memories.set(app, (memory = {
-      limits: null, stops: null, fair: null, runtimeSchedules: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity,
+      limits: null, stops: null, fair: null, runtimeSchedules: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity, parkedDue: null,
       prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
       overNudgeBudget: new Set(),
     }));

@@ -61,6 +61,8 @@ export interface ClaimResult {
   fair: boolean;
   /** A fair claim met a tenant with sub-keys: the next fair claims walk them (absent from a plain claim). */
   fairSubKeys?: boolean;
+  /** A fair claim by turns saw a parked keyed job due: the next gives parked jobs their turns (absent otherwise). */
+  parkedDue?: boolean;
   /** Jobs the schedules' rider enqueued in the same statement. */
   scheduled?: number;
   /** What the schedules' CTEs found due, on the statement's clock (`scheduleSlotReport`), when they rode along. */

@@ -7,7 +7,7 @@ import { movedJobsJson, noMovedJobs } from "../control/changed-job.js";
 import { limitedCandidatesCtes } from "./limited-candidates.js";
 import { sizedCtes } from "./size-cap.js";
 import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, FAIR_SUB_KEYS_SEEN, fairTurnCandidates,
-  fairTurnCtes, fairTurnCursorCtes, fairTurnPlainScan, fairTurnSubKeysSeen } from "./fair.js";
+  fairParkedDue, fairTurnCtes, fairTurnCursorCtes, fairTurnPlainScan, fairTurnSubKeysSeen } from "./fair.js";
 import { cte } from "./cte-names.js";
 import type { ClaimCore, RideSql } from "./ride.js";
 
@@ -57,6 +57,11 @@ export interface ClaimParams {
    * reports whether it met a tenant with sub-keys (`fairSubKeys`), so a process walks them once it has seen one.
    */
   fairSubKeys?: boolean;
+  /**
+   * With `fair` by turns: give the due parked keyed jobs their turns (`fair.ts`). The claim reports whether any is
+   * due (`fairParkedDue`), so a process sends these CTEs only after a claim saw one. Default true.
+   */
+  unpark?: boolean;
   /**
    * The most bytes of args one claim may return (over neon-http, whose responses are capped), or null.
    * Jobs past it wait for the next claim; a job whose args alone exceed it fails with a sentence naming the cap.
@@ -152,6 +157,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   // A fair claim reads the keys' turns (or, once the process has met sub-keys, walks the keys) first; its plain
   // scan then offers what the batch still lacks (fair.ts).
   const subKeys = p.fairSubKeys === true;
+  const unpark = p.unpark !== false;
   const fair = p.fair ? (subKeys ? fairPlainScan(p.batchSize) : fairTurnPlainScan(p.batchSize)) : null;
   const lock = lockLimit(p.batchSize);
   const stops = p.stops !== false;
@@ -161,7 +167,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   return sql`
     with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible: anyKey, stop, now })},` : sql``}${fair ? sql`
     ${sql.join(subKeys ? fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize })
-      : fairTurnCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize }), sql`, `)},` : sql``}
+      : fairTurnCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, unpark }), sql`, `)},` : sql``}
     -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
     -- due yet are never read, however many there are.
     ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
@@ -211,7 +217,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
     ),${p.fair ? sql`
-    ${sql.join(subKeys ? fairCursorCtes() : fairTurnCursorCtes(cte("claimed")), sql`, `)},` : sql``}
+    ${sql.join(subKeys ? fairCursorCtes() : fairTurnCursorCtes(cte("claimed"), unpark), sql`, `)},` : sql``}
     ${sql.join(after, sql` `)}
     ${stops ? sql`-- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
@@ -230,6 +236,6 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', ${ANY_STOP_JOB},
-      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${subKeys ? FAIR_SUB_KEYS_SEEN : fairTurnSubKeysSeen(now, p.batchSize)}` : sql``}${sql.join(report, sql``)}
+      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${subKeys ? FAIR_SUB_KEYS_SEEN : fairTurnSubKeysSeen(now, p.batchSize)}` : sql``}${p.fair && !subKeys ? sql`, 'parkedDue', ${fairParkedDue(now)}` : sql``}${sql.join(report, sql``)}
     ) as r`;
 }

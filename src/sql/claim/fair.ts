@@ -283,19 +283,21 @@ const UNPARK_BOUND = 1000;
  * - The batch is cut by priority, then turn; a key's higher-priority jobs take its earliest turns. The virtual
  *   time moves to the latest turn claimed.
  */
-export function fairTurnCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
+export function fairTurnCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number; unpark: boolean }): SQL[] {
   return [
     sql`fair_vt as (select coalesce((select tag from akadze.fair_cursor where id = 1), 0) as vt)`,
+    ...(!o.unpark ? [] : [
     // Parked jobs come due: keyed jobs queued before they were due (a delay, a runAt, a retry's backoff) have no
     // turn yet (jobs_parked_idx), so the turn order never holds one, and none takes a turn given long ago. The
     // claim gives the due ones theirs (fairTurnCursorCtes), the earliest due first, at most UNPARK_BOUND (or four
-    // batches); till then the plain scan offers them, at the virtual time.
+    // batches); till then the plain scan offers them, at the virtual time. Only when the last claim saw parked
+    // jobs due (`FAIR_PARKED_DUE`, `unpark`): most fair claims neither read nor plan these CTEs.
     sql`fair_parked as (
       select p.id, p.fair_key, p.priority, p.run_at from akadze.jobs p
       where p.state = 'queued' and p.fair_key is not null and p.fair_tag is null and p.run_at <= ${o.now}
       order by p.run_at limit ${sql.raw(String(Math.max(UNPARK_BOUND, 4 * Math.max(1, Math.floor(o.batchSize)))))}
       for update of p skip locked
-    )`,
+    )`]),
     // (eligible holds state = 'queued', so the scan reads jobs_tag_idx in its order; run_at is a column of the
     // index, so a job not due yet costs no row read.)
     sql`fair_candidates as (
@@ -343,13 +345,13 @@ export function fairTurnCandidates(offered: SQL, batchSize: number): SQL {
  * Moves the virtual time to the latest turn claimed, skipping it when another claim holds its row (that one moves
  * it). Migration 0024 makes the row: an insert here waits for another open claim's.
  */
-export function fairTurnCursorCtes(claimed: SQL): SQL[] {
+export function fairTurnCursorCtes(claimed: SQL, unpark: boolean): SQL[] {
   const key = sql`k.fair_key`;
   return [
     sql`fair_vt_next as (select greatest((select vt from fair_vt), (select max(fair_rank) from ${claimed})) as tag)`,
     // (Each parked key's first turn, after the turns this claim took, then its jobs a step apart; none this claim
     // took: a row is updated once a statement.)
-    sql`fair_unparked as (
+    ...(!unpark ? [] : [sql`fair_unparked as (
       update akadze.jobs j set fair_tag = t.tag from (
         select p.id, k.first + (row_number() over (partition by p.fair_key order by p.priority desc, p.run_at, p.id) - 1) * k.step as tag
         from fair_parked p join (select k.fair_key, ${fairTurnsOf(key, sql`1`, sql`(select tag from fair_vt_next)`)} as first, ${fairStep(key)} as step
@@ -357,7 +359,7 @@ export function fairTurnCursorCtes(claimed: SQL): SQL[] {
       ) t
       where j.id = t.id and j.id not in (select id from ${claimed})
       returning j.id
-    )`,
+    )`]),
     sql`fair_vt_moved as (
       update akadze.fair_cursor f set tag = n.tag from fair_vt_next n
       where f.id = (select id from akadze.fair_cursor where id = 1 for update skip locked) and n.tag > f.tag
@@ -371,6 +373,11 @@ export function fairTurnCursorCtes(claimed: SQL): SQL[] {
       returning id
     )`,
   ];
+}
+
+/** Whether a parked keyed job is due at `now`: the next fair claim by turns gives parked jobs their turns only then. */
+export function fairParkedDue(now: SQL): SQL {
+  return sql`exists (select 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_tag is null and j.run_at <= ${now})`;
 }
 
 /**
