@@ -165,7 +165,8 @@ with owner_leased as (
       or not exists (select 1 from fair_candidates) and exists (select 1 from (
         select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.run_at <= now()
         order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id limit 2) t
-      where strpos(t.fair_key, chr(1)) > 0)), 'parkedDue', exists (select 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_tag is null and j.run_at <= now()), $21::text, exists (select 1 from akadze.schedules where runtime and not paused), $22::text, (select count(*) from claimed) >= $23 and exists (
+      where strpos(t.fair_key, chr(1)) > 0)), 'parkedDue', coalesce((select j.run_at from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_tag is null
+      order by j.run_at limit 1) <= now(), false), $21::text, exists (select 1 from akadze.schedules where runtime and not paused), $22::text, (select count(*) from claimed) >= $23 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples

@@ -375,9 +375,14 @@ export function fairTurnCursorCtes(claimed: SQL, unpark: boolean): SQL[] {
   ];
 }
 
-/** Whether a parked keyed job is due at `now`: the next fair claim by turns gives parked jobs their turns only then. */
+/**
+ * Whether a parked keyed job is due at `now`: the next fair claim by turns gives parked jobs their turns only then.
+ * Asked for the earliest parked job in index order (jobs_parked_idx), so it is one probe whatever the statistics
+ * say: as an `exists`, the planner read a million delayed jobs' rows to find none due (220 ms).
+ */
 export function fairParkedDue(now: SQL): SQL {
-  return sql`exists (select 1 from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_tag is null and j.run_at <= ${now})`;
+  return sql`coalesce((select j.run_at from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_tag is null
+      order by j.run_at limit 1) <= ${now}, false)`;
 }
 
 /**
