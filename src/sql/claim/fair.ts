@@ -269,8 +269,9 @@ const UNPARK_BOUND = 1000;
  * Fair claims by turns (a process that has met no sub-keys: `fairSubKeys` off). Each keyed job has its turn,
  * `fair_tag`, given by its enqueue (`fairTurnsOf`) or, for a job queued another way or before it was due, by the
  * first claim that finds it due: one step, 1 ÷ its tenant's weight, after its key's last queued job, and never
- * before the claims' virtual time (`akadze.fair_cursor.tag`, the latest turn a claim took). So each key's first job comes before any key's second, and a key new to the queue starts at the
- * others' next turn, not behind their backlog.
+ * before the claims' virtual time (`akadze.fair_cursor.tag`, the latest turn a claim took). So each key's first
+ * job comes before any key's second, and a key new to the queue starts at the others' next turn, not behind their
+ * backlog.
  *
  * - The claim reads due keyed jobs in turn order through one index (`jobs_tag_idx`), as a plain claim reads
  *   `jobs_due_idx`: no walk over the keys, at most `batchSize` rows locked.
@@ -291,7 +292,7 @@ export function fairTurnCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop:
     // turn yet (jobs_parked_idx), so the turn order never holds one, and none takes a turn given long ago. The
     // claim gives the due ones theirs (fairTurnCursorCtes), the earliest due first, at most UNPARK_BOUND (or four
     // batches); till then the plain scan offers them, at the virtual time. Only when the last claim saw parked
-    // jobs due (`FAIR_PARKED_DUE`, `unpark`): most fair claims neither read nor plan these CTEs.
+    // jobs due (`fairParkedDue`, `unpark`): most fair claims neither read nor plan these CTEs.
     sql`fair_parked as (
       select p.id, p.fair_key, p.priority, p.run_at from akadze.jobs p
       where p.state = 'queued' and p.fair_key is not null and p.fair_tag is null and p.run_at <= ${o.now}
@@ -343,7 +344,8 @@ export function fairTurnCandidates(offered: SQL, batchSize: number): SQL {
 
 /**
  * Moves the virtual time to the latest turn claimed, skipping it when another claim holds its row (that one moves
- * it). Migration 0024 makes the row: an insert here waits for another open claim's.
+ * it), and gives the due parked jobs their turns (`unpark`). Migration 0024 makes the row; only where it is missing
+ * does a claim insert it, and a claim beside another's uncommitted insert then waits for it.
  */
 export function fairTurnCursorCtes(claimed: SQL, unpark: boolean): SQL[] {
   const key = sql`k.fair_key`;
