@@ -56,7 +56,7 @@ export const jobs = akadze.table("jobs", {
    */
   fairKey: text("fair_key"),
   /**
-   * A keyed job's turn (`fair.ts`): fair claims take due keyed jobs in this order. Given by its enqueue, or by the
+   * A keyed job's turn (`sql/claim/fair-turns.ts`): fair claims take due keyed jobs in this order. Given by its enqueue, or by the
    * first claim that finds it due (a job queued for later or another way: parked till then, null): one step
    * (1 ÷ the tenant's weight) after its key's last queued job, and never before the claims' virtual time
    * (`fair_cursor.tag`), so a key new to the queue starts at the others' next turn, not behind their backlog.

@@ -6,8 +6,9 @@ import { ownerLeaseCte } from "./owner-lease.js";
 import { movedJobsJson, noMovedJobs } from "../control/changed-job.js";
 import { limitedCandidatesCtes } from "./limited-candidates.js";
 import { sizedCtes } from "./size-cap.js";
-import { ANY_FAIR_JOB, claimOrder, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan, FAIR_SUB_KEYS_SEEN, fairTurnCandidates,
-  fairParkedDue, fairTurnCtes, fairTurnCursorCtes, fairTurnPlainScan, fairTurnSubKeysSeen } from "./fair.js";
+import { ANY_FAIR_JOB, claimOrder } from "./fair.js";
+import { FAIR_SUB_KEYS_SEEN, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan } from "./fair-walk.js";
+import { fairParkedDue, fairTurnCandidates, fairTurnCtes, fairTurnCursorCtes, fairTurnPlainScan, fairTurnSubKeysSeen } from "./fair-turns.js";
 import { cte } from "./cte-names.js";
 import type { ClaimCore, RideSql } from "./ride.js";
 
@@ -53,12 +54,12 @@ export interface ClaimParams {
    */
   stops?: boolean;
   /**
-   * With `fair`: walk each tenant's sub-keys too (`fair.ts`). Off, a tenant offers its first key's jobs; the claim
-   * reports whether it met a tenant with sub-keys (`fairSubKeys`), so a process walks them once it has seen one.
+   * With `fair`: walk the tenants and their sub-keys (`fair-walk.ts`). Off, the claim goes by turns
+   * (`fair-turns.ts`) and reports whether it met a sub-key (`fairSubKeys`), so a process walks once it has seen one.
    */
   fairSubKeys?: boolean;
   /**
-   * With `fair` by turns: give the due parked keyed jobs their turns (`fair.ts`). The claim reports whether any is
+   * With `fair` by turns: give the due parked keyed jobs their turns (`fair-turns.ts`). The claim reports whether any is
    * due (`fairParkedDue`), so a process sends these CTEs only after a claim saw one. Default true.
    */
   unpark?: boolean;
@@ -155,7 +156,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   // What the lease reads of each due job.
   const dueColumns = ["id", "start", "limited", ...(p.fair ? ["fair_rank", "walk"] : [])];
   // A fair claim reads the keys' turns (or, once the process has met sub-keys, walks the keys) first; its plain
-  // scan then offers what the batch still lacks (fair.ts).
+  // scan then offers what the batch still lacks (fair-turns.ts, fair-walk.ts).
   const subKeys = p.fairSubKeys === true;
   const unpark = p.unpark !== false;
   const fair = p.fair ? (subKeys ? fairPlainScan(p.batchSize) : fairTurnPlainScan(p.batchSize)) : null;

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { msInterval, timestamp } from "../time.js";
 import type { TraceCarrier } from "../../core/tracing.js";
-import { fairTurnsOf } from "../claim/fair.js";
+import { fairTurnsOf } from "../claim/fair-turns.js";
 
 /** The channel enqueues notify (in their own transaction), so listening workers wake at once. */
 export const JOBS_CHANNEL = "akadze_jobs";
@@ -59,7 +59,7 @@ export function insertedJobsCte(batch: JobBatch, args: unknown[], computed?: SQL
 }
 
 /**
- * A keyed job's turn (fair.ts), when it is due as it is queued; a job not due yet is parked (no turn) and takes
+ * A keyed job's turn (fair-turns.ts), when it is due as it is queued; a job not due yet is parked (no turn) and takes
  * its turn when a claim finds it due.
  */
 function fairTurn(batch: JobBatch): SQL {

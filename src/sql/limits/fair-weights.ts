@@ -8,7 +8,7 @@ export function setFairWeightStatement(key: string, weight: number | null): SQL 
     : sql`insert into akadze.fair_weights (key, weight) values (${key}, ${weight}::int)
     on conflict (key) do update set weight = excluded.weight, updated_at = now()`;
   // The tenant's queued jobs take their turns again at the new step (1 / weight), each key's from its first queued
-  // turn: a weight applies to the backlog already queued, not only to the jobs enqueued after it (fair.ts).
+  // turn: a weight applies to the backlog already queued, not only to the jobs enqueued after it (fair-turns.ts).
   return sql`with weighed as (${set}),
     turns as (
       select q.id, min(q.fair_tag) over (partition by q.fair_key)
