@@ -59,7 +59,7 @@ with owner_leased as (
         for update of j skip locked
       ) x
       limit 2
-    ) u limit (select greatest($7 - count(*), ceil($8::float8 / (count(distinct fair_key) + 1)))::int from fair_candidates)),
+    ) u limit (select greatest($7 - count(*), 1, least($8, ceil(max(fair_tag) - (select vt from fair_vt))))::int from fair_candidates)),
     
     room as (
       select l.key, least($9,
@@ -87,15 +87,13 @@ with owner_leased as (
     candidates as (
       select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key, c.fair_rank, null::int as walk
       from (
-        with offered as (select * from unlimited_candidates union all select * from limited_candidates
-       union all select * from fair_candidates),
-        turns as (select fair_key, fair_tag, row_number() over (partition by fair_key order by fair_tag, run_at, id) as k
-          from offered where fair_tag is not null)
         select u.id, u.priority, u.run_at, u.stop, u.limited, u.fair_key,
-          coalesce(t.fair_tag, (select vt from fair_vt) + case when u.fair_key is null
-            then row_number() over (partition by u.fair_key is null order by u.priority desc, u.run_at, u.id) - 1 else 0 end) as fair_rank
-        from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k from offered o) u
-          left join turns t on t.fair_key = u.fair_key and t.k = u.k and u.fair_tag is not null
+          case when u.fair_key is null then (select vt from fair_vt) + u.k - 1 when u.fair_tag is null then (select vt from fair_vt)
+            else coalesce(nth_value(u.fair_tag, u.k::int) over (partition by u.fair_key order by u.fair_tag
+              rows between unbounded preceding and unbounded following), (select vt from fair_vt)) end as fair_rank
+        from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k
+          from (select * from unlimited_candidates union all select * from limited_candidates
+       union all select * from fair_candidates) o) u
       ) c
       order by c.priority desc, c.fair_rank, c.run_at, c.id
       limit $14

@@ -60,11 +60,16 @@ export function fairTurnCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop:
   ];
 }
 
-/** A fair claim's plain scan by turns: as `fairPlainScan`, the keys being those of the turns read. */
+/**
+ * A fair claim's plain scan by turns: as `fairPlainScan`, and it offers as many jobs as the batch lacks, or, when
+ * the turns read fill it, one a turn from the virtual time to the latest of them (at least one): jobs without a
+ * key are one more key of weight 1, taking the turns from the virtual time on (`fairTurnCandidates`), so more of
+ * them could not make the cut, and each job it locked past that would be held from other claims for nothing.
+ */
 export function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
   return {
     exclude: NOT_FAIR_CANDIDATE,
-    room: sql`(select greatest(${batchSize} - count(*), ceil(${batchSize}::float8 / (count(distinct fair_key) + 1)))::int from fair_candidates)`,
+    room: sql`(select greatest(${batchSize} - count(*), 1, least(${batchSize}, ceil(max(fair_tag) - (select vt from fair_vt))))::int from fair_candidates)`,
   };
 }
 
@@ -74,17 +79,17 @@ export function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL 
  */
 export function fairTurnCandidates(offered: SQL, batchSize: number): SQL {
   // A key's higher-priority jobs take its earliest turns: the k-th of its jobs here in claim order takes the k-th
-  // of their turns (with one priority, its own).
+  // of their turns (with one priority, its own). Jobs without a key are one partition of that order too (their
+  // turns are null): the k-th of them takes the k-th turn from the virtual time.
+  const vt = sql`(select vt from fair_vt)`;
   return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key, c.fair_rank, null::int as walk
       from (
-        with offered as (${offered} union all select * from fair_candidates),
-        turns as (select fair_key, fair_tag, row_number() over (partition by fair_key order by fair_tag, run_at, id) as k
-          from offered where fair_tag is not null)
         select u.id, u.priority, u.run_at, u.stop, u.limited, u.fair_key,
-          coalesce(t.fair_tag, (select vt from fair_vt) + case when u.fair_key is null
-            then row_number() over (partition by u.fair_key is null order by u.priority desc, u.run_at, u.id) - 1 else 0 end) as fair_rank
-        from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k from offered o) u
-          left join turns t on t.fair_key = u.fair_key and t.k = u.k and u.fair_tag is not null
+          case when u.fair_key is null then ${vt} + u.k - 1 when u.fair_tag is null then ${vt}
+            else coalesce(nth_value(u.fair_tag, u.k::int) over (partition by u.fair_key order by u.fair_tag
+              rows between unbounded preceding and unbounded following), ${vt}) end as fair_rank
+        from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k
+          from (${offered} union all select * from fair_candidates) o) u
       ) c
       order by c.priority desc, c.fair_rank, c.run_at, c.id
       limit ${batchSize}`;
