@@ -118,10 +118,12 @@ function loopThrough(graph: Map<string, string[]>, start: string, inside: Set<st
 const ALLOWED: Record<string, string[]> = {
   core: [],
   sql: ["core"],
-  schema: ["core", "schema-base", "schema-beside", "schema-flow"],
+  schema: ["core", "schema-base", "schema-beside", "schema-cluster", "schema-flow", "schema-workflow"],
   "schema-base": [],
   "schema-beside": ["schema-base"],
+  "schema-cluster": ["schema-base"],
   "schema-flow": ["schema-base"],
+  "schema-workflow": ["core", "schema-base"],
   db: ["core", "sql"],
   connect: ["core", "db"],
   migrate: ["core", "db", "sql"],
