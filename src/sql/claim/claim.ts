@@ -7,8 +7,8 @@ import { movedJobsJson, noMovedJobs } from "../control/changed-job.js";
 import { limitedCandidatesCtes } from "./limited-candidates.js";
 import { sizedCtes } from "./size-cap.js";
 import { ANY_FAIR_JOB, claimOrder } from "./fair.js";
-import { FAIR_SUB_KEYS_SEEN, fairCandidates, fairCandidatesCtes, fairCursorCtes, fairPlainScan } from "./fair-walk.js";
-import { fairParkedDue, fairTurnCandidates, fairTurnCtes, fairTurnCursorCtes, fairTurnPlainScan, fairTurnSubKeysSeen } from "./fair-turns.js";
+import { fairByWalk } from "./fair-walk.js";
+import { fairByTurns } from "./fair-turns.js";
 import { cte } from "./cte-names.js";
 import type { ClaimCore, RideSql } from "./ride.js";
 
@@ -157,9 +157,8 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   const dueColumns = ["id", "start", "limited", ...(p.fair ? ["fair_rank", "walk"] : [])];
   // A fair claim reads the keys' turns (or, once the process has met sub-keys, walks the keys) first; its plain
   // scan then offers what the batch still lacks (fair-turns.ts, fair-walk.ts).
-  const subKeys = p.fairSubKeys === true;
-  const unpark = p.unpark !== false;
-  const fair = p.fair ? (subKeys ? fairPlainScan(p.batchSize) : fairTurnPlainScan(p.batchSize)) : null;
+  const scan = { now, eligible, unlimited, stop, batchSize: p.batchSize };
+  const fair = !p.fair ? null : p.fairSubKeys === true ? fairByWalk(scan) : fairByTurns({ ...scan, unpark: p.unpark !== false, claimed: cte("claimed") });
   const lock = lockLimit(p.batchSize);
   const stops = p.stops !== false;
   // The plain scan's candidates, the limited keys' ones and the jobs to cancel before they are due: the batch is cut from these.
@@ -167,21 +166,20 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       ${stops ? sql`union all select * from stops_not_due` : sql``}`;
   return sql`
     with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible: anyKey, stop, now })},` : sql``}${fair ? sql`
-    ${sql.join(subKeys ? fairCandidatesCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize })
-      : fairTurnCtes({ now, eligible, unlimited, stop, batchSize: p.batchSize, unpark }), sql`, `)},` : sql``}
+    ${sql.join(fair.before, sql`, `)},` : sql``}
     -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
     -- due yet are never read, however many there are.
     ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
       select x.* from ${queuedPriorities(p.queues)} q cross join lateral (
         select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key, j.fair_tag
         from akadze.jobs j
-        where j.priority = q.priority and ${eligible} and ${unlimited}${fair ? sql` ${fair.exclude}` : sql``}
+        where j.priority = q.priority and ${eligible} and ${unlimited}${fair ? sql` ${fair.plainScan.exclude}` : sql``}
         order by j.run_at, j.id
         limit ${lock}
         for update of j skip locked
       ) x
       limit ${lock}
-    ${fair ? sql`) u limit ${fair.room}` : sql``}),
+    ${fair ? sql`) u limit ${fair.plainScan.room}` : sql``}),
     ${stops ? sql`-- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
     stops_not_due as (
       select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key, j.fair_tag
@@ -192,8 +190,8 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     ),` : sql``}
     ${limited.length > 0 ? sql`${sql.join(limited, sql`, `)},` : sql``}
     candidates as (
-      ${p.fair
-        ? subKeys ? fairCandidates(offered, p.batchSize) : fairTurnCandidates(offered, p.batchSize)
+      ${fair
+        ? fair.candidates(offered)
         : sql`select * from (${offered}) c
       order by ${order}
       limit ${p.batchSize}`}
@@ -217,8 +215,8 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
         unnest(${sql.raw(dueColumns.map((c) => `b.${c}`).join(", "))}) as d(${sql.raw(dueColumns.join(", "))})
       where j.id = d.id
       returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
-    ),${p.fair ? sql`
-    ${sql.join(subKeys ? fairCursorCtes() : fairTurnCursorCtes(cte("claimed"), unpark), sql`, `)},` : sql``}
+    ),${fair ? sql`
+    ${sql.join(fair.after, sql`, `)},` : sql``}
     ${sql.join(after, sql` `)}
     ${stops ? sql`-- Cancelled or expired before they ran: out of the queue table, into the history.
     cancelled as (
@@ -237,6 +235,6 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', ${ANY_STOP_JOB},
-      'fair', ${ANY_FAIR_JOB}${p.fair ? sql`, 'fairSubKeys', ${subKeys ? FAIR_SUB_KEYS_SEEN : fairTurnSubKeysSeen(now, p.batchSize)}` : sql``}${p.fair && !subKeys ? sql`, 'parkedDue', ${fairParkedDue(now)}` : sql``}${sql.join(report, sql``)}
+      'fair', ${ANY_FAIR_JOB}${fair ? fair.report : sql``}${sql.join(report, sql``)}
     ) as r`;
 }

@@ -8,7 +8,7 @@ import { sql, type SQL } from "drizzle-orm";
 export const CTE = {
   /** Defined by the claim (claim.ts): the jobs it leased. Read by `statisticsStale` (analyze.ts) and `invocationSeenCte` (register-worker.ts). */
   claimed: "claimed",
-  /** Defined by the claim (claim.ts): the plain scan's candidates. Read by `fairCandidatesCtes` (fair.ts), which offers the rest. */
+  /** Defined by the claim (claim.ts): the plain scan's candidates. Read by its `candidates`, and a fair claim's (`FairWay.candidates`, fair.ts) through what it is offered. */
   unlimitedCandidates: "unlimited_candidates",
   /** Defined by the claim (limited-candidates.ts) when limits exist: each limit key's candidates. Read by `backlogCte` (backlog.ts). */
   limitedCandidates: "limited_candidates",

@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { NOT_FAIR_CANDIDATE, walkBound } from "./fair.js";
+import { NOT_FAIR_CANDIDATE, walkBound, type FairScan, type FairWay } from "./fair.js";
 
 /**
  * The most parked jobs one claim gives their turns (a row update each, about as dear as the claim's own): a
@@ -32,7 +32,7 @@ const TURN_ORDER = sql`j.priority desc nulls last, j.fair_tag, j.run_at, j.id`;
  * - The batch is cut by priority, then turn; a key's higher-priority jobs take its earliest turns. The virtual
  *   time moves to the latest turn claimed.
  */
-export function fairTurnCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number; unpark: boolean }): SQL[] {
+function fairTurnCtes(o: FairScan & { unpark: boolean }): SQL[] {
   return [
     sql`fair_vt as (select ${VIRTUAL_TIME} as vt)`,
     ...(!o.unpark ? [] : [
@@ -66,7 +66,7 @@ export function fairTurnCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop:
  * key are one more key of weight 1, taking the turns from the virtual time on (`fairTurnCandidates`), so more of
  * them could not make the cut, and each job it locked past that would be held from other claims for nothing.
  */
-export function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
+function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
   return {
     exclude: NOT_FAIR_CANDIDATE,
     room: sql`(select greatest(${batchSize} - count(*), 1, least(${batchSize}, ceil(max(fair_tag) - (select vt from fair_vt))))::int from fair_candidates)`,
@@ -77,7 +77,7 @@ export function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL 
  * The body of the `candidates` CTE for a fair claim by turns: `offered` and the turns read, each with its turn
  * (`fair_rank`; `walk` is null), cut to the batch.
  */
-export function fairTurnCandidates(offered: SQL, batchSize: number): SQL {
+function fairTurnCandidates(offered: SQL, batchSize: number): SQL {
   // A key's higher-priority jobs take its earliest turns: the k-th of its jobs here in claim order takes the k-th
   // of their turns (with one priority, its own). Jobs without a key are one partition of that order too (their
   // turns are null): the k-th of them takes the k-th turn from the virtual time.
@@ -100,7 +100,7 @@ export function fairTurnCandidates(offered: SQL, batchSize: number): SQL {
  * it), and gives the due parked jobs their turns (`unpark`). Migration 0024 makes the row; only where it is missing
  * does a claim insert it, and a claim beside another's uncommitted insert then waits for it.
  */
-export function fairTurnCursorCtes(claimed: SQL, unpark: boolean): SQL[] {
+function fairTurnCursorCtes(claimed: SQL, unpark: boolean): SQL[] {
   const key = sql`k.fair_key`;
   return [
     sql`fair_vt_next as (select greatest((select vt from fair_vt), (select max(fair_rank) from ${claimed})) as tag)`,
@@ -135,7 +135,7 @@ export function fairTurnCursorCtes(claimed: SQL, unpark: boolean): SQL[] {
  * Asked for the earliest parked job in index order (jobs_parked_idx), so it is one probe whatever the statistics
  * say: as an `exists`, the planner read a million delayed jobs' rows to find none due (220 ms).
  */
-export function fairParkedDue(now: SQL): SQL {
+function fairParkedDue(now: SQL): SQL {
   return sql`coalesce((select j.run_at from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_tag is null
       order by j.run_at limit 1) <= ${now}, false)`;
 }
@@ -144,7 +144,7 @@ export function fairParkedDue(now: SQL): SQL {
  * Whether a fair claim by turns met a sub-key (the process then walks them: fair-walk.ts): among the turns
  * it read, or, when it read none (its tasks or queues have none due), among the first due turns of any task.
  */
-export function fairTurnSubKeysSeen(now: SQL, batchSize: number): SQL {
+function fairTurnSubKeysSeen(now: SQL, batchSize: number): SQL {
   return sql`(exists (select 1 from fair_candidates where strpos(fair_key, chr(1)) > 0)
       or not exists (select 1 from fair_candidates) and exists (select 1 from (
         select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.run_at <= ${now}
@@ -167,4 +167,18 @@ export function fairTurnsOf(key: SQL, ord: SQL, vt: SQL = VIRTUAL_TIME): SQL {
 /** The step between the turns of the stored key `key`: 1 ÷ its tenant's weight. */
 function fairStep(key: SQL): SQL {
   return sql`(1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(${key}, chr(1), 1)), 1))`;
+}
+
+/**
+ * A fair claim by turns (a process that has met no sub-keys): `claimed`, the claim's CTE of the jobs it took;
+ * `unpark`, whether it gives the due parked jobs their turns (the last claim saw one due).
+ */
+export function fairByTurns(o: FairScan & { unpark: boolean; claimed: SQL }): FairWay {
+  return {
+    before: fairTurnCtes(o),
+    plainScan: fairTurnPlainScan(o.batchSize),
+    candidates: (offered) => fairTurnCandidates(offered, o.batchSize),
+    after: fairTurnCursorCtes(o.claimed, o.unpark),
+    report: sql`, 'fairSubKeys', ${fairTurnSubKeysSeen(o.now, o.batchSize)}, 'parkedDue', ${fairParkedDue(o.now)}`,
+  };
 }

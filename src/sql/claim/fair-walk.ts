@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { byBytes, NOT_FAIR_CANDIDATE, walkBound } from "./fair.js";
+import { byBytes, NOT_FAIR_CANDIDATE, walkBound, type FairScan, type FairWay } from "./fair.js";
 
 /**
  * Fair claims that walk the tenants and their sub-keys (fair.ts): a process sends them once it has met a sub-key.
@@ -25,7 +25,7 @@ import { byBytes, NOT_FAIR_CANDIDATE, walkBound } from "./fair.js";
  */
 
 /** Whether a claim that walks sub-keys still met one (else the process goes back to turns after a while). */
-export const FAIR_SUB_KEYS_SEEN = sql`exists (select 1 from fair_keys where strpos(key, chr(1)) > 0)`;
+const FAIR_SUB_KEYS_SEEN = sql`exists (select 1 from fair_keys where strpos(key, chr(1)) > 0)`;
 
 /** The job's key as jobs_fair_idx orders it. */
 const KEY = sql`j.fair_key collate "C"`;
@@ -68,7 +68,7 @@ function shareOf(batchSize: number): SQL {
  * walked tenant's keys in its own walk order `m`, and how many jobs each offers; and `fair_candidates`, each
  * walked key's next due jobs. They come before the plain scan, which offers the rest (`fairPlainScan`).
  */
-export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }): SQL[] {
+function fairCandidatesCtes(o: FairScan): SQL[] {
   const bound = walkBound(o.batchSize);
   // (run_at is a column of jobs_fair_idx, so the scan checks it in the index: a delayed job costs no row read.
   // Jobs due only because they expired or a cancel was asked are not looked for: the plain scan ends them.)
@@ -155,7 +155,7 @@ export function fairCandidatesCtes(o: { now: SQL; eligible: SQL; unlimited: SQL;
  * least a tenant's share, so jobs without a key get their turn as one more tenant. Past that the plain scan
  * would only lock rows the batch cut drops.
  */
-export function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
+function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
   return {
     exclude: NOT_FAIR_CANDIDATE,
     room: sql`(select greatest(${batchSize} - (select count(*) from fair_candidates),
@@ -168,7 +168,7 @@ export function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
  * candidates) and the walked keys' jobs, each ranked within its key, then within its tenant (by that rank, then its
  * key's walk position), that rank made a round by the tenant's weight, and cut to the batch.
  */
-export function fairCandidates(offered: SQL, batchSize: number): SQL {
+function fairCandidates(offered: SQL, batchSize: number): SQL {
   return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
         ceil(row_number() over (partition by c.tenant order by c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id)::float8
           / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
@@ -187,7 +187,7 @@ export function fairCandidates(offered: SQL, batchSize: number): SQL {
  * the cursor's own tenant leaves the row alone. Each walked tenant with sub-keys gets its own cursor moved the same way to its last walked key
  * (tenants without sub-keys have one key and need none).
  */
-export function fairCursorCtes(): SQL[] {
+function fairCursorCtes(): SQL[] {
   return [
     sql`fair_next as (select tenant as key from (select tenant from fair_walk order by n desc limit 1) l where tenant <> (select key from fair_from))`,
     sql`fair_moved as (
@@ -218,4 +218,15 @@ export function fairCursorCtes(): SQL[] {
       returning tenant
     )`,
   ];
+}
+
+/** A fair claim by the walk over tenants and their sub-keys (a process that has met sub-keys). */
+export function fairByWalk(o: FairScan): FairWay {
+  return {
+    before: fairCandidatesCtes(o),
+    plainScan: fairPlainScan(o.batchSize),
+    candidates: (offered) => fairCandidates(offered, o.batchSize),
+    after: fairCursorCtes(),
+    report: sql`, 'fairSubKeys', ${FAIR_SUB_KEYS_SEEN}`,
+  };
 }

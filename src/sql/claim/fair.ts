@@ -16,6 +16,26 @@ export { splitFairKey, storedFairKey } from "../../core/fair-key.js";
  * database's collation. Names cannot hold those two characters.
  */
 
+/** What a fair claim's scans read of the claim (claim.ts): its clock, its filters, its batch. */
+export interface FairScan { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; batchSize: number }
+
+/**
+ * One way of a fair claim, as the claim composes it: by turns (`fairByTurns`, fair-turns.ts) or the walk
+ * (`fairByWalk`, fair-walk.ts). The claim asks which, and never again.
+ */
+export interface FairWay {
+  /** The CTEs before the plain scan, ending with `fair_candidates`: the keyed jobs the way offers. */
+  before: SQL[];
+  /** The plain scan's exclusion of those (for its where clause) and how many jobs it offers (an outer limit). */
+  plainScan: { exclude: SQL; room: SQL };
+  /** The body of the `candidates` CTE: `offered` (the other scans' candidates) with the way's, ranked and cut to the batch. */
+  candidates(offered: SQL): SQL;
+  /** The CTEs after the claimed jobs' update: the cursor moved. */
+  after: SQL[];
+  /** The way's entries in the claim's answer, each `, 'name', value`. */
+  report: SQL;
+}
+
 /** `column` as jobs_fair_idx orders it: by bytes. */
 export function byBytes(column: SQL): SQL {
   return sql`${column} collate "C"`;
