@@ -7,6 +7,7 @@ import { neonConfig } from "@neondatabase/serverless";
 import pg from "pg";
 import { ADMIN_URL } from "./databases.js";
 import { timed } from "./stats.js";
+import { CLAIM_MARK } from "../src/sql/claim/claim.js";
 
 const TICKS_PER_SECOND = Number(execSync("getconf CLK_TCK").toString().trim()) || 100;
 
@@ -57,7 +58,7 @@ export function cpuSpentMs(before: CpuSnapshot | null, after: CpuSnapshot | null
 
 export interface StatementCounter {
   statements: number;
-  /** Claims: statements with the claim's own CTE (`unlimited_candidates`); settles and prunes also lock with `skip locked`. */
+  /** Claims: statements with the claim's lease of its batch (`CLAIM_MARK`); settles and prunes also lock with `skip locked`. */
   claims: number;
   /** The first claim sent since the last reset, text and parameters, to EXPLAIN it later. */
   firstClaim: { text: string; values: unknown[] } | null;
@@ -76,7 +77,7 @@ function newCounter(): StatementCounter {
 
 function see(counter: StatementCounter, text: string, values: unknown[]): void {
   counter.statements++;
-  if (text.includes("unlimited_candidates as (")) {
+  if (text.includes(CLAIM_MARK)) {
     counter.claims++;
     counter.firstClaim ??= { text, values };
     counter.lastClaim = { text, values };

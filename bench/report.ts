@@ -206,7 +206,7 @@ function scaleSections(r: Results): Section[] {
       notes: [
         "Each round runs every row once, in order, each in a fresh database; every column but \"each round\" is the median of the rounds' figures.",
         "Postgres CPU: utime+stime from /proc of the backends connected to the run's database, before and after (pg_stat_statements is not preloaded on this server).",
-        "claims: claim statements (the ones with the `unlimited_candidates` CTE) sent by the node-postgres pool or in neon-http request bodies; the local endpoint serves neon-http with a pool of 10 connections.",
+        "claims: claim statements (the ones with the claim's lease of its batch) sent by the node-postgres pool or in neon-http request bodies; the local endpoint serves neon-http with a pool of 10 connections.",
       ],
     },
     {

@@ -12,6 +12,7 @@ import { historyPartitioning } from "../src/core/retention.js";
 import { parseDuration } from "../src/core/duration.js";
 import { withDatabase } from "./databases.js";
 import { percentile } from "./stats.js";
+import { CLAIM_MARK } from "../src/sql/claim/claim.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
     const query = pool.query.bind(pool) as (...a: unknown[]) => Promise<unknown>;
     (pool as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = async (...a: unknown[]) => {
       const text = typeof a[0] === "string" ? a[0] : (a[0] as { text?: string })?.text ?? "";
-      if (!text.includes("unlimited_candidates as (")) return query(...a);
+      if (!text.includes(CLAIM_MARK)) return query(...a);
       const began = performance.now();
       try { return await query(...a); } finally { claims.push({ at: performance.now(), ms: performance.now() - began }); }
     };

@@ -16,6 +16,7 @@ import { timestamp } from "../src/sql/time.js";
 import { resolveRetention } from "../src/core/retention.js";
 import { HistoryKeeper } from "../src/runtime/history.js";
 import { claimRiders, type Ride } from "../src/runtime/riders.js";
+import { CLAIM_MARK } from "../src/sql/claim/claim.js";
 
 /** The rendered statements, by file name. */
 export async function renderStatements(): Promise<Record<string, string>> {
@@ -24,7 +25,7 @@ export async function renderStatements(): Promise<Record<string, string>> {
   const db = drizzle(client, { logger: { logQuery: (query) => { texts.push(query); } } }) as unknown as Db;
   try {
     await migrate(db);
-    const isClaim = (t: string) => t.includes("unlimited_candidates as (");
+    const isClaim = (t: string) => t.includes(CLAIM_MARK);
     const isSettle = (t: string) => t.includes("settle_locked");
     const run = async (limits: boolean, fair = false, fails = false) => {
       const app = createApp();

@@ -70,9 +70,11 @@ export const jobs = akadze.table("jobs", {
 }, (t) => [
   check("jobs_state_check", sql`${t.state} in ('queued', 'running')`),
   check("jobs_attempts_check", sql`${t.maxAttempts} >= 1 and ${t.attempt} >= 0`),
-  index("jobs_claim_idx").on(t.queue, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
-  // The claim's own order across every queue: it reads the first due rows instead of sorting every queued one.
-  index("jobs_due_idx").on(t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued'`),
+  // The plain scan's order (claim.ts), of one queue and of every queue: it reads the first due rows instead of
+  // sorting every queued one. Keyed jobs with a turn are not in them (jobs_tag_idx holds those, in turn order): a
+  // keyed enqueue writes no entry here, and a fair claim can tell from one probe whether its plain scan has a job to offer.
+  index("jobs_claim_idx").on(t.queue, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.fairTag} is null`),
+  index("jobs_due_idx").on(t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.fairTag} is null`),
   // The claim takes each limited key's next jobs by this index, so a long backlog under a limit stays cheap.
   index("jobs_limit_idx").on(t.limitKey, t.priority.desc(), t.runAt, t.id).where(sql`${t.state} = 'queued' and ${t.limitKey} is not null`),
   // Only queued jobs to cancel before they are due (a cancel request on a job that went back to the queue, an

@@ -20,19 +20,20 @@ with owner_leased as (
           order by e.expires_at limit $10 for update skip locked)
         and not exists (select 1 from akadze.jobs j where j.state = 'running' and j.lease_owner = o.owner)
     ), 
-    -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
-    -- due yet are never read, however many there are.
+    -- Due jobs without a turn, priority by priority: each priority's are one range of the index (due time up to
+    -- now), so jobs not due yet are never read, however many there are. Keyed jobs with a turn are a fair claim's
+    -- (jobs_tag_idx); a plain claim reports them (`fair`) and the next claim is fair.
     unlimited_candidates as (
       select x.* from (with recursive p(priority) as (
-        (select j.priority from akadze.jobs j where j.state = 'queued'  order by j.priority desc nulls last limit 1)
+        (select j.priority from akadze.jobs j where j.state = 'queued' and j.fair_tag is null  order by j.priority desc nulls last limit 1)
         union all
-        select (select j.priority from akadze.jobs j where j.state = 'queued'  and j.priority < p.priority
+        select (select j.priority from akadze.jobs j where j.state = 'queued' and j.fair_tag is null  and j.priority < p.priority
           order by j.priority desc nulls last limit 1)
         from p where p.priority is not null
       ) select priority from p where priority is not null) q cross join lateral (
         select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key, j.fair_tag
         from akadze.jobs j
-        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($11::jsonb)))
+        where j.priority = q.priority and j.fair_tag is null and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($11::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused) and j.fair_key is null and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key))
         order by j.run_at, j.id
@@ -44,8 +45,7 @@ with owner_leased as (
     
     
     candidates as (
-      select * from (select * from unlimited_candidates 
-      ) c
+      select * from (select * from unlimited_candidates) c
       order by priority desc, run_at, id
       limit $12
     ),

@@ -38,34 +38,49 @@ with owner_leased as (
       order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id
       limit 2
       for update of j skip locked
+    ), fair_lowest as (
+      select min(priority) as priority, max(fair_tag) filter (where priority = (select min(priority) from fair_candidates)) as tag,
+        count(*) filter (where priority > (select min(priority) from fair_candidates)) as higher
+      from fair_candidates
+    ), fair_more as (
+      select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key, j.fair_tag
+      from akadze.jobs j
+      where j.fair_tag is not null and j.priority = (select priority from fair_lowest) and j.fair_tag >= (select tag from fair_lowest)
+        and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($6::jsonb)))
+        and true
+        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
+      order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id
+      limit (select higher from fair_lowest)
+      for update of j skip locked
     ),
-    -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
-    -- due yet are never read, however many there are.
+    -- Due jobs without a turn, priority by priority: each priority's are one range of the index (due time up to
+    -- now), so jobs not due yet are never read, however many there are. Keyed jobs with a turn are a fair claim's
+    -- (jobs_tag_idx); a plain claim reports them (`fair`) and the next claim is fair.
     unlimited_candidates as (select * from (
       select x.* from (with recursive p(priority) as (
-        (select j.priority from akadze.jobs j where j.state = 'queued'  order by j.priority desc nulls last limit 1)
+        (select j.priority from akadze.jobs j where j.state = 'queued' and j.fair_tag is null  order by j.priority desc nulls last limit 1)
         union all
-        select (select j.priority from akadze.jobs j where j.state = 'queued'  and j.priority < p.priority
+        select (select j.priority from akadze.jobs j where j.state = 'queued' and j.fair_tag is null  and j.priority < p.priority
           order by j.priority desc nulls last limit 1)
         from p where p.priority is not null
       ) select priority from p where priority is not null) q cross join lateral (
         select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, false as limited, j.fair_key, j.fair_tag
         from akadze.jobs j
-        where j.priority = q.priority and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($6::jsonb)))
+        where j.priority = q.priority and j.fair_tag is null and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($7::jsonb)))
         and true
-        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) and j.id not in (select id from fair_candidates)
+        and j.queue not in (select name from akadze.queues where paused) and (j.limit_key is null or not exists (select 1 from akadze.limits l where l.key = j.limit_key)) 
         order by j.run_at, j.id
         limit 2
         for update of j skip locked
       ) x
       limit 2
-    ) u limit (select greatest($7 - count(*), 1, least($8, ceil(max(fair_tag) - (select vt from fair_vt))))::int from fair_candidates)),
+    ) u limit (select greatest($8 - count(*), 1, least($9, ceil(max(fair_tag) - (select vt from fair_vt))))::int from fair_candidates)),
     
     room as (
-      select l.key, least($9,
-        case when l.max_running is null then $10
+      select l.key, least($10,
+        case when l.max_running is null then $11
              else l.max_running - (select count(*) from akadze.limit_slots s where s.key = l.key and s.job_id is not null) end,
-        case when l.max_starts is null then $11
+        case when l.max_starts is null then $12
              else (select count(*) from akadze.limit_tokens t where t.key = l.key and (t.last_start is null or t.last_start <= now() - (l.window_ms + least(1000, (l.window_ms) / 10))::float8 * interval '1 millisecond')) end) as n
       from akadze.limits l
     ), limited_candidates as (
@@ -73,12 +88,12 @@ with owner_leased as (
         select * from (
           select j.id, j.priority, j.run_at, (j.cancel_requested or coalesce(j.expires_at <= now(), false)) as stop, true as limited, j.fair_key, j.fair_tag
           from akadze.jobs j
-          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($12::jsonb)))
+          where j.limit_key = r.key and j.state = 'queued' and j.run_at <= now() and j.task = any(array(select jsonb_array_elements_text($13::jsonb)))
         and true
         and j.queue not in (select name from akadze.queues where paused)
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
           order by j.priority desc nulls last, j.run_at, j.id
-          limit $13
+          limit $14
           for update of j skip locked
         ) y limit r.n
       ) x
@@ -88,26 +103,25 @@ with owner_leased as (
       select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key, c.fair_rank, null::int as walk
       from (
         select u.id, u.priority, u.run_at, u.stop, u.limited, u.fair_key,
-          case when u.fair_key is null then (select vt from fair_vt) + u.k - 1 when u.fair_tag is null then (select vt from fair_vt)
+          case when u.fair_tag is null then (select vt from fair_vt) + u.k - 1
             else coalesce(nth_value(u.fair_tag, u.k::int) over (partition by u.fair_key order by u.fair_tag
               rows between unbounded preceding and unbounded following), (select vt from fair_vt)) end as fair_rank
         from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k
-          from (select * from unlimited_candidates union all select * from limited_candidates
-       union all select * from fair_candidates) o) u
+          from (select * from unlimited_candidates union all select * from limited_candidates union all select * from fair_candidates union all select * from fair_more) o) u
       ) c
       order by c.priority desc, c.fair_rank, c.run_at, c.id
-      limit $14
+      limit $15
     ),
     oversized as (select null::bigint as id, false as alone where false),
     too_large as (select null::bigint as id, null::text as task, null::text as queue, null::int as attempt where false),
     due as (
-      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $15 and not c.limited as start, c.fair_rank, c.walk
+      select c.id, c.limited, row_number() over (order by c.limited, priority desc, fair_rank, walk nulls last, run_at, id) <= $16 and not c.limited as start, c.fair_rank, c.walk
       from candidates c where not c.stop and c.id not in (select id from rate_limited)
         and c.id not in (select id from oversized)
     ),
     claimed as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $16,
+      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = $17,
         lease_expires_at = null, started_at = case when d.start then now() end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -117,12 +131,13 @@ with owner_leased as (
       from (select array_agg(id) as id, array_agg(start) as start, array_agg(limited) as limited, array_agg(fair_rank) as fair_rank, array_agg(walk) as walk from due) b,
         unnest(b.id, b.start, b.limited, b.fair_rank, b.walk) as d(id, start, limited, fair_rank, walk)
       where j.id = d.id
-      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk
+      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited, d.fair_rank, d.walk, j.fair_key
     ),
     fair_vt_next as (select greatest((select vt from fair_vt), (select max(fair_rank) from claimed)) as tag), fair_unparked as (
       update akadze.jobs j set fair_tag = t.tag from (
         select p.id, k.first + (row_number() over (partition by p.fair_key order by p.priority desc, p.run_at, p.id) - 1) * k.step as tag
-        from fair_parked p join (select k.fair_key, (greatest((select tag from fair_vt_next), (select j.fair_tag from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.fair_key = k.fair_key
+        from fair_parked p join (select k.fair_key, (greatest(greatest((select tag from fair_vt_next),
+            (select max(c.fair_rank) from claimed c where c.fair_key = k.fair_key) + (1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(k.fair_key, chr(1), 1)), 1))), (select j.fair_tag from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.fair_key = k.fair_key
       order by j.fair_tag desc limit 1) + (1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(k.fair_key, chr(1), 1)), 1))) + (1 - 1) * (1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(k.fair_key, chr(1), 1)), 1))) as first, (1.0 / coalesce((select weight from akadze.fair_weights where key = split_part(k.fair_key, chr(1), 1)), 1)) as step
           from (select distinct fair_key from fair_parked) k) k on k.fair_key = p.fair_key
       ) t
@@ -140,7 +155,7 @@ with owner_leased as (
     ),
     akadze_seen as (
     insert into akadze.workers as w (id, kind, queues, started_at, last_seen_at)
-    select $17, 'invocation', $18::jsonb, $19::timestamptz, $20::timestamptz
+    select $18, 'invocation', $19::jsonb, $20::timestamptz, $21::timestamptz
     where exists (select 1 from claimed)
     on conflict (id) do update set last_seen_at = greatest(w.last_seen_at, excluded.last_seen_at), stopped_at = null,
       queues = excluded.queues
@@ -164,10 +179,17 @@ with owner_leased as (
         select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.run_at <= now()
         order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id limit 2) t
       where strpos(t.fair_key, chr(1)) > 0)), 'parkedDue', coalesce((select j.run_at from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_tag is null
-      order by j.run_at limit 1) <= now(), false), $21::text, exists (select 1 from akadze.schedules where runtime and not paused), $22::text, (select count(*) from claimed) >= $23 and exists (
+      order by j.run_at limit 1) <= now(), false), 'plainDue', exists (select 1 from (with recursive p(priority) as (
+        (select j.priority from akadze.jobs j where j.state = 'queued' and j.fair_tag is null  order by j.priority desc nulls last limit 1)
+        union all
+        select (select j.priority from akadze.jobs j where j.state = 'queued' and j.fair_tag is null  and j.priority < p.priority
+          order by j.priority desc nulls last limit 1)
+        from p where p.priority is not null
+      ) select priority from p where priority is not null) q
+      where exists (select 1 from akadze.jobs j where j.state = 'queued' and j.fair_tag is null and j.priority = q.priority and j.run_at <= now())), $22::text, exists (select 1 from akadze.schedules where runtime and not paused), $23::text, (select count(*) from claimed) >= $24 and exists (
       select 1 from pg_class c where c.oid = 'akadze.jobs'::regclass
         and case when c.reltuples < 0 then pg_relation_size(c.oid) > 262144
                  else pg_stat_get_mod_since_analyze(c.oid) > 10000 + 0.05 * c.reltuples
-                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $24::text, ($25::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
+                   and coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)) < now() - interval '10 seconds', true) end), $25::text, ($26::boolean and pg_stat_get_dead_tuples('akadze.jobs'::regclass) > 5000 + 2 * greatest(
       (select reltuples from pg_class where oid = 'akadze.jobs'::regclass), 0))
     ) as r

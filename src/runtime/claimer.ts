@@ -72,13 +72,16 @@ export class Claimer {
     // Likewise the fair walk; a draining engine's claim without it takes no keyed job then (the next shares them fairly).
     const withFair = memory.fair ?? !this.o.drains;
     const keyed = memory.fair !== null || withFair;
+    // A fair claim by turns sends the plain scan only while a job without a turn is due (the last one saw it).
+    const withPlain = memory.plainDue ?? true;
+    const byTurns = withFair && !memory.fairSubKeys;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, stops: withStops, fair: withFair, keyed, fairSubKeys: memory.fairSubKeys, unpark: memory.parkedDue ?? true, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
+      queues: this.o.queues, limits: withLimits, stops: withStops, fair: withFair, keyed, fairSubKeys: memory.fairSubKeys, unpark: memory.parkedDue ?? true, plain: withPlain, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
     };
     const core = claimCore(params);
     const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, drains: this.o.drains, core })).filter((ride): ride is Ride => ride !== null);
-    const statement = claimJobsStatement(params, rides);
+    const statement = claimJobsStatement(params, rides)
     this.o.summary.roundTrip();
     const traced = this.o.trace?.claim(batchSize);
     let result: ClaimResult;
@@ -102,13 +105,15 @@ export class Claimer {
     if (result.fairSubKeys) memory.fairSubKeysSeenAt = Date.now();
     if (result.fairSubKeys !== undefined) memory.fairSubKeys = result.fairSubKeys || Date.now() - memory.fairSubKeysSeenAt < FAIR_HINT_MS;
     if (result.parkedDue !== undefined) memory.parkedDue = result.parkedDue;
+    memory.plainDue = result.plainDue ?? null;
     // A rider with more to carry (runtime schedules learned with a slot due) asks for the next claim at once.
     let more = false;
     for (const ride of rides) if (ride.answered?.(result, this.o.summary.roundTrip) === true) more = true;
     // Sent without the limit CTEs, it could not take a limited job; a limit exists now (the process's first
     // setLimit): the next claim, with them, may find that key's due jobs. Likewise a job to cancel, without the
-    // stop CTEs: the next claim cancels it. And keyed jobs left for a fair claim.
-    return { ...result, more: result.more || (!withLimits && result.limits) || (!withStops && result.stops) || (!keyed && result.fair) || more, noTaskFits: false };
+    // stop CTEs: the next claim cancels it. And keyed jobs left for a fair claim (a plain claim reads none with a
+    // turn), or jobs without a turn for one with the plain scan.
+    return { ...result, more: result.more || (!withLimits && result.limits) || (!withStops && result.stops) || (!withFair && result.fair) || (byTurns && !withPlain && result.plainDue === true) || more, noTaskFits: false };
   }
 
   /** Resolves when what the riders started beside the claims (maintenance, ANALYZE, VACUUM) has ended. */

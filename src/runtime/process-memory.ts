@@ -32,6 +32,11 @@ export interface ProcessMemory {
   fairSubKeysSeenAt: number;
   /** Whether the last fair claim by turns saw a parked keyed job due; null: not asked yet (the next claim gives turns). */
   parkedDue: boolean | null;
+  /**
+   * Whether the last fair claim by turns saw a due job without a turn (without a key, or parked); null: not asked yet
+   * (the next claim sends the plain scan).
+   */
+  plainDue: boolean | null;
   /** When an invocation's first claim last carried retention (riders.ts). */
   prunedAt: number;
   /** When this process last started an ANALYZE of the jobs table, and last asked whether it needs a vacuum. */
@@ -52,7 +57,7 @@ export function memoryOf(app: App): ProcessMemory {
   let memory = memories.get(app);
   if (!memory) {
     memories.set(app, (memory = {
-      limits: null, stops: null, fair: null, runtimeSchedules: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity, parkedDue: null,
+      limits: null, stops: null, fair: null, runtimeSchedules: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity, parkedDue: null, plainDue: null,
       prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
       overNudgeBudget: new Set(),
     }));

@@ -15,6 +15,7 @@ import { isClaim, statementsSent } from "../support/statements.js";
 const LIMIT_CTES = "limit_full as (";
 const STOP_CTES = "stops_not_due as (";
 const FAIR_CTES = "fair_candidates as (";
+const PLAIN_SCAN = "unlimited_candidates as (";
 
 function limitedApp(clock: ManualClock) {
   const app = createApp({ clock: clock.now });
@@ -50,6 +51,26 @@ forEachDriver((h) => {
     expect(summary.succeeded).toBe(102);
     expect(ran.slice(0, 10).filter((t) => t === "small")).toHaveLength(2);
     expect(memoryOf(app).fair).toBe(true);
+  });
+
+  it("a process whose queued jobs all had turns runs a job without a key, and a keyed one parked till due, in the invocation that finds them", async () => {
+    const clock = new ManualClock();
+    const app = createApp({ clock: clock.now });
+    const ran: string[] = [];
+    const task = app.task("tenant.work", { args: v.object({ tenant: v.string() }) }, async ({ tenant }) => { ran.push(tenant); });
+    await task.using(h().db, { fairKey: "a" }).enqueueMany([{ tenant: "a" }, { tenant: "a" }]);
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 2 });
+    expect(memoryOf(app).plainDue).toBe(false);
+    await task.using(h().db, { fairKey: "b" }).enqueueMany([{ tenant: "b" }, { tenant: "b" }]);
+    await task.using(h().db).enqueue({ tenant: "none" });
+    await task.using(h().db, { fairKey: "c", delay: "1m" }).enqueue({ tenant: "c" });
+    ran.length = 0;
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 3 });
+    expect(ran.sort()).toEqual(["b", "b", "none"]);
+    clock.advance(61_000);
+    ran.length = 0;
+    expect(await runOnce(app, { db: h().db, now: clock.now })).toMatchObject({ succeeded: 1 });
+    expect(ran).toEqual(["c"]);
   });
 
   it("a fresh process's invocation of one claim (drain: false) takes a limited job in that claim", async () => {
@@ -104,4 +125,20 @@ it("an invocation of one claim (drain: false) in a fresh process carries the lim
   expect(claims[0]!.text).toContain(LIMIT_CTES);
   expect(claims[0]!.text).toContain(STOP_CTES);
   expect(claims[0]!.text).toContain(FAIR_CTES);
+});
+
+it("a fair claim by turns leaves the plain scan out while no job without a turn is due, and the claim after one that saw such a job due carries it", async () => {
+  const clock = new ManualClock();
+  const app = createApp({ clock: clock.now });
+  const task = app.task("tenant.work", { args: v.object({}) }, async () => {});
+  await task.using(t.db, { fairKey: "a" }).enqueueMany([{}, {}]);
+  await runOnce(app, { db: t.db, now: clock.now });
+  await task.using(t.db, { fairKey: "b" }).enqueueMany([{}, {}]);
+  await task.using(t.db).enqueue({});
+  let summary: Awaited<ReturnType<typeof runOnce>> | undefined;
+  const claims = await statementsSent(t.pool, isClaim, async () => { summary = await runOnce(app, { db: t.db, now: clock.now }); });
+  expect(claims[0]!.text).toContain(FAIR_CTES);
+  expect(claims[0]!.text).not.toContain(PLAIN_SCAN);
+  expect(claims[1]!.text).toContain(PLAIN_SCAN);
+  expect(summary).toMatchObject({ succeeded: 3 });
 });

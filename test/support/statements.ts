@@ -1,3 +1,5 @@
+import { CLAIM_MARK } from "../../src/sql/claim/claim.js";
+
 /** A statement as the driver sent it: its text and its values. */
 export interface SentStatement { text: string; values: unknown[] }
 
@@ -13,8 +15,8 @@ export function sentStatement(args: any[]): SentStatement {
   return { text, values };
 }
 
-/** The claim statement (its own CTE, as the bench's statement counter tells it). */
-export const isClaim = (text: string): boolean => text.includes("unlimited_candidates as (");
+/** The claim statement (its lease of the batch, `CLAIM_MARK`, as the bench's statement counter tells it). */
+export const isClaim = (text: string): boolean => text.includes(CLAIM_MARK);
 
 /** The settle statement (outcomes recorded, prefetched jobs started). */
 export const isSettle = (text: string): boolean => text.includes("settle_locked");

@@ -11,8 +11,10 @@ import type { ClaimCore, RideSql } from "./ride.js";
 function backlogCte(o: { eligible: SQL; unlimited: SQL; bound: number; limits: boolean }): SQL {
   // A literal, rounded up to a power of two: a prepared claim keeps few texts, as with its lock limit.
   const bound = 2 ** Math.ceil(Math.log2(Math.max(1, o.bound)));
+  // (Jobs without a turn and keyed jobs with one apart, each by its own index: jobs_due_idx and jobs_tag_idx.)
+  const count = (turn: SQL) => sql`(select count(*) from (select 1 from akadze.jobs j where ${turn} and ${o.eligible} and ${o.unlimited} limit ${sql.raw(String(bound))}) b)`;
   return sql`backlog as (
-      select (select count(*) from (select 1 from akadze.jobs j where ${o.eligible} and ${o.unlimited} limit ${sql.raw(String(bound))}) b)
+      select least(${count(sql`j.fair_tag is null`)} + ${count(sql`j.fair_tag is not null`)}, ${sql.raw(String(bound))})
         ${o.limits ? sql`+ (select count(*) from ${cte("limitedCandidates")})` : sql``} as n
     )`;
 }

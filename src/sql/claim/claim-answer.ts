@@ -63,6 +63,11 @@ export interface ClaimResult {
   fairSubKeys?: boolean;
   /** A fair claim by turns saw a parked keyed job due: the next gives parked jobs their turns (absent otherwise). */
   parkedDue?: boolean;
+  /**
+   * A fair claim by turns saw a due job without a turn (one without a key, a parked keyed one): the next sends the
+   * plain scan (absent otherwise).
+   */
+  plainDue?: boolean;
   /** Jobs the schedules' rider enqueued in the same statement. */
   scheduled?: number;
   /** What the schedules' CTEs found due, on the statement's clock (`scheduleSlotReport`), when they rode along. */

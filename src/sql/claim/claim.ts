@@ -38,7 +38,8 @@ export interface ClaimParams {
   limits: boolean;
   /**
    * Share the batch across fairness keys (`fair.ts`): each key with due jobs gets its turn. `false` claims in
-   * plain order (fair jobs too: fairness orders a claim, it never keeps a job from one).
+   * plain order the jobs without a turn (without a key, or parked): keyed jobs with one are only a fair claim's,
+   * which the process sends once the claim reports them (`fair`).
    */
   fair?: boolean;
   /**
@@ -64,6 +65,12 @@ export interface ClaimParams {
    */
   unpark?: boolean;
   /**
+   * With `fair` by turns: offer the due jobs without a turn too (the plain scan: jobs without a key, keyed jobs
+   * parked till due). The claim reports whether any is due (`plainDue`), so a process whose queued jobs all have
+   * their turns sends a claim of one scan, the turns. Default true.
+   */
+  plain?: boolean;
+  /**
    * The most bytes of args one claim may return (over neon-http, whose responses are capped), or null.
    * Jobs past it wait for the next claim; a job whose args alone exceed it fails with a sentence naming the cap.
    */
@@ -86,19 +93,31 @@ function ofThisClaim(p: ClaimParams): SQL {
         and j.queue not in (select name from akadze.queues where paused)`;
 }
 
+/** The plain scan's jobs `j`: queued, without a turn (jobs_claim_idx's and jobs_due_idx's rows). */
+const PLAIN = sql`j.state = 'queued' and j.fair_tag is null`;
+
 /**
- * The priorities of queued jobs, highest first, one probe each (a loose scan of jobs_claim_idx for one queue, of
- * jobs_due_idx otherwise), read as the plain scan asks for them.
+ * The priorities of the plain scan's jobs (`PLAIN`), highest first, one probe each (a loose scan of
+ * jobs_claim_idx for one queue, of jobs_due_idx otherwise), read as the plain scan asks for them.
  */
 function queuedPriorities(queues: string[] | null): SQL {
   const queue = queues?.length === 1 ? sql`and j.queue = ${queues[0]}` : sql``;
   return sql`(with recursive p(priority) as (
-        (select j.priority from akadze.jobs j where j.state = 'queued' ${queue} order by j.priority desc nulls last limit 1)
+        (select j.priority from akadze.jobs j where ${PLAIN} ${queue} order by j.priority desc nulls last limit 1)
         union all
-        select (select j.priority from akadze.jobs j where j.state = 'queued' ${queue} and j.priority < p.priority
+        select (select j.priority from akadze.jobs j where ${PLAIN} ${queue} and j.priority < p.priority
           order by j.priority desc nulls last limit 1)
         from p where p.priority is not null
       ) select priority from p where priority is not null)`;
+}
+
+/**
+ * Whether a job of the plain scan (`PLAIN`) is due at `now`, whatever its task or queue: one probe of jobs_due_idx
+ * a priority. A fair claim by turns leaves the plain scan out of the next claim while none is (`ClaimParams.plain`).
+ */
+function plainJobDue(now: SQL): SQL {
+  return sql`exists (select 1 from ${queuedPriorities(null)} q
+      where exists (select 1 from akadze.jobs j where ${PLAIN} and j.priority = q.priority and j.run_at <= ${now}))`;
 }
 
 /**
@@ -122,6 +141,12 @@ const ANY_STOP_JOB = sql`exists (select 1 from akadze.jobs where state = 'queued
 function lockLimit(batchSize: number): SQL {
   return sql.raw(String(2 ** Math.ceil(Math.log2(Math.max(1, batchSize)))));
 }
+
+/**
+ * Text only the claim statement holds, whatever rides on it (its lease of the batch): how the tests, the bench and
+ * scripts/render-sql.ts tell a claim among the statements sent.
+ */
+export const CLAIM_MARK = "update akadze.jobs j set state = 'running', attempt = j.attempt + 1";
 
 /** The core's shared fragments for `p` (what riders may build on). */
 export function claimCore(p: ClaimParams): ClaimCore {
@@ -159,27 +184,34 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   // scan then offers what the batch still lacks (fair-turns.ts, fair-walk.ts).
   const scan = { now, eligible, unlimited, stop, batchSize: p.batchSize };
   const fair = !p.fair ? null : p.fairSubKeys === true ? fairByWalk(scan) : fairByTurns({ ...scan, unpark: p.unpark !== false, claimed: cte("claimed") });
+  // (By turns: the next claim leaves the plain scan out while no job of it is due.)
+  const byTurns = fair !== null && p.fairSubKeys !== true;
+  const plain = !byTurns || p.plain !== false;
   const lock = lockLimit(p.batchSize);
   const stops = p.stops !== false;
   // The plain scan's candidates, the limited keys' ones and the jobs to cancel before they are due: the batch is cut from these.
-  const offered = sql`select * from ${cte("unlimitedCandidates")} ${p.limits ? sql`union all select * from ${cte("limitedCandidates")}` : sql``}
-      ${stops ? sql`union all select * from stops_not_due` : sql``}`;
+  const offered = [
+    ...(plain ? [sql`select * from ${cte("unlimitedCandidates")}`] : []),
+    ...(p.limits ? [sql`select * from ${cte("limitedCandidates")}`] : []),
+    ...(stops ? [sql`select * from stops_not_due`] : []),
+  ];
   return sql`
     with ${ownerLeaseCte(p.owner, now, p.leaseMs)}, ${sql.join(before, sql` `)} ${p.limits ? sql`${rateLimitedCtes({ eligible: anyKey, stop, now })},` : sql``}${fair ? sql`
     ${sql.join(fair.before, sql`, `)},` : sql``}
-    -- Due jobs, priority by priority: each priority's are one range of the index (due time up to now), so jobs not
-    -- due yet are never read, however many there are.
-    ${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
+    -- Due jobs without a turn, priority by priority: each priority's are one range of the index (due time up to
+    -- now), so jobs not due yet are never read, however many there are. Keyed jobs with a turn are a fair claim's
+    -- (jobs_tag_idx); a plain claim reports them (\`fair\`) and the next claim is fair.
+    ${plain ? sql`${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
       select x.* from ${queuedPriorities(p.queues)} q cross join lateral (
         select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key, j.fair_tag
         from akadze.jobs j
-        where j.priority = q.priority and ${eligible} and ${unlimited}${fair ? sql` ${fair.plainScan.exclude}` : sql``}
+        where j.priority = q.priority and j.fair_tag is null and ${eligible} and ${unlimited}${fair ? sql` ${fair.plainScan.exclude}` : sql``}
         order by j.run_at, j.id
         limit ${lock}
         for update of j skip locked
       ) x
       limit ${lock}
-    ${fair ? sql`) u limit ${fair.plainScan.room}` : sql``}),
+    ${fair ? sql`) u limit ${fair.plainScan.room}` : sql``}),` : sql``}
     ${stops ? sql`-- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
     stops_not_due as (
       select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key, j.fair_tag
@@ -192,7 +224,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     candidates as (
       ${fair
         ? fair.candidates(offered)
-        : sql`select * from (${offered}) c
+        : sql`select * from (${sql.join(offered, sql` union all `)}) c
       order by ${order}
       limit ${p.batchSize}`}
     ),
@@ -204,7 +236,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     ),
     ${cte("claimed")} as (
       -- (The lease is the owner's row, owner_leased above: the job's own expiry stays null, unindexed.)
-      update akadze.jobs j set state = 'running', attempt = j.attempt + 1, lease_owner = ${p.owner},
+      ${sql.raw(CLAIM_MARK)}, lease_owner = ${p.owner},
         lease_expires_at = null, started_at = case when d.start then ${now} end,
         -- A claimed debounced job takes no more payloads, even if it goes back to queued: later ones start a new job.
         debounce_key = null
@@ -214,7 +246,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       from (select ${sql.raw(dueColumns.map((c) => `array_agg(${c}) as ${c}`).join(", "))} from due) b,
         unnest(${sql.raw(dueColumns.map((c) => `b.${c}`).join(", "))}) as d(${sql.raw(dueColumns.join(", "))})
       where j.id = d.id
-      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
+      returning j.id, j.task, j.queue, j.args, j.attempt, j.max_attempts, j.priority, j.run_at, d.start, d.limited${p.fair ? sql`, d.fair_rank, d.walk, j.fair_key` : sql``}${p.traced ? sql`, j.trace_context` : sql``}
     ),${fair ? sql`
     ${sql.join(fair.after, sql`, `)},` : sql``}
     ${sql.join(after, sql` `)}
@@ -235,6 +267,6 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
       'more', exists (select 1 from oversized where not alone),
       'limits', exists (select 1 from akadze.limits),
       'stops', ${ANY_STOP_JOB},
-      'fair', ${ANY_FAIR_JOB}${fair ? fair.report : sql``}${sql.join(report, sql``)}
+      'fair', ${ANY_FAIR_JOB}${fair ? fair.report : sql``}${byTurns ? sql`, 'plainDue', ${plainJobDue(now)}` : sql``}${sql.join(report, sql``)}
     ) as r`;
 }

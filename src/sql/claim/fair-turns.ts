@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { NOT_FAIR_CANDIDATE, walkBound, type FairScan, type FairWay } from "./fair.js";
+import { walkBound, type FairScan, type FairWay } from "./fair.js";
 
 /**
  * The most parked jobs one claim gives their turns (a row update each, about as dear as the claim's own): a
@@ -27,8 +27,8 @@ const TURN_ORDER = sql`j.priority desc nulls last, j.fair_tag, j.run_at, j.id`;
  *   enqueue (a retry, a requeue, a replay, an earlier version's enqueue), is parked: it has no turn, so the turn
  *   order never reads past it, and takes its turn when a claim finds it due (`fair_parked`).
  * - Its plain scan offers the other jobs (`fairTurnPlainScan`); a job without a key takes the turn after the
- *   virtual time of its rank among them, as one more key of weight 1; a keyed job without a turn yet the
- *   virtual time itself.
+ *   virtual time of its rank among them, as one more key of weight 1; a keyed job without a turn yet likewise
+ *   among its key's.
  * - The batch is cut by priority, then turn; a key's higher-priority jobs take its earliest turns. The virtual
  *   time moves to the latest turn claimed.
  */
@@ -57,18 +57,37 @@ function fairTurnCtes(o: FairScan & { unpark: boolean }): SQL[] {
       limit ${walkBound(o.batchSize)}
       for update of j skip locked
     )`,
+    // A key's higher-priority jobs take its earliest turns (fairTurnCandidates), so its jobs of the lowest priority
+    // read take later ones than their own, and jobs of that priority past the read may then make the cut: as many
+    // more of them as the read holds jobs of a higher priority, in turn order from the last read (none when the
+    // read holds one priority: the scan is then never run).
+    sql`fair_lowest as (
+      select min(priority) as priority, max(fair_tag) filter (where priority = (select min(priority) from fair_candidates)) as tag,
+        count(*) filter (where priority > (select min(priority) from fair_candidates)) as higher
+      from fair_candidates
+    )`,
+    sql`fair_more as (
+      select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key, j.fair_tag
+      from akadze.jobs j
+      where j.fair_tag is not null and j.priority = (select priority from fair_lowest) and j.fair_tag >= (select tag from fair_lowest)
+        and ${o.eligible} and ${o.unlimited} and j.id not in (select id from fair_candidates)
+      order by ${TURN_ORDER}
+      limit (select higher from fair_lowest)
+      for update of j skip locked
+    )`,
   ];
 }
 
 /**
- * A fair claim's plain scan by turns: as `fairPlainScan`, and it offers as many jobs as the batch lacks, or, when
+ * A fair claim's plain scan by turns: it reads only jobs without a turn, so none of the turns read (`fair_candidates`)
+ * needs leaving out; it offers as many jobs as the batch lacks, or, when
  * the turns read fill it, one a turn from the virtual time to the latest of them (at least one): jobs without a
  * key are one more key of weight 1, taking the turns from the virtual time on (`fairTurnCandidates`), so more of
  * them could not make the cut, and each job it locked past that would be held from other claims for nothing.
  */
 function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
   return {
-    exclude: NOT_FAIR_CANDIDATE,
+    exclude: sql``,
     room: sql`(select greatest(${batchSize} - count(*), 1, least(${batchSize}, ceil(max(fair_tag) - (select vt from fair_vt))))::int from fair_candidates)`,
   };
 }
@@ -77,19 +96,20 @@ function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
  * The body of the `candidates` CTE for a fair claim by turns: `offered` and the turns read, each with its turn
  * (`fair_rank`; `walk` is null), cut to the batch.
  */
-function fairTurnCandidates(offered: SQL, batchSize: number): SQL {
+function fairTurnCandidates(offered: SQL[], batchSize: number): SQL {
   // A key's higher-priority jobs take its earliest turns: the k-th of its jobs here in claim order takes the k-th
   // of their turns (with one priority, its own). Jobs without a key are one partition of that order too (their
-  // turns are null): the k-th of them takes the k-th turn from the virtual time.
+  // turns are null): the k-th of them takes the k-th turn from the virtual time, as does a key's k-th job without a
+  // turn yet (parked, come due: a burst queued for later then takes one turn a claim till it has its turns).
   const vt = sql`(select vt from fair_vt)`;
   return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key, c.fair_rank, null::int as walk
       from (
         select u.id, u.priority, u.run_at, u.stop, u.limited, u.fair_key,
-          case when u.fair_key is null then ${vt} + u.k - 1 when u.fair_tag is null then ${vt}
+          case when u.fair_tag is null then ${vt} + u.k - 1
             else coalesce(nth_value(u.fair_tag, u.k::int) over (partition by u.fair_key order by u.fair_tag
               rows between unbounded preceding and unbounded following), ${vt}) end as fair_rank
         from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k
-          from (${offered} union all select * from fair_candidates) o) u
+          from (${sql.join([...offered, sql`select * from fair_candidates`, sql`select * from fair_more`], sql` union all `)}) o) u
       ) c
       order by c.priority desc, c.fair_rank, c.run_at, c.id
       limit ${batchSize}`;
@@ -104,12 +124,13 @@ function fairTurnCursorCtes(claimed: SQL, unpark: boolean): SQL[] {
   const key = sql`k.fair_key`;
   return [
     sql`fair_vt_next as (select greatest((select vt from fair_vt), (select max(fair_rank) from ${claimed})) as tag)`,
-    // (Each parked key's first turn, after the turns this claim took, then its jobs a step apart; none this claim
-    // took: a row is updated once a statement.)
+    // (Each parked key's first turn, after the turns this claim took (its own parked jobs' too), then its jobs a
+    // step apart; none this claim took: a row is updated once a statement.)
     ...(!unpark ? [] : [sql`fair_unparked as (
       update akadze.jobs j set fair_tag = t.tag from (
         select p.id, k.first + (row_number() over (partition by p.fair_key order by p.priority desc, p.run_at, p.id) - 1) * k.step as tag
-        from fair_parked p join (select k.fair_key, ${fairTurnsOf(key, sql`1`, sql`(select tag from fair_vt_next)`)} as first, ${fairStep(key)} as step
+        from fair_parked p join (select k.fair_key, ${fairTurnsOf(key, sql`1`, sql`greatest((select tag from fair_vt_next),
+            (select max(c.fair_rank) from ${claimed} c where c.fair_key = ${key}) + ${fairStep(key)})`)} as first, ${fairStep(key)} as step
           from (select distinct fair_key from fair_parked) k) k on k.fair_key = p.fair_key
       ) t
       where j.id = t.id and j.id not in (select id from ${claimed})

@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { byBytes, NOT_FAIR_CANDIDATE, walkBound, type FairScan, type FairWay } from "./fair.js";
+import { byBytes, walkBound, type FairScan, type FairWay } from "./fair.js";
 
 /**
  * Fair claims that walk the tenants and their sub-keys (fair.ts): a process sends them once it has met a sub-key.
@@ -146,6 +146,16 @@ function fairCandidatesCtes(o: FairScan): SQL[] {
         ) y limit k.share
       ) x
     )`,
+    // What the walked keys' shares leave of the batch, keyed jobs with a turn offer in turn order (jobs_tag_idx;
+    // the plain scan reads only jobs without one), as many as the plain scan may offer.
+    sql`fair_walk_more as (
+      select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key, j.fair_tag
+      from akadze.jobs j
+      where j.fair_tag is not null and ${o.eligible} and ${o.unlimited} and j.id not in (select id from fair_candidates)
+      order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id
+      limit ${fairPlainRoom(o.batchSize)}
+      for update of j skip locked
+    )`,
   ];
 }
 
@@ -157,10 +167,16 @@ function fairCandidatesCtes(o: FairScan): SQL[] {
  */
 function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
   return {
-    exclude: NOT_FAIR_CANDIDATE,
-    room: sql`(select greatest(${batchSize} - (select count(*) from fair_candidates),
-        ceil(${batchSize}::float8 / ((select count(*) from fair_walk) + 1)))::int)`,
+    // (Parked keyed jobs, without a turn, are both the walk's and the plain scan's.)
+    exclude: sql`and j.id not in (select id from fair_candidates)`,
+    room: fairPlainRoom(batchSize),
   };
+}
+
+/** How many jobs the plain scan (and the keyed jobs with a turn past the walked keys' shares) may offer. */
+function fairPlainRoom(batchSize: number): SQL {
+  return sql`(select greatest(${batchSize} - (select count(*) from fair_candidates),
+        ceil(${batchSize}::float8 / ((select count(*) from fair_walk) + 1)))::int)`;
 }
 
 /**
@@ -168,14 +184,14 @@ function fairPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
  * candidates) and the walked keys' jobs, each ranked within its key, then within its tenant (by that rank, then its
  * key's walk position), that rank made a round by the tenant's weight, and cut to the batch.
  */
-function fairCandidates(offered: SQL, batchSize: number): SQL {
+function fairCandidates(offered: SQL[], batchSize: number): SQL {
   return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key,
         ceil(row_number() over (partition by c.tenant order by c.priority desc, c.key_rank, c.m nulls last, c.run_at, c.id)::float8
           / coalesce(w.weight, 1))::int as fair_rank, w.n as walk
       from (
         select u.*, split_part(u.fair_key, chr(1), 1) as tenant, k.m,
           row_number() over (partition by u.fair_key order by u.priority desc, u.run_at, u.id) as key_rank
-        from (${offered} union all select * from fair_candidates) u left join fair_keys k on k.key = u.fair_key
+        from (${sql.join([...offered, sql`select * from fair_candidates`, sql`select * from fair_walk_more`], sql` union all `)}) u left join fair_keys k on k.key = u.fair_key
       ) c left join fair_walk w on w.tenant = c.tenant
       order by c.priority desc, fair_rank, walk nulls last, c.run_at, c.id
       limit ${batchSize}`;

@@ -26,10 +26,13 @@ export interface FairScan { now: SQL; eligible: SQL; unlimited: SQL; stop: SQL; 
 export interface FairWay {
   /** The CTEs before the plain scan, ending with `fair_candidates`: the keyed jobs the way offers. */
   before: SQL[];
-  /** The plain scan's exclusion of those (for its where clause) and how many jobs it offers (an outer limit). */
+  /**
+   * The plain scan's exclusion of those it reads too (for its where clause: it reads only jobs without a turn) and
+   * how many jobs it offers (an outer limit).
+   */
   plainScan: { exclude: SQL; room: SQL };
-  /** The body of the `candidates` CTE: `offered` (the other scans' candidates) with the way's, ranked and cut to the batch. */
-  candidates(offered: SQL): SQL;
+  /** The body of the `candidates` CTE: `offered` (the other scans' candidates, each a select) with the way's, ranked and cut to the batch. */
+  candidates(offered: SQL[]): SQL;
   /** The CTEs after the claimed jobs' update: the cursor moved. */
   after: SQL[];
   /** The way's entries in the claim's answer, each `, 'name', value`. */
@@ -65,7 +68,3 @@ export const ANY_FAIR_JOB = sql`(select fair_key from akadze.jobs where state = 
 export function walkBound(batchSize: number): SQL {
   return sql.raw(String(Math.max(1, Math.floor(batchSize))));
 }
-
-
-/** A fair claim's plain scan leaves out the jobs its fair scan offered (`fair_candidates`), in both ways. */
-export const NOT_FAIR_CANDIDATE = sql`and j.id not in (select id from fair_candidates)`;

@@ -260,5 +260,18 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
       "-- (Hand-written.) The keyed jobs already queued take their turns, each key's in claim order from the start.\nUPDATE akadze.jobs j SET fair_tag = t.tag\nFROM (\n  SELECT q.id, (row_number() OVER (PARTITION BY q.fair_key ORDER BY q.priority DESC, q.run_at, q.id) - 1)::double precision\n    / coalesce(w.weight, 1) AS tag\n  FROM akadze.jobs q LEFT JOIN akadze.fair_weights w ON w.key = split_part(q.fair_key, chr(1), 1)\n  WHERE q.state = 'queued' AND q.fair_key IS NOT NULL AND q.fair_tag IS NULL AND q.run_at <= now()\n) t\nWHERE j.id = t.id AND j.state = 'queued' AND j.fair_tag IS NULL;",
       "-- (Hand-written, as in 0023.) Building an index sets the table's row count to what it holds: an empty queue table\n-- gets the statistics 0022 gave a fresh install again.\nDO $$\nBEGIN\n  IF NOT EXISTS (SELECT 1 FROM akadze.jobs) THEN\n    INSERT INTO akadze.jobs (id, task) OVERRIDING SYSTEM VALUE SELECT -g, 'akadze.statistics' FROM generate_series(1, 100) g;\n    ANALYZE akadze.jobs;\n    DELETE FROM akadze.jobs WHERE id < 0;\n  END IF;\nEND $$;"
     ]
+  },
+  {
+    "id": 25,
+    "name": "0025_plain_scan_indexes",
+    "statements": [
+      "-- (Hand-written order.) The plain scan's two indexes leave out keyed jobs with a turn (jobs_tag_idx holds those).\n-- Each is built under a new name before the old one is dropped: claims beside the migration keep reading the old\n-- index while the new one is built (the build holds off writes, as any index build in a transaction does), and the\n-- drop's exclusive lock lasts only till the commit right after it.\nCREATE INDEX \"jobs_claim_idx_0025\" ON \"akadze\".\"jobs\" USING btree (\"queue\",\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_tag\" is null;",
+      "CREATE INDEX \"jobs_due_idx_0025\" ON \"akadze\".\"jobs\" USING btree (\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_tag\" is null;",
+      "DROP INDEX \"akadze\".\"jobs_claim_idx\";",
+      "DROP INDEX \"akadze\".\"jobs_due_idx\";",
+      "ALTER INDEX \"akadze\".\"jobs_claim_idx_0025\" RENAME TO \"jobs_claim_idx\";",
+      "ALTER INDEX \"akadze\".\"jobs_due_idx_0025\" RENAME TO \"jobs_due_idx\";",
+      "-- (Hand-written, as in 0023 and 0024.) Building an index sets the table's row count to what it holds: an empty\n-- queue table gets the statistics 0022 gave a fresh install again.\nDO $$\nBEGIN\n  IF NOT EXISTS (SELECT 1 FROM akadze.jobs) THEN\n    INSERT INTO akadze.jobs (id, task) OVERRIDING SYSTEM VALUE SELECT -g, 'akadze.statistics' FROM generate_series(1, 100) g;\n    ANALYZE akadze.jobs;\n    DELETE FROM akadze.jobs WHERE id < 0;\n  END IF;\nEND $$;"
+    ]
   }
 ];
