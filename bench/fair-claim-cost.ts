@@ -1,8 +1,9 @@
-// What fairness costs one claim (issue 38, item 3): a fair claim against a plain claim of the same batch, on the
-// same queued rows, with 100 and with 10,000 fairness keys. Both statements are captured as the runtime sends
-// them (a later claim of an invocation, so the first claim's riders weigh on neither), then run alternately in
-// transactions that are rolled back, so every run sees the same rows and the same cursor. `npm run bench` runs it
-// in its fairness section (batch 250, both layouts).
+// What fairness costs one claim (issue 38, item 3): a fair claim against a plain claim of the same batch, over
+// the same queued rows, with 100 and with 10,000 fairness keys: the fair one in a database where they are keyed
+// jobs with their turns, the plain one in another where the same rows have no key (a plain claim reads no keyed
+// job with a turn). Both statements are captured as the runtime sends them (a later claim of an invocation, so the
+// first claim's riders weigh on neither), then run alternately in transactions that are rolled back, so every run
+// sees the same rows and the same cursor. `npm run bench` runs it in its fairness section (batch 250, both layouts).
 //
 //   npx tsx bench/fair-claim-cost.ts                 # keys 100 and 10,000, batches 50 and 250, 30 runs each
 //   npx tsx bench/fair-claim-cost.ts --quick         # keys 100 and 2,000, batch 50, 8 runs: a smoke test
@@ -102,17 +103,18 @@ const KEY_NAME = sql`'t' || lpad(k::text, 6, '0')`;
 /**
  * `keys` keys of `perKey` queued no-op jobs each, due a minute ago, in `layout`, each with its turn (its number
  * within its key, from 0: what one enqueue of them all gives); and the `delayed` keys' jobs, parked (no turn), as an
- * enqueue for later leaves them.
+ * enqueue for later leaves them. Not `keyed`: the same rows without a key or a turn.
  */
-export async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"]): Promise<void> {
+export async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"], keyed = true): Promise<void> {
   await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key, fair_tag)
-    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute', ${KEY_NAME}, j - 1
+    select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute',
+      ${keyed ? sql`${KEY_NAME}, j - 1` : sql`null, null`}
     from generate_series(1, ${keys}::int) k, generate_series(1, ${perKey}::int) j ${layout === "bursts" ? sql`order by k, j` : sql`order by j, k`}`);
   // (Each due a second after the one before: a tenant's delayed jobs rarely share a moment, and equal index
   // entries would be stored once, deduplicated, and cost a scan nearly nothing.)
   if (delayed) {
     await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key)
-      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', ${KEY_NAME} || 'd'
+      select 'bench.tenant', 'default', '{}'::jsonb, now() + interval '1 day' + j * interval '1 second', ${keyed ? sql`${KEY_NAME} || 'd'` : sql`null`}
       from generate_series(1, ${delayed.keys}::int) k, generate_series(1, ${delayed.perKey}::int) j`);
   }
   await db.execute(sql`analyze akadze.jobs`);
@@ -155,21 +157,27 @@ export async function fairClaimCosts(s: FairCostSettings, log: (line: string) =>
 
 async function measure(layout: Layout, keys: number, batch: number, s: FairCostSettings): Promise<FairCostRow> {
   const target = await openAkadze("node-postgres", `fcc${layout}${keys}b${batch}`, { poolSize: 4 });
+  const plainTarget = await openAkadze("node-postgres", `fcc${layout}${keys}b${batch}p`, { poolSize: 4 });
   try {
-    const plain = await captureLaterClaim(target, false, batch);
+    const plain = await captureLaterClaim(plainTarget, false, batch);
     const fair = await captureLaterClaim(target, true, batch);
     const perKey = Math.max(1, Math.round(s.jobs / keys));
     await loadJobs(target.db, keys, perKey, layout, s.delayed);
+    await loadJobs(plainTarget.db, keys, perKey, layout, s.delayed, false);
     // The cursor halfway through the keys, as after claims went before: the walk then serves other keys than the
     // plain scan's first jobs (from the start, both would take the same keys' first jobs).
     await target.db.execute(sql`insert into akadze.fair_cursor (id, key) select 1, ${KEY_NAME} from (select ${Math.floor(keys / 2)}::int as k) h
       on conflict (id) do update set key = excluded.key`);
     const client = new pg.Client({ connectionString: `postgres://postgres@${PG_HOST}:${PG_PORT}/${target.database}` });
+    const plainClient = new pg.Client({ connectionString: `postgres://postgres@${PG_HOST}:${PG_PORT}/${plainTarget.database}` });
     await client.connect();
+    await plainClient.connect();
     try {
       type Run = Awaited<ReturnType<typeof runOne>> & { prepared: number; unprepared: number };
-      const once = async (claim: Captured, name: string): Promise<Run> =>
-        ({ ...(await runOne(client, claim)), prepared: await wallOne(client, claim, name), unprepared: await wallOne(client, claim) });
+      const once = async (claim: Captured, name: string): Promise<Run> => {
+        const on = claim === plain ? plainClient : client;
+        return { ...(await runOne(on, claim)), prepared: await wallOne(on, claim, name), unprepared: await wallOne(on, claim) };
+      };
       // Unrecorded runs warm the caches and let the prepared statements settle on their plans (a generic plan
       // comes after five executions).
       for (let i = 0; i < 6; i++) { await once(plain, "plain"); await once(fair, "fair"); }
@@ -192,9 +200,11 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
       };
     } finally {
       await client.end();
+      await plainClient.end();
     }
   } finally {
     await target.close();
+    await plainTarget.close();
   }
 }
 
