@@ -44,7 +44,7 @@ export const FULL: BenchConfig = {
   claimCost: { calls: 200, explains: 30, backlog: 100_000 },
   fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 60_000, budget: "25s", jobMs: 100, slots: 6, batchSize: 50, baselineWindows: 3 },
   fairness: { bigJobs: 50_000, smallKeys: 100, smallJobsPerKey: 10, invocations: 4, batchSize: 250, costKeys: [100, 10_000], costJobs: 50_000, costRuns: 20,
-    costDelayed: { keys: 1_000, perKey: 1_000 } },
+    costDelayed: { keys: 1_000, perKey: 1_000 }, costUnkeyed: 10_000 },
   delayed: 100_000,
 };
 
@@ -57,6 +57,6 @@ export const QUICK: BenchConfig = {
   claimCost: { calls: 30, explains: 5, backlog: 5_000 },
   fanOut: { widths: [0, 1, 4, 8, 16], windowMs: 10_000, budget: "4s", jobMs: 100, slots: 6, batchSize: 50, baselineWindows: 1 },
   fairness: { bigJobs: 5_000, smallKeys: 20, smallJobsPerKey: 10, invocations: 4, batchSize: 100, costKeys: [20, 1_000], costJobs: 5_000, costRuns: 3,
-    costDelayed: { keys: 50, perKey: 100 } },
+    costDelayed: { keys: 50, perKey: 100 }, costUnkeyed: 500 },
   delayed: 5_000,
 };

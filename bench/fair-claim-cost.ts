@@ -9,6 +9,7 @@
 //   npx tsx bench/fair-claim-cost.ts --quick         # keys 100 and 2,000, batch 50, 8 runs: a smoke test
 //   npx tsx bench/fair-claim-cost.ts --keys 100,10000 --batches 250 --runs 40 --jobs 500000 --layouts mixed
 //   npx tsx bench/fair-claim-cost.ts --keys 100 --batches 250 --delayed 1000x1000   # beside keys whose jobs are all delayed
+//   npx tsx bench/fair-claim-cost.ts --keys 100 --batches 250 --unkeyed 10000        # beside due jobs without a key
 import pg from "pg";
 import { sql, type SQL } from "drizzle-orm";
 import * as v from "valibot";
@@ -37,6 +38,11 @@ export interface FairCostSettings {
    * the due keys' count after the last one. Absent: none.
    */
   delayed?: { keys: number; perKey: number };
+  /**
+   * Due jobs without a key queued beside, in both databases (0 or absent: none): the fair claim then carries its
+   * plain scan (a process leaves it out only while no job without a turn is due).
+   */
+  unkeyed?: number;
 }
 
 export type Layout = "bursts" | "mixed";
@@ -48,6 +54,8 @@ export interface FairCostRow {
   queued: number;
   /** Jobs of keys with only delayed jobs, queued beside (0: none). */
   delayed: number;
+  /** Due jobs without a key, queued beside (0: none). */
+  unkeyed: number;
   /**
    * Medians over the runs: server time from EXPLAIN (ANALYZE, TIMING OFF); the statement's wall time on one
    * connection sent as a named prepared statement, as the runtime sends claims over node-postgres (planned once
@@ -83,10 +91,13 @@ const Tenant = v.object({ tenant: v.string() });
 type Captured = { text: string; values: unknown[] };
 
 /** The last claim of a draining invocation over `jobs` jobs of `batch` (the first and second took them; the last is a later claim). */
-async function captureLaterClaim(target: AkadzeTarget, fair: boolean, batch: number): Promise<Captured> {
+async function captureLaterClaim(target: AkadzeTarget, fair: boolean, batch: number, unkeyed = false): Promise<Captured> {
   const app = createApp();
   const work = app.task("bench.tenant", { args: Tenant }, async () => {});
   await work.using(target.db, fair ? { fairKey: "capture" } : {}).enqueueMany(Array.from({ length: 2 * batch }, () => ({ tenant: "capture" })));
+  // (A due job without a key that this app does not run: each fair claim sees one due and the next carries its plain scan.)
+  const other = createApp().task("bench.other", { args: Tenant }, async () => {});
+  if (unkeyed) await other.using(target.db).enqueue({ tenant: "other" });
   // A process first learns there are no keyed jobs from one claim: a plain capture drains twice.
   if (!fair) await runOnce(app, { db: target.db, batchSize: batch, slots: batch, drain: false });
   target.counter!.reset();
@@ -105,7 +116,12 @@ const KEY_NAME = sql`'t' || lpad(k::text, 6, '0')`;
  * within its key, from 0: what one enqueue of them all gives); and the `delayed` keys' jobs, parked (no turn), as an
  * enqueue for later leaves them. Not `keyed`: the same rows without a key or a turn.
  */
-export async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"], keyed = true): Promise<void> {
+export async function loadJobs(db: Db, keys: number, perKey: number, layout: Layout, delayed?: FairCostSettings["delayed"], keyed = true, unkeyed = 0): Promise<void> {
+  // (Due jobs without a key first, each due a moment after the one before, all before the keyed jobs' due time.)
+  if (unkeyed > 0) {
+    await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at)
+      select 'bench.tenant', 'default', '{}'::jsonb, now() - interval '2 minutes' + i * interval '1 millisecond' from generate_series(1, ${unkeyed}::int) i`);
+  }
   await db.execute(sql`insert into akadze.jobs (task, queue, args, run_at, fair_key, fair_tag)
     select 'bench.tenant', 'default', jsonb_build_object('tenant', k), now() - interval '1 minute',
       ${keyed ? sql`${KEY_NAME}, j - 1` : sql`null, null`}
@@ -159,11 +175,13 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
   const target = await openAkadze("node-postgres", `fcc${layout}${keys}b${batch}`, { poolSize: 4 });
   const plainTarget = await openAkadze("node-postgres", `fcc${layout}${keys}b${batch}p`, { poolSize: 4 });
   try {
+    const unkeyed = s.unkeyed ?? 0;
     const plain = await captureLaterClaim(plainTarget, false, batch);
-    const fair = await captureLaterClaim(target, true, batch);
+    const fair = await captureLaterClaim(target, true, batch, unkeyed > 0);
+    if (unkeyed > 0) await target.db.execute(sql`delete from akadze.jobs where task = 'bench.other'`);
     const perKey = Math.max(1, Math.round(s.jobs / keys));
-    await loadJobs(target.db, keys, perKey, layout, s.delayed);
-    await loadJobs(plainTarget.db, keys, perKey, layout, s.delayed, false);
+    await loadJobs(target.db, keys, perKey, layout, s.delayed, true, unkeyed);
+    await loadJobs(plainTarget.db, keys, perKey, layout, s.delayed, false, unkeyed);
     // The cursor halfway through the keys, as after claims went before: the walk then serves other keys than the
     // plain scan's first jobs (from the start, both would take the same keys' first jobs).
     await target.db.execute(sql`insert into akadze.fair_cursor (id, key) select 1, ${KEY_NAME} from (select ${Math.floor(keys / 2)}::int as k) h
@@ -190,7 +208,7 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
       const m = (list: Run[], k: "planning" | "execution" | "probes" | "buffers" | "prepared" | "unprepared") => median(list.map((x) => x[k]));
       const server = (list: Run[]) => median(list.map((x) => x.planning + x.execution));
       return {
-        layout, keys, batch, queued: keys * perKey, delayed: s.delayed ? s.delayed.keys * s.delayed.perKey : 0,
+        layout, keys, batch, queued: keys * perKey, delayed: s.delayed ? s.delayed.keys * s.delayed.perKey : 0, unkeyed,
         plainPlanningMs: m(p, "planning"), plainExecutionMs: m(p, "execution"), plainPreparedMs: m(p, "prepared"), plainUnpreparedMs: m(p, "unprepared"),
         fairPlanningMs: m(f, "planning"), fairExecutionMs: m(f, "execution"), fairPreparedMs: m(f, "prepared"), fairUnpreparedMs: m(f, "unprepared"),
         executionRatio: m(f, "execution") / m(p, "execution"), serverRatio: server(f) / server(p),
@@ -211,7 +229,7 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
 const f2 = (x: number) => x.toFixed(2);
 
 export function formatRow(r: FairCostRow): string {
-  return `${r.layout}, keys ${r.keys}, batch ${r.batch}, ${r.queued} queued${r.delayed > 0 ? ` beside ${r.delayed} delayed` : ""} | plain: plan ${f2(r.plainPlanningMs)} + exec ${f2(r.plainExecutionMs)} ms, ` +
+  return `${r.layout}, keys ${r.keys}, batch ${r.batch}, ${r.queued} queued${r.delayed > 0 ? ` beside ${r.delayed} delayed` : ""}${r.unkeyed > 0 ? ` beside ${r.unkeyed} due without a key` : ""} | plain: plan ${f2(r.plainPlanningMs)} + exec ${f2(r.plainExecutionMs)} ms, ` +
     `prepared ${f2(r.plainPreparedMs)}, unprepared ${f2(r.plainUnpreparedMs)} ms | fair: plan ${f2(r.fairPlanningMs)} + exec ${f2(r.fairExecutionMs)} ms, ` +
     `prepared ${f2(r.fairPreparedMs)}, unprepared ${f2(r.fairUnpreparedMs)} ms | fair/plain: exec ${f2(r.executionRatio)}x, plan+exec ${f2(r.serverRatio)}x, ` +
     `prepared ${f2(r.preparedRatio)}x, unprepared ${f2(r.unpreparedRatio)}x | buffers ${r.plainBuffers} / ${r.fairBuffers}, fairness index scans ${r.fairIndexProbes}, ` +
@@ -238,6 +256,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     runs: Number(option("--runs") ?? (quick ? 8 : 30)),
     layouts: (option("--layouts")?.split(",") as Layout[] | undefined) ?? ["mixed", "bursts"],
     delayed: delayedOption(option("--delayed")),
+    unkeyed: Number(option("--unkeyed") ?? 0),
   };
   console.log(`fair claim cost: ${JSON.stringify(settings)}`);
   await fairClaimCosts(settings, (line) => console.log(line));

@@ -20,6 +20,8 @@ export interface FairnessSettings {
   costRuns: number;
   /** Keys with only delayed jobs beside the fewest keys' due ones, for one more cost row (fair-claim-cost.ts `delayed`). */
   costDelayed: { keys: number; perKey: number };
+  /** Due jobs without a key beside the fewest keys' due ones, for one more cost row (fair-claim-cost.ts `unkeyed`). */
+  costUnkeyed: number;
 }
 
 export interface FairnessRow {

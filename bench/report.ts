@@ -256,15 +256,16 @@ function fairnessSections(r: Results): Section[] {
     ],
   }, {
     title: `A fair claim's cost (by turns): ${f.costKeys.map((k) => k.toLocaleString("en-US")).join(" and ")} keys sharing ${f.costJobs.toLocaleString("en-US")} queued jobs, one claim of ${f.batchSize} (medians of ${f.costRuns} runs of each, alternating, rolled back)`,
-    head: ["layout", "keys", "jobs queued", "delayed jobs beside", "plain: planning + execution ms", "fair: planning + execution ms", "fair ÷ plain, execution", "fair ÷ plain, planning + execution",
+    head: ["layout", "keys", "jobs queued", "delayed jobs beside", "due jobs without a key beside", "plain: planning + execution ms", "fair: planning + execution ms", "fair ÷ plain, execution", "fair ÷ plain, planning + execution",
       "fair ÷ plain, prepared (as over node-postgres)", "fair ÷ plain, unprepared (as over neon-http)", "fairness index scans", "keys served: plain / fair"],
-    rows: (r.fairClaimCost ?? []).map((x) => [x.layout, fmt(x.keys), fmt(x.queued), fmt(x.delayed), fmt(x.plainPlanningMs + x.plainExecutionMs, 2), fmt(x.fairPlanningMs + x.fairExecutionMs, 2),
+    rows: (r.fairClaimCost ?? []).map((x) => [x.layout, fmt(x.keys), fmt(x.queued), fmt(x.delayed), fmt(x.unkeyed ?? 0), fmt(x.plainPlanningMs + x.plainExecutionMs, 2), fmt(x.fairPlanningMs + x.fairExecutionMs, 2),
       `${fmt(x.executionRatio, 2)}×`, `${fmt(x.serverRatio, 2)}×`, `${fmt(x.preparedRatio, 2)}×`, `${fmt(x.unpreparedRatio, 2)}×`, fmt(x.fairIndexProbes), `${fmt(x.plainKeys)} / ${fmt(x.fairKeys)}`]),
     notes: [
-      "Both claims are captured as the runtime sends them, a later claim of an invocation (the first claim's riders weigh on neither; the fair one by turns, as a process that has met no sub-keys sends it), and run on the same rows, each keyed job with its turn as one enqueue of them all gives it: EXPLAIN (ANALYZE, TIMING OFF) for the server's planning and execution, then the statement's wall time on one connection as a named prepared statement and unprepared.",
+      "Both claims are captured as the runtime sends them, a later claim of an invocation (the first claim's riders weigh on neither; the fair one by turns, as a process that has met no sub-keys sends it), and run on the same rows, the fair one where each is a keyed job with its turn as one enqueue of them all gives it, the plain one in another database where they have no key (a plain claim reads no keyed job with a turn): EXPLAIN (ANALYZE, TIMING OFF) for the server's planning and execution, then the statement's wall time on one connection as a named prepared statement and unprepared.",
       "Layout: mixed, the keys' jobs inserted side by side (their next jobs share pages, as the plain claim's do); bursts, each key's jobs inserted together (a key's next job on a page of its own, a fair claim's worst case).",
       "Fairness index scans: the loops of every index scan of jobs_fair_idx, jobs_tag_idx, jobs_key_tag_idx and jobs_parked_idx in the fair plan (the turns read in order, the parked jobs come due, the claim's question whether keyed jobs exist).",
       `Delayed jobs beside: ${f.costDelayed.keys.toLocaleString("en-US")} more keys of ${f.costDelayed.perKey.toLocaleString("en-US")} jobs each, all due a day and more later (a second apart), each named to sort right after the due key of its number (those past the due keys' count after the last one), parked as an enqueue for later leaves them: neither claim reads them.`,
+      `Due jobs without a key beside: ${(f.costUnkeyed ?? 0).toLocaleString("en-US")} of them, due before the keyed ones, in both databases. A fair claim carries its plain scan only while such a job is due (each fair claim asks); in the other rows none is, and the fair claim goes without it.`,
     ],
   }];
 }

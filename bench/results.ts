@@ -190,7 +190,8 @@ export function targets(r: Omit<Results, "targets">): Target[] {
     out.push({ name: "fairness: small tenants' p95 wait in median claim cycles", goal: "< 2", measured: `${fair.p95InCycles.toFixed(2)}${spread(fair.p95InCyclesEach, "bursts")} (plain order: ${plain ? plain.p95InCycles.toFixed(1) : "—"})`, met: fair.p95InCycles < 2 });
   }
   for (const f of r.fairClaimCost ?? []) {
-    const beside = f.delayed > 0 ? `, beside ${f.delayed.toLocaleString("en-US")} delayed jobs of other keys` : "";
+    const beside = (f.delayed > 0 ? `, beside ${f.delayed.toLocaleString("en-US")} delayed jobs of other keys` : "")
+      + ((f.unkeyed ?? 0) > 0 ? `, beside ${f.unkeyed.toLocaleString("en-US")} due jobs without a key` : "");
     out.push({ name: `a fair claim vs a plain one of the same batch, ${f.keys.toLocaleString("en-US")} keys, ${f.layout}${beside} (planning + execution)`, goal: "≤ 1.30×", measured: times(f.serverRatio), met: f.serverRatio <= 1.3 });
   }
   if (k16 && k32) out.push({ name: "scale-out jobs/s from K=16 to K=32", goal: "non-decreasing", measured: `${Math.round(k16.jobsPerSec)} → ${Math.round(k32.jobsPerSec)}`, met: k32.jobsPerSec >= k16.jobsPerSec });

@@ -316,6 +316,9 @@ async function main(): Promise<void> {
     log(`fairness: the same beside ${dk} keys of ${perKey} delayed jobs`);
     r.fairClaimCost.push(...await fairClaimCosts({ keys: [Math.min(...f.costKeys)], batches: [f.batchSize], jobs: f.costJobs, runs: f.costRuns, layouts: ["mixed"], delayed: f.costDelayed },
       (line) => log(`fairness: ${line}`)));
+    log(`fairness: the same beside ${f.costUnkeyed} due jobs without a key`);
+    r.fairClaimCost.push(...await fairClaimCosts({ keys: [Math.min(...f.costKeys)], batches: [f.batchSize], jobs: f.costJobs, runs: f.costRuns, layouts: ["mixed"], unkeyed: f.costUnkeyed },
+      (line) => log(`fairness: ${line}`)));
   }
 
   if (sections.has("workflows")) {
