@@ -179,7 +179,8 @@ with owner_leased as (
         select j.fair_key from akadze.jobs j where j.state = 'queued' and j.fair_tag is not null and j.run_at <= now()
         order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id limit 2) t
       where strpos(t.fair_key, chr(1)) > 0)), 'parkedDue', coalesce((select j.run_at from akadze.jobs j where j.state = 'queued' and j.fair_key is not null and j.fair_tag is null
-      order by j.run_at limit 1) <= now(), false), 'plainDue', exists (select 1 from (with recursive p(priority) as (
+      order by j.run_at limit 1) <= now(), false),
+      'fairPriorities', coalesce((select min(priority) <> max(priority) from fair_candidates), false), 'plainDue', exists (select 1 from (with recursive p(priority) as (
         (select j.priority from akadze.jobs j where j.state = 'queued' and j.fair_tag is null  order by j.priority desc nulls last limit 1)
         union all
         select (select j.priority from akadze.jobs j where j.state = 'queued' and j.fair_tag is null  and j.priority < p.priority

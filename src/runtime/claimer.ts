@@ -77,7 +77,7 @@ export class Claimer {
     const byTurns = withFair && !memory.fairSubKeys;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
-      queues: this.o.queues, limits: withLimits, stops: withStops, fair: withFair, keyed, fairSubKeys: memory.fairSubKeys, unpark: memory.parkedDue ?? true, plain: withPlain, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
+      queues: this.o.queues, limits: withLimits, stops: withStops, fair: withFair, keyed, fairSubKeys: memory.fairSubKeys, unpark: memory.parkedDue ?? true, plain: withPlain, fairPriorities: memory.fairPriorities ?? true, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
     };
     const core = claimCore(params);
     const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, drains: this.o.drains, core })).filter((ride): ride is Ride => ride !== null);
@@ -106,6 +106,7 @@ export class Claimer {
     if (result.fairSubKeys !== undefined) memory.fairSubKeys = result.fairSubKeys || Date.now() - memory.fairSubKeysSeenAt < FAIR_HINT_MS;
     if (result.parkedDue !== undefined) memory.parkedDue = result.parkedDue;
     memory.plainDue = result.plainDue ?? null;
+    if (result.fairPriorities !== undefined) memory.fairPriorities = result.fairPriorities;
     // A rider with more to carry (runtime schedules learned with a slot due) asks for the next claim at once.
     let more = false;
     for (const ride of rides) if (ride.answered?.(result, this.o.summary.roundTrip) === true) more = true;

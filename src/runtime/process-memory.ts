@@ -37,6 +37,8 @@ export interface ProcessMemory {
    * (the next claim sends the plain scan).
    */
   plainDue: boolean | null;
+  /** Whether the turns the last fair claim by turns read spanned priorities; null: not asked yet (the next reads on). */
+  fairPriorities: boolean | null;
   /** When an invocation's first claim last carried retention (riders.ts). */
   prunedAt: number;
   /** When this process last started an ANALYZE of the jobs table, and last asked whether it needs a vacuum. */
@@ -57,7 +59,7 @@ export function memoryOf(app: App): ProcessMemory {
   let memory = memories.get(app);
   if (!memory) {
     memories.set(app, (memory = {
-      limits: null, stops: null, fair: null, runtimeSchedules: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity, parkedDue: null, plainDue: null,
+      limits: null, stops: null, fair: null, runtimeSchedules: null, fairSeenAt: -Infinity, fairSubKeys: false, fairSubKeysSeenAt: -Infinity, parkedDue: null, plainDue: null, fairPriorities: null,
       prunedAt: -Infinity, analyzedAt: -Infinity, vacuumedAt: -Infinity, historyCheckedAt: -Infinity, pace: null,
       overNudgeBudget: new Set(),
     }));

@@ -63,6 +63,8 @@ export interface ClaimResult {
   fairSubKeys?: boolean;
   /** A fair claim by turns saw a parked keyed job due: the next gives parked jobs their turns (absent otherwise). */
   parkedDue?: boolean;
+  /** The turns a fair claim by turns read spanned priorities: the next reads on past them (absent otherwise). */
+  fairPriorities?: boolean;
   /**
    * A fair claim by turns saw a due job without a turn (one without a key, a parked keyed one): the next sends the
    * plain scan (absent otherwise).

@@ -65,6 +65,11 @@ export interface ClaimParams {
    */
   unpark?: boolean;
   /**
+   * With `fair` by turns: read on past the batch's turns for the keys whose urgent jobs took their earliest ones
+   * (`fair-turns.ts`). The claim reports whether the turns it read spanned priorities (`fairPriorities`). Default true.
+   */
+  fairPriorities?: boolean;
+  /**
    * With `fair` by turns: offer the due jobs without a turn too (the plain scan: jobs without a key, keyed jobs
    * parked till due). The claim reports whether any is due (`plainDue`), so a process whose queued jobs all have
    * their turns sends a claim of one scan, the turns. Default true.
@@ -183,7 +188,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
   // A fair claim reads the keys' turns (or, once the process has met sub-keys, walks the keys) first; its plain
   // scan then offers what the batch still lacks (fair-turns.ts, fair-walk.ts).
   const scan = { now, eligible, unlimited, stop, batchSize: p.batchSize };
-  const fair = !p.fair ? null : p.fairSubKeys === true ? fairByWalk(scan) : fairByTurns({ ...scan, unpark: p.unpark !== false, claimed: cte("claimed") });
+  const fair = !p.fair ? null : p.fairSubKeys === true ? fairByWalk(scan) : fairByTurns({ ...scan, unpark: p.unpark !== false, priorities: p.fairPriorities !== false, claimed: cte("claimed") });
   // (By turns: the next claim leaves the plain scan out while no job of it is due.)
   const byTurns = fair !== null && p.fairSubKeys !== true;
   const plain = !byTurns || p.plain !== false;

@@ -32,7 +32,7 @@ const TURN_ORDER = sql`j.priority desc nulls last, j.fair_tag, j.run_at, j.id`;
  * - The batch is cut by priority, then turn; a key's higher-priority jobs take its earliest turns. The virtual
  *   time moves to the latest turn claimed.
  */
-function fairTurnCtes(o: FairScan & { unpark: boolean }): SQL[] {
+function fairTurnCtes(o: FairScan & { unpark: boolean; priorities: boolean }): SQL[] {
   return [
     sql`fair_vt as (select ${VIRTUAL_TIME} as vt)`,
     ...(!o.unpark ? [] : [
@@ -60,8 +60,10 @@ function fairTurnCtes(o: FairScan & { unpark: boolean }): SQL[] {
     // A key's higher-priority jobs take its earliest turns (fairTurnCandidates), so its jobs of the lowest priority
     // read take later ones than their own, and jobs of that priority past the read may then make the cut: as many
     // more of them as the read holds jobs of a higher priority, in turn order from the last read (none when the
-    // read holds one priority: the scan is then never run).
-    sql`fair_lowest as (
+    // read holds one priority: the scan is then never run). Only while the last claim's turns read spanned
+    // priorities (`fairPriorities`, `priorities`): a claim that meets them first ranks its lowest priority's jobs
+    // on the turns it read, which may put a key with urgent jobs later in that claim, never earlier.
+    ...(!o.priorities ? [] : [sql`fair_lowest as (
       select min(priority) as priority, max(fair_tag) filter (where priority = (select min(priority) from fair_candidates)) as tag,
         count(*) filter (where priority > (select min(priority) from fair_candidates)) as higher
       from fair_candidates
@@ -74,7 +76,7 @@ function fairTurnCtes(o: FairScan & { unpark: boolean }): SQL[] {
       order by ${TURN_ORDER}
       limit (select higher from fair_lowest)
       for update of j skip locked
-    )`,
+    )`]),
   ];
 }
 
@@ -96,11 +98,11 @@ function fairTurnPlainScan(batchSize: number): { exclude: SQL; room: SQL } {
  * The body of the `candidates` CTE for a fair claim by turns: `offered` and the turns read, each with its turn
  * (`fair_rank`; `walk` is null), cut to the batch.
  */
-function fairTurnCandidates(offered: SQL[], batchSize: number): SQL {
+function fairTurnCandidates(offered: SQL[], batchSize: number, priorities: boolean): SQL {
   // A key's higher-priority jobs take its earliest turns: the k-th of its jobs here in claim order takes the k-th
   // of their turns (with one priority, its own). Jobs without a key are one partition of that order too (their
   // turns are null): the k-th of them takes the k-th turn from the virtual time, as does a key's k-th job without a
-  // turn yet (parked, come due: a burst queued for later then takes one turn a claim till it has its turns).
+  // turn yet (parked, come due: its key's turns from the virtual time, until the claim gives them theirs).
   const vt = sql`(select vt from fair_vt)`;
   return sql`select c.id, c.priority, c.run_at, c.stop, c.limited, c.fair_key, c.fair_rank, null::int as walk
       from (
@@ -109,7 +111,7 @@ function fairTurnCandidates(offered: SQL[], batchSize: number): SQL {
             else coalesce(nth_value(u.fair_tag, u.k::int) over (partition by u.fair_key order by u.fair_tag
               rows between unbounded preceding and unbounded following), ${vt}) end as fair_rank
         from (select o.*, row_number() over (partition by o.fair_key order by o.priority desc, o.fair_tag, o.run_at, o.id) as k
-          from (${sql.join([...offered, sql`select * from fair_candidates`, sql`select * from fair_more`], sql` union all `)}) o) u
+          from (${sql.join([...offered, sql`select * from fair_candidates`, ...(priorities ? [sql`select * from fair_more`] : [])], sql` union all `)}) o) u
       ) c
       order by c.priority desc, c.fair_rank, c.run_at, c.id
       limit ${batchSize}`;
@@ -192,14 +194,16 @@ function fairStep(key: SQL): SQL {
 
 /**
  * A fair claim by turns (a process that has met no sub-keys): `claimed`, the claim's CTE of the jobs it took;
- * `unpark`, whether it gives the due parked jobs their turns (the last claim saw one due).
+ * `unpark`, whether it gives the due parked jobs their turns (the last claim saw one due); `priorities`, whether
+ * it reads on past its turns for a key's urgent jobs (the last claim's turns spanned priorities).
  */
-export function fairByTurns(o: FairScan & { unpark: boolean; claimed: SQL }): FairWay {
+export function fairByTurns(o: FairScan & { unpark: boolean; priorities: boolean; claimed: SQL }): FairWay {
   return {
     before: fairTurnCtes(o),
     plainScan: fairTurnPlainScan(o.batchSize),
-    candidates: (offered) => fairTurnCandidates(offered, o.batchSize),
+    candidates: (offered) => fairTurnCandidates(offered, o.batchSize, o.priorities),
     after: fairTurnCursorCtes(o.claimed, o.unpark),
-    report: sql`, 'fairSubKeys', ${fairTurnSubKeysSeen(o.now, o.batchSize)}, 'parkedDue', ${fairParkedDue(o.now)}`,
+    report: sql`, 'fairSubKeys', ${fairTurnSubKeysSeen(o.now, o.batchSize)}, 'parkedDue', ${fairParkedDue(o.now)},
+      'fairPriorities', coalesce((select min(priority) <> max(priority) from fair_candidates), false)`,
   };
 }

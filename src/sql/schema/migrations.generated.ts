@@ -265,12 +265,11 @@ export const MIGRATIONS: readonly { id: number; name: string; statements: readon
     "id": 25,
     "name": "0025_plain_scan_indexes",
     "statements": [
-      "-- (Hand-written order.) The plain scan's two indexes leave out keyed jobs with a turn (jobs_tag_idx holds those).\n-- Each is built under a new name before the old one is dropped: claims beside the migration keep reading the old\n-- index while the new one is built (the build holds off writes, as any index build in a transaction does), and the\n-- drop's exclusive lock lasts only till the commit right after it.\nCREATE INDEX \"jobs_claim_idx_0025\" ON \"akadze\".\"jobs\" USING btree (\"queue\",\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_tag\" is null;",
-      "CREATE INDEX \"jobs_due_idx_0025\" ON \"akadze\".\"jobs\" USING btree (\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_tag\" is null;",
+      "-- (Hand-written lock.) The plain scan's two indexes leave out keyed jobs with a turn (jobs_tag_idx holds those).\n-- The table is locked first, for the whole migration: a claim reads the jobs table before it updates it, in one\n-- statement, and a migration that took a weaker lock first (an index build's, which lets reads in) and then the\n-- drop's (which waits for every reader) deadlocked with such a claim (test/migrate/plain-scan-indexes.test.ts).\n-- Claims, enqueues and settles wait till the commit; the builds read the live jobs only (finished ones are in the\n-- history).\nLOCK TABLE \"akadze\".\"jobs\" IN ACCESS EXCLUSIVE MODE;",
       "DROP INDEX \"akadze\".\"jobs_claim_idx\";",
       "DROP INDEX \"akadze\".\"jobs_due_idx\";",
-      "ALTER INDEX \"akadze\".\"jobs_claim_idx_0025\" RENAME TO \"jobs_claim_idx\";",
-      "ALTER INDEX \"akadze\".\"jobs_due_idx_0025\" RENAME TO \"jobs_due_idx\";",
+      "CREATE INDEX \"jobs_claim_idx\" ON \"akadze\".\"jobs\" USING btree (\"queue\",\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_tag\" is null;",
+      "CREATE INDEX \"jobs_due_idx\" ON \"akadze\".\"jobs\" USING btree (\"priority\" DESC NULLS LAST,\"run_at\",\"id\") WHERE \"akadze\".\"jobs\".\"state\" = 'queued' and \"akadze\".\"jobs\".\"fair_tag\" is null;",
       "-- (Hand-written, as in 0023 and 0024.) Building an index sets the table's row count to what it holds: an empty\n-- queue table gets the statistics 0022 gave a fresh install again.\nDO $$\nBEGIN\n  IF NOT EXISTS (SELECT 1 FROM akadze.jobs) THEN\n    INSERT INTO akadze.jobs (id, task) OVERRIDING SYSTEM VALUE SELECT -g, 'akadze.statistics' FROM generate_series(1, 100) g;\n    ANALYZE akadze.jobs;\n    DELETE FROM akadze.jobs WHERE id < 0;\n  END IF;\nEND $$;"
     ]
   }
