@@ -16,6 +16,7 @@ const LIMIT_CTES = "limit_full as (";
 const STOP_CTES = "stops_not_due as (";
 const FAIR_CTES = "fair_candidates as (";
 const PLAIN_SCAN = "unlimited_candidates as (";
+const URGENT_READ = "fair_more as (";
 
 function limitedApp(clock: ManualClock) {
   const app = createApp({ clock: clock.now });
@@ -141,4 +142,19 @@ it("a fair claim by turns leaves the plain scan out while no job without a turn 
   expect(claims[0]!.text).not.toContain(PLAIN_SCAN);
   expect(claims[1]!.text).toContain(PLAIN_SCAN);
   expect(summary).toMatchObject({ succeeded: 3 });
+});
+
+it("a fair claim by turns reads on past its turns for urgent jobs only after a claim whose turns spanned priorities", async () => {
+  const clock = new ManualClock();
+  const app = createApp({ clock: clock.now });
+  const task = app.task("tenant.work", { args: v.object({}) }, async () => {});
+  await task.using(t.db, { fairKey: "a" }).enqueueMany([{}, {}]);
+  await runOnce(app, { db: t.db, now: clock.now });
+  expect(memoryOf(app).fairPriorities).toBe(false);
+  await task.using(t.db, { fairKey: "b" }).enqueueMany([{}, {}, {}]);
+  await task.using(t.db, { fairKey: "b", priority: 5 }).enqueue({});
+  const claims = await statementsSent(t.pool, isClaim, () => runOnce(app, { db: t.db, now: clock.now, batchSize: 2, slots: 2 }));
+  expect(claims[0]!.text).toContain(FAIR_CTES);
+  expect(claims[0]!.text).not.toContain(URGENT_READ);
+  expect(claims[1]!.text).toContain(URGENT_READ);
 });
