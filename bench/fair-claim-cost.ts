@@ -192,18 +192,18 @@ async function measure(layout: Layout, keys: number, batch: number, s: FairCostS
     await plainClient.connect();
     try {
       type Run = Awaited<ReturnType<typeof runOne>> & { prepared: number; unprepared: number };
-      const once = async (claim: Captured, name: string): Promise<Run> => {
-        const on = claim === plain ? plainClient : client;
-        return { ...(await runOne(on, claim)), prepared: await wallOne(on, claim, name), unprepared: await wallOne(on, claim) };
-      };
+      const run = async (on: pg.Client, claim: Captured, name: string): Promise<Run> =>
+        ({ ...(await runOne(on, claim)), prepared: await wallOne(on, claim, name), unprepared: await wallOne(on, claim) });
+      const plainOnce = () => run(plainClient, plain, "plain");
+      const fairOnce = () => run(client, fair, "fair");
       // Unrecorded runs warm the caches and let the prepared statements settle on their plans (a generic plan
       // comes after five executions).
-      for (let i = 0; i < 6; i++) { await once(plain, "plain"); await once(fair, "fair"); }
+      for (let i = 0; i < 6; i++) { await plainOnce(); await fairOnce(); }
       const p: Run[] = [], f: Run[] = [];
       for (let i = 0; i < s.runs; i++) {
         // Alternating which goes first, so a drift in the machine's load weighs on both.
-        if (i % 2 === 0) { p.push(await once(plain, "plain")); f.push(await once(fair, "fair")); }
-        else { f.push(await once(fair, "fair")); p.push(await once(plain, "plain")); }
+        if (i % 2 === 0) { p.push(await plainOnce()); f.push(await fairOnce()); }
+        else { f.push(await fairOnce()); p.push(await plainOnce()); }
       }
       const m = (list: Run[], k: "planning" | "execution" | "probes" | "buffers" | "prepared" | "unprepared") => median(list.map((x) => x[k]));
       const server = (list: Run[]) => median(list.map((x) => x.planning + x.execution));

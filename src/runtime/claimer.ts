@@ -74,7 +74,6 @@ export class Claimer {
     const keyed = memory.fair !== null || withFair;
     // A fair claim by turns sends the plain scan only while a job without a turn is due (the last one saw it).
     const withPlain = memory.plainDue ?? true;
-    const byTurns = withFair && !memory.fairSubKeys;
     const params: ClaimParams = {
       owner: this.o.owner, now: this.o.sqlNow(), leaseMs: this.o.leaseMs, batchSize, startCount, tasks: fit,
       queues: this.o.queues, limits: withLimits, stops: withStops, fair: withFair, keyed, fairSubKeys: memory.fairSubKeys, unpark: memory.parkedDue ?? true, plain: withPlain, fairPriorities: memory.fairPriorities ?? true, maxBytes: traitsOf(this.o.db).maxClaimBytes, traced: !!this.o.trace,
@@ -114,7 +113,7 @@ export class Claimer {
     // setLimit): the next claim, with them, may find that key's due jobs. Likewise a job to cancel, without the
     // stop CTEs: the next claim cancels it. And keyed jobs left for a fair claim (a plain claim reads none with a
     // turn), or jobs without a turn for one with the plain scan.
-    return { ...result, more: result.more || (!withLimits && result.limits) || (!withStops && result.stops) || (!withFair && result.fair) || (byTurns && !withPlain && result.plainDue === true) || more, noTaskFits: false };
+    return { ...result, more: result.more || (!withLimits && result.limits) || (!withStops && result.stops) || (!withFair && result.fair) || (!withPlain && result.plainDue === true) || more, noTaskFits: false };
   }
 
   /** Resolves when what the riders started beside the claims (maintenance, ANALYZE, VACUUM) has ended. */

@@ -9,9 +9,9 @@ import { startNeonEndpoint, type NeonEndpoint, type PlannedFault } from "../../.
 import { createTestDatabase, EMPTY_AKADZE } from "../../support/postgres.js";
 import { neonHttpDb } from "../../support/neon.js";
 import { ManualClock } from "../../support/clock.js";
-import { CLAIM_MARK } from "../../../src/sql/claim/claim.js";
+import { isClaim as isClaimText } from "../../support/statements.js";
 
-const isClaim = (queries: string[]) => queries.some((q) => q.includes(CLAIM_MARK));
+const isClaim = (queries: string[]) => queries.some(isClaimText);
 const isSettle = (queries: string[]) => queries.some((q) => q.includes("settle_locked") || q.includes("o_now"));
 const isReleaseUnheld = (queries: string[]) => queries.some((q) => q.includes("with unheld as"));
 
