@@ -6,7 +6,7 @@ import { query } from "../src/db/query.js";
 import { sql } from "drizzle-orm";
 import { openAkadze, type AkadzeDriver } from "./akadze-db.js";
 import { drainsOf, enqueueNoops, type Throughput } from "./akadze.js";
-import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
+import { latencyProbe, type LatencyConsumer } from "./latency.js";
 import { sleep } from "./stats.js";
 import { timedWithCpu } from "./pg-cpu.js";
 import { CURRENT, type AkadzeLib } from "./baseline.js";
@@ -54,8 +54,8 @@ function latencyApp(probe: { record(t: number): void }) {
   return { app, task };
 }
 
-/** Enqueue-to-start latency of an idle `runWorker` (slots WORKER_SLOTS, its default polling and wake-ups). */
-export async function workerLatency(driver: AkadzeDriver, settings: LatencySettings): Promise<Latency> {
+/** An idle `runWorker` (slots WORKER_SLOTS, its default polling and wake-ups) as a latency consumer. */
+export async function workerConsumer(driver: AkadzeDriver): Promise<LatencyConsumer> {
   const target = await openAkadze(driver, "lat");
   const probe = latencyProbe();
   const { app, task } = latencyApp(probe);
@@ -63,30 +63,31 @@ export async function workerLatency(driver: AkadzeDriver, settings: LatencySetti
   let started!: () => void;
   const ready = new Promise<void>((resolve) => { started = resolve; });
   const worker = CURRENT.runWorker(app, { db: target.db, slots: WORKER_SLOTS, signal: stop.signal, onStart: () => started() });
-  try {
-    await Promise.race([ready, worker, sleep(2000)]); // onStart is a convenience, not a must
-    return await measureLatency(settings, probe, async (t) => { await task.using(target.db).enqueue({ t }); },
-      `runWorker, slots ${WORKER_SLOTS}, default options`);
-  } finally {
-    stop.abort();
-    await worker.catch(() => {});
-    await target.close();
-  }
+  await Promise.race([ready, worker, sleep(2000)]); // onStart is a convenience, not a must
+  return {
+    probe, how: `runWorker, slots ${WORKER_SLOTS}, default options`,
+    enqueue: async (t) => { await task.using(target.db).enqueue({ t }); },
+    close: async () => {
+      stop.abort();
+      await worker.catch(() => {});
+      await target.close();
+    },
+  };
 }
 
-/** Enqueue-to-start latency of a nudged invocation: enqueue, then runOnce at once (what an HTTP route does). */
-export async function nudgedLatency(driver: AkadzeDriver, settings: LatencySettings): Promise<Latency> {
+/** A nudged invocation as a latency consumer: enqueue, then runOnce at once (what an HTTP route does); no idle wait. */
+export async function nudgedConsumer(driver: AkadzeDriver): Promise<LatencyConsumer> {
   const target = await openAkadze(driver, "nudge");
   const probe = latencyProbe();
   const { app, task } = latencyApp(probe);
-  try {
-    return await measureLatency({ ...settings, idleMs: 0 }, probe, async (t) => {
+  return {
+    probe, how: "enqueue, then runOnce", settings: { idleMs: 0 },
+    enqueue: async (t) => {
       await task.using(target.db).enqueue({ t });
       await CURRENT.runOnce(app, { db: target.db, batchSize: 1, slots: 1 });
-    }, "enqueue, then runOnce");
-  } finally {
-    await target.close();
-  }
+    },
+    close: () => target.close(),
+  };
 }
 
 export interface CronTick {

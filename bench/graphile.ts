@@ -3,9 +3,9 @@
 import pg from "pg";
 import type { Runner, RunnerOptions } from "graphile-worker-latest";
 import { GRAPHILE_VERSION, graphileWorker } from "./peers.js";
-import { transactionsIn, withDatabase } from "./databases.js";
+import { createBenchDatabase, transactionsIn, withDatabase } from "./databases.js";
 import { DRAINS, drainsOf, ENQUEUE_CHUNK, type DrainTimes, type Throughput } from "./akadze.js";
-import { latencyProbe, measureLatency, type Latency, type LatencySettings } from "./latency.js";
+import { latencyProbe, type LatencyConsumer } from "./latency.js";
 import { timed } from "./stats.js";
 import { timedWithCpu, type CpuPerJob } from "./pg-cpu.js";
 import { tryConfig, type SweepEntry } from "./sweep.js";
@@ -151,23 +151,26 @@ export async function graphileThroughput(count: number, c: GraphileConfig, delay
   });
 }
 
-/** Enqueue-to-start latency of an idle runner (woken by LISTEN/NOTIFY), one `add_job` per job. */
-export async function graphileLatency(settings: LatencySettings, c: GraphileConfig): Promise<Latency> {
-  return withDatabase("lat_graphile", async (database) => {
-    const pool = openPool(database.url, c);
-    const probe = latencyProbe();
-    try {
-      await runMigrations(runnerOptions(pool, c));
-      const runner = await run({ ...runnerOptions(pool, c), taskList: { probe: async (payload: any) => { probe.record(payload.t); } } });
-      try {
-        return await measureLatency(settings, probe, async (t) => {
-          await pool.query("select graphile_worker.add_job('probe', json_build_object('t', $1::float8))", [t]);
-        }, `runner, concurrency ${c.concurrency}, localQueue.size ${c.localQueueSize}, LISTEN/NOTIFY`);
-      } finally {
-        await runner.stop();
-      }
-    } finally {
-      await pool.end();
-    }
-  });
+/** An idle runner (woken by LISTEN/NOTIFY) as a latency consumer, one `add_job` per job. */
+export async function graphileConsumer(c: GraphileConfig): Promise<LatencyConsumer> {
+  const database = await createBenchDatabase("lat_graphile");
+  const pool = openPool(database.url, c);
+  const probe = latencyProbe();
+  let runner: Runner | undefined;
+  const close = async () => {
+    await runner?.stop();
+    await pool.end();
+    await database.drop();
+  };
+  try {
+    await runMigrations(runnerOptions(pool, c));
+    runner = await run({ ...runnerOptions(pool, c), taskList: { probe: async (payload: any) => { probe.record(payload.t); } } });
+  } catch (error) {
+    await close().catch(() => {});
+    throw error;
+  }
+  return {
+    probe, how: `runner, concurrency ${c.concurrency}, localQueue.size ${c.localQueueSize}, LISTEN/NOTIFY`, close,
+    enqueue: async (t) => { await pool.query("select graphile_worker.add_job('probe', json_build_object('t', $1::float8))", [t]); },
+  };
 }

@@ -1,6 +1,7 @@
 // Enqueue-to-start latency of an idle consumer, measured the same way for every system: after `warmUp` uncounted
 // jobs, the consumer idles `idleMs`; then jobs come one at a time, each enqueued once the previous one started
 // and a random gap passed, so every job meets a consumer that has just gone idle again; `idles` times over.
+// Several consumers measured together take their idle periods in turn (`interleavedLatency`).
 import { median, percentile, sleep, wallMs } from "./stats.js";
 
 export interface Latency {
@@ -45,29 +46,91 @@ export function latencyProbe(): LatencyProbe & { waitFor(n: number): Promise<voi
   };
 }
 
-/** Runs the arrival pattern against a started consumer; `enqueue` adds one job stamped with `t`. */
-export async function measureLatency(settings: LatencySettings, probe: ReturnType<typeof latencyProbe>,
-  enqueue: (t: number) => Promise<void>, how: string): Promise<Latency> {
+/** A started consumer the arrival pattern runs against: `enqueue` adds one job stamped with `t`. */
+export interface LatencyConsumer {
+  probe: ReturnType<typeof latencyProbe>;
+  enqueue(t: number): Promise<void>;
+  /** How the consumer runs, for the results. */
+  how: string;
+  /** The arrival pattern's settings for this consumer measured alone, where not the run's (a nudged invocation has no idle wait). */
+  settings?: Partial<LatencySettings>;
+  close(): Promise<void>;
+}
+
+/** One consumer's samples: each job enqueued once the previous one started; the ones that met an idle consumer apart. */
+class LatencySamples {
+  private started = 0;
+  private warm = 0;
+  private readonly firsts: number[] = [];
+
+  constructor(private readonly consumer: LatencyConsumer) {}
+
+  async one(afterIdle: boolean): Promise<void> {
+    await this.consumer.enqueue(wallMs());
+    await this.consumer.probe.waitFor(++this.started);
+    if (afterIdle) this.firsts.push(this.consumer.probe.seen[this.started - 1]);
+  }
+
+  /** The jobs so far were uncounted: the consumer has worked a while, its connections open and its statements planned. */
+  warmedUp(): void {
+    this.warm = this.started;
+  }
+
+  result(): Latency {
+    const seen = this.consumer.probe.seen.slice(this.warm);
+    return {
+      p50: percentile(seen, 50), p95: percentile(seen, 95), max: Math.max(...seen),
+      firstAfterIdle: median(this.firsts), firstsAfterIdle: this.firsts, samples: seen.length, how: this.consumer.how,
+    };
+  }
+}
+
+/** Runs the arrival pattern against one consumer (with its own settings, if it has any), then closes it. */
+export async function measureLatency(settings: LatencySettings, consumer: LatencyConsumer): Promise<Latency> {
+  return (await interleavedLatency({ ...settings, ...consumer.settings }, [{ system: "", open: async () => consumer }]))[0].latency;
+}
+
+/**
+ * The arrival pattern against several consumers at once, so a drift in the machine's load over the minutes it
+ * takes weighs on each alike (as the throughput rounds are interleaved). Every consumer is started and warmed up
+ * first and stays started throughout. They share the idle periods: after each, every consumer's first job comes
+ * at once, one after the other (the order rotating each period); then their jobs take turns, a gap of a share of
+ * `gapMs` before each, so each consumer meets its next job `gapMs` after its last one started, as measured alone.
+ * Each is closed at the end, whatever happened.
+ */
+export async function interleavedLatency(settings: LatencySettings, entries: { system: string; open(): Promise<LatencyConsumer> }[],
+  log: (line: string) => void = () => {}): Promise<{ system: string; latency: Latency }[]> {
+  const opened: { system: string; consumer: LatencyConsumer; samples: LatencySamples }[] = [];
   const [low, high] = settings.gapMs;
-  let started = 0;
-  const one = async () => { await enqueue(wallMs()); await probe.waitFor(++started); };
-  const gap = () => sleep(low + Math.random() * (high - low));
-  for (let i = 0; i < Math.max(1, settings.warmUp); i++) {
-    await one();
-    await gap();
+  const gap = (share: number) => sleep((low + Math.random() * (high - low)) / share);
+  try {
+    for (const e of entries) {
+      const consumer = await e.open();
+      opened.push({ system: e.system, consumer, samples: new LatencySamples(consumer) });
+    }
+    for (const o of opened) {
+      for (let i = 0; i < Math.max(1, settings.warmUp); i++) {
+        await o.samples.one(false);
+        await gap(1);
+      }
+      o.samples.warmedUp();
+    }
+    const idles = Math.max(1, settings.idles);
+    const perIdle = Math.ceil(settings.samples / idles);
+    for (let period = 0; period < idles; period++) {
+      if (opened.length > 1) log(`latency: idle period ${period + 1} of ${idles}`);
+      const order = opened.map((_, k) => opened[(period + k) % opened.length]);
+      await sleep(settings.idleMs);
+      for (const o of order) await o.samples.one(true);
+      for (let i = 1; i < perIdle; i++) {
+        for (const o of order) {
+          await gap(order.length);
+          await o.samples.one(false);
+        }
+      }
+    }
+    return opened.map((o) => ({ system: o.system, latency: o.samples.result() }));
+  } finally {
+    for (const o of opened) await o.consumer.close().catch(() => {});
   }
-  const warm = started;
-  const perIdle = Math.ceil(settings.samples / Math.max(1, settings.idles));
-  const firsts: number[] = [];
-  for (let i = 0; i < settings.samples; i++) {
-    const afterIdle = i % perIdle === 0;
-    await (afterIdle ? sleep(settings.idleMs) : gap());
-    await one();
-    if (afterIdle) firsts.push(probe.seen[started - 1]);
-  }
-  const seen = probe.seen.slice(warm);
-  return {
-    p50: percentile(seen, 50), p95: percentile(seen, 95), max: Math.max(...seen),
-    firstAfterIdle: median(firsts), firstsAfterIdle: firsts, samples: seen.length, how,
-  };
 }

@@ -152,6 +152,7 @@ function engineSections(r: Results): Section[] {
       title: `Enqueue-to-start latency (ms): ${lat.warmUp} uncounted jobs, then ${lat.idles} times: idle ${fmt(lat.idleMs)} ms, then ${Math.ceil(lat.samples / lat.idles)} jobs one at a time, each after the previous started plus ${lat.gapMs[0]}-${lat.gapMs[1]} ms`,
       head: ["system", "how", `first after idle (median of ${lat.idles})`, "each first after idle", "p50", "p95", "max", "samples"],
       rows: r.latency.map((l) => [l.system, l.how, fmt(l.firstAfterIdle, 1), l.firstsAfterIdle.map((x) => x.toFixed(1)).join(", "), fmt(l.p50, 1), fmt(l.p95, 1), fmt(l.max, 1), String(l.samples)]),
+      notes: ["akadze's worker over node-postgres, graphile-worker and pg-boss run at once, each in a database of its own, started and warmed up first, and take turns: after each idle period their first jobs come one after the other (the order rotating each period), then each meets its next job the gap after its last one started, the others' jobs in between; so a drift in the machine's load weighs on each alike. The worker over neon-http (no LISTEN: it polls) and the nudged invocation (no idle wait: its first after idle is the first of each ten) are measured alone, after them."],
     },
   ];
   if (r.tick) {

@@ -14,13 +14,14 @@ import type { Duration } from "../src/index.js";
 import { tryParseDuration } from "../src/core/duration.js";
 import { akadzeSweep, akadzeThroughput, BURN_DOWN, BURN_DOWN_SHAPES, KEEP_NO_SUCCEEDED, shapeLabel, statementsPerJob, type BurnDownShape, type Throughput } from "./akadze.js";
 import { AKADZE_DRIVERS, POOL_SIZE, type AkadzeDriver } from "./akadze-db.js";
-import { cronTick, nudgedLatency, WORKER_SLOTS, workerLatency, workerThroughput } from "./akadze-worker.js";
+import { interleavedLatency, measureLatency } from "./latency.js";
+import { cronTick, nudgedConsumer, WORKER_SLOTS, workerConsumer, workerThroughput } from "./akadze-worker.js";
 import { FULL, QUICK, type BenchConfig } from "./config.js";
 import { postgresVersion } from "./databases.js";
 import { floorSettings, floorThroughput } from "./floor.js";
 import { FLOOR_BATCH, FLOOR_KINDS, floorName, floorOf, floorsSettings, type FloorKind } from "./floors.js";
-import { GRAPHILE_QUICK_SWEEP, GRAPHILE_SWEEP, graphileLabel, graphileLatency, graphileSettings, graphileSweep, graphileThroughput, type GraphileConfig } from "./graphile.js";
-import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossLatency, pgbossSettings, pgbossSweep, pgbossThroughput, type PgBossConfig } from "./pgboss.js";
+import { GRAPHILE_QUICK_SWEEP, GRAPHILE_SWEEP, graphileConsumer, graphileLabel, graphileSettings, graphileSweep, graphileThroughput, type GraphileConfig } from "./graphile.js";
+import { PGBOSS_QUICK_SWEEP, PGBOSS_SWEEP, pgbossConsumer, pgbossSettings, pgbossSweep, pgbossThroughput, type PgBossConfig } from "./pgboss.js";
 import { markdown, printTables } from "./report.js";
 import { medianThroughput, ratios, targets, type DelayedBacklog, type Machine, type Results } from "./results.js";
 import { claimCosts, scaleOutRounds } from "./scale-out.js";
@@ -262,15 +263,23 @@ async function main(): Promise<void> {
     };
   }
   if (sections.has("latency")) {
-    const pair = (["node-postgres", "neon-http"] as AkadzeDriver[]).filter((d) => config.drivers.includes(d));
-    for (const driver of pair) {
-      log(`latency: akadze/${driver} runWorker`);
-      r.latency.push({ system: `akadze/${driver}`, ...(await workerLatency(driver, config.latency)) });
+    // The idle consumers side by side, their idle periods in turn: the worker over node-postgres and the peers. The
+    // worker over neon-http (polling, no LISTEN: seconds a period) and the nudged invocation (no idle wait) apart.
+    log("latency: akadze runWorker, graphile-worker, pg-boss, idle periods in turn");
+    const idle = await interleavedLatency(config.latency, [
+      ...(config.drivers.includes("node-postgres") ? [{ system: "akadze/node-postgres", open: () => workerConsumer("node-postgres") }] : []),
+      { system: "graphile-worker", open: () => graphileConsumer(graphile10) },
+      { system: "pg-boss", open: () => pgbossConsumer() },
+    ], log);
+    const peers = idle.filter((m) => !m.system.startsWith("akadze/"));
+    for (const m of idle.filter((x) => !peers.includes(x))) r.latency.push({ system: m.system, ...m.latency });
+    if (config.drivers.includes("neon-http")) {
+      log("latency: akadze/neon-http runWorker");
+      r.latency.push({ system: "akadze/neon-http", ...(await measureLatency(config.latency, await workerConsumer("neon-http"))) });
     }
-    log("latency: akadze nudged, graphile-worker, pg-boss");
-    r.latency.push({ system: "akadze/node-postgres", ...(await nudgedLatency("node-postgres", config.latency)) });
-    r.latency.push({ system: "graphile-worker", ...(await graphileLatency(config.latency, graphile10)) });
-    r.latency.push({ system: "pg-boss", ...(await pgbossLatency(config.latency)) });
+    log("latency: akadze nudged");
+    r.latency.push({ system: "akadze/node-postgres", ...(await measureLatency(config.latency, await nudgedConsumer("node-postgres"))) });
+    for (const m of peers) r.latency.push({ system: m.system, ...m.latency });
   }
   if (sections.has("tick")) {
     log(`cron tick: budget ${config.tick.budget}, ${config.tick.jobMs} ms jobs`);
