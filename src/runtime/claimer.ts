@@ -80,7 +80,7 @@ export class Claimer {
     };
     const core = claimCore(params);
     const rides = this.o.riders.map((rider) => rider.ride({ first, batchSize, drains: this.o.drains, core })).filter((ride): ride is Ride => ride !== null);
-    const statement = claimJobsStatement(params, rides)
+    const statement = claimJobsStatement(params, rides);
     this.o.summary.roundTrip();
     const traced = this.o.trace?.claim(batchSize);
     let result: ClaimResult;

@@ -6,7 +6,7 @@ import { ownerLeaseCte } from "./owner-lease.js";
 import { movedJobsJson, noMovedJobs } from "../control/changed-job.js";
 import { limitedCandidatesCtes } from "./limited-candidates.js";
 import { sizedCtes } from "./size-cap.js";
-import { ANY_FAIR_JOB, claimOrder } from "./fair.js";
+import { ANY_FAIR_JOB, candidateColumns, claimOrder } from "./fair.js";
 import { fairByWalk } from "./fair-walk.js";
 import { fairByTurns } from "./fair-turns.js";
 import { cte } from "./cte-names.js";
@@ -208,7 +208,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     -- (jobs_tag_idx); a plain claim reports them (\`fair\`) and the next claim is fair.
     ${plain ? sql`${cte("unlimitedCandidates")} as (${fair ? sql`select * from (` : sql``}
       select x.* from ${queuedPriorities(p.queues)} q cross join lateral (
-        select j.id, j.priority, j.run_at, ${stop} as stop, false as limited, j.fair_key, j.fair_tag
+        select ${candidateColumns(stop)}
         from akadze.jobs j
         where j.priority = q.priority and j.fair_tag is null and ${eligible} and ${unlimited}${fair ? sql` ${fair.plainScan.exclude}` : sql``}
         order by j.run_at, j.id
@@ -219,7 +219,7 @@ export function claimJobsStatement(p: ClaimParams, rides: RideSql[] = []): SQL {
     ${fair ? sql`) u limit ${fair.plainScan.room}` : sql``}),` : sql``}
     ${stops ? sql`-- The jobs to cancel that are not due yet (a limit or a fairness key makes no difference to them).
     stops_not_due as (
-      select j.id, j.priority, j.run_at, true as stop, false as limited, j.fair_key, j.fair_tag
+      select ${candidateColumns(sql`true`)}
       from akadze.jobs j
       where ${stopsNotDue(now)} and ${ofThisClaim(p)}
       limit ${lock}

@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { walkBound, type FairScan, type FairWay } from "./fair.js";
+import { candidateColumns, TURN_ORDER, walkBound, type FairScan, type FairWay } from "./fair.js";
 
 /**
  * The most parked jobs one claim gives their turns (a row update each, about as dear as the claim's own): a
@@ -9,9 +9,6 @@ const UNPARK_BOUND = 1000;
 
 /** The claims' virtual time: the latest turn a fair claim took, 0 before the first. */
 const VIRTUAL_TIME = sql`coalesce((select tag from akadze.fair_cursor where id = 1), 0)`;
-
-/** Turn order, as jobs_tag_idx holds it: a scan of due keyed jobs `j` in it reads the index in order. */
-const TURN_ORDER = sql`j.priority desc nulls last, j.fair_tag, j.run_at, j.id`;
 
 /**
  * Fair claims by turns (a process that has met no sub-keys: `fairSubKeys` off). Each keyed job has its turn,
@@ -50,7 +47,7 @@ function fairTurnCtes(o: FairScan & { unpark: boolean; priorities: boolean }): S
     // (eligible holds state = 'queued', so the scan reads jobs_tag_idx in its order; run_at is a column of the
     // index, so a job not due yet costs no row read.)
     sql`fair_candidates as (
-      select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key, j.fair_tag
+      select ${candidateColumns(o.stop)}
       from akadze.jobs j
       where j.fair_tag is not null and ${o.eligible} and ${o.unlimited}
       order by ${TURN_ORDER}
@@ -69,7 +66,7 @@ function fairTurnCtes(o: FairScan & { unpark: boolean; priorities: boolean }): S
       from fair_candidates
     )`,
     sql`fair_more as (
-      select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key, j.fair_tag
+      select ${candidateColumns(o.stop)}
       from akadze.jobs j
       where j.fair_tag is not null and j.priority = (select priority from fair_lowest) and j.fair_tag >= (select tag from fair_lowest)
         and ${o.eligible} and ${o.unlimited} and j.id not in (select id from fair_candidates)

@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { byBytes, walkBound, type FairScan, type FairWay } from "./fair.js";
+import { byBytes, candidateColumns, TURN_ORDER, walkBound, type FairScan, type FairWay } from "./fair.js";
 
 /**
  * Fair claims that walk the tenants and their sub-keys (fair.ts): a process sends them once it has met a sub-key.
@@ -137,7 +137,7 @@ function fairCandidatesCtes(o: FairScan): SQL[] {
     sql`fair_candidates as (
       select x.* from fair_keys k cross join lateral (
         select * from (
-          select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key, j.fair_tag
+          select ${candidateColumns(o.stop)}
           from akadze.jobs j
           where ${key} = k.key and ${o.eligible} and ${o.unlimited}
           order by j.priority desc nulls last, j.run_at, j.id
@@ -149,10 +149,10 @@ function fairCandidatesCtes(o: FairScan): SQL[] {
     // What the walked keys' shares leave of the batch, keyed jobs with a turn offer in turn order (jobs_tag_idx;
     // the plain scan reads only jobs without one), as many as the plain scan may offer.
     sql`fair_walk_more as (
-      select j.id, j.priority, j.run_at, ${o.stop} as stop, false as limited, j.fair_key, j.fair_tag
+      select ${candidateColumns(o.stop)}
       from akadze.jobs j
       where j.fair_tag is not null and ${o.eligible} and ${o.unlimited} and j.id not in (select id from fair_candidates)
-      order by j.priority desc nulls last, j.fair_tag, j.run_at, j.id
+      order by ${TURN_ORDER}
       limit ${fairPlainRoom(o.batchSize)}
       for update of j skip locked
     )`,

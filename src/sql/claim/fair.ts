@@ -68,3 +68,14 @@ export const ANY_FAIR_JOB = sql`(select fair_key from akadze.jobs where state = 
 export function walkBound(batchSize: number): SQL {
   return sql.raw(String(Math.max(1, Math.floor(batchSize))));
 }
+
+/**
+ * The columns every scan offers to a claim's `candidates` (the plain scan, the limited keys', the jobs to cancel,
+ * the fair ways' turns and walks), in the order their union reads them: `stop`, whether the job must be cancelled.
+ */
+export function candidateColumns(stop: SQL, limited = false): SQL {
+  return sql`j.id, j.priority, j.run_at, ${stop} as stop, ${sql.raw(String(limited))} as limited, j.fair_key, j.fair_tag`;
+}
+
+/** Turn order, as jobs_tag_idx holds it: a scan of due keyed jobs `j` in it reads the index in order. */
+export const TURN_ORDER = sql`j.priority desc nulls last, j.fair_tag, j.run_at, j.id`;

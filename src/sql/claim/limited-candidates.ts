@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { tokenFree } from "./start.js";
 import { cte } from "./cte-names.js";
+import { candidateColumns } from "./fair.js";
 
 /**
  * Limited keys' candidates: each key brings at most as many jobs as it could start now (free
@@ -22,7 +23,7 @@ export function limitedCandidatesCtes(p: { batchSize: number; now: SQL; eligible
     sql`${cte("limitedCandidates")} as (
       select x.* from room r cross join lateral (
         select * from (
-          select j.id, j.priority, j.run_at, ${p.stop} as stop, true as limited, j.fair_key, j.fair_tag
+          select ${candidateColumns(p.stop, true)}
           from akadze.jobs j
           where j.limit_key = r.key and ${p.eligible}
           -- (nulls last, as the index is declared: priority is never null, but only then the index gives the order)
