@@ -45,6 +45,27 @@ export async function withDatabase<T>(label: string, fn: (db: BenchDatabase) => 
   try { return await fn(db); } finally { await db.drop(); }
 }
 
+/**
+ * Something started in a fresh database and kept running, for a caller that stops it later: `start` registers
+ * what stops each part it started (`onClose`), and `close` runs those in reverse, then drops the database. A
+ * start that fails is closed at once.
+ */
+export async function startedInDatabase<T>(label: string,
+  start: (db: BenchDatabase, onClose: (stop: () => Promise<unknown>) => void) => Promise<T>): Promise<{ started: T; close(): Promise<void> }> {
+  const db = await createBenchDatabase(label);
+  const stops: (() => Promise<unknown>)[] = [];
+  const close = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop();
+    await db.drop();
+  };
+  try {
+    return { started: await start(db, (stop) => { stops.push(stop); }), close };
+  } catch (error) {
+    await close().catch(() => {});
+    throw error;
+  }
+}
+
 /** The server's version string, for the results. */
 export async function postgresVersion(): Promise<string> {
   const client = new pg.Client({ connectionString: ADMIN_URL });

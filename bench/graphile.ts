@@ -3,7 +3,7 @@
 import pg from "pg";
 import type { Runner, RunnerOptions } from "graphile-worker-latest";
 import { GRAPHILE_VERSION, graphileWorker } from "./peers.js";
-import { createBenchDatabase, transactionsIn, withDatabase } from "./databases.js";
+import { startedInDatabase, transactionsIn, withDatabase } from "./databases.js";
 import { DRAINS, drainsOf, ENQUEUE_CHUNK, type DrainTimes, type Throughput } from "./akadze.js";
 import { latencyProbe, type LatencyConsumer } from "./latency.js";
 import { timed } from "./stats.js";
@@ -153,22 +153,15 @@ export async function graphileThroughput(count: number, c: GraphileConfig, delay
 
 /** An idle runner (woken by LISTEN/NOTIFY) as a latency consumer, one `add_job` per job. */
 export async function graphileConsumer(c: GraphileConfig): Promise<LatencyConsumer> {
-  const database = await createBenchDatabase("lat_graphile");
-  const pool = openPool(database.url, c);
   const probe = latencyProbe();
-  let runner: Runner | undefined;
-  const close = async () => {
-    await runner?.stop();
-    await pool.end();
-    await database.drop();
-  };
-  try {
+  const { started: pool, close } = await startedInDatabase("lat_graphile", async (database, onClose) => {
+    const pool = openPool(database.url, c);
+    onClose(() => pool.end());
     await runMigrations(runnerOptions(pool, c));
-    runner = await run({ ...runnerOptions(pool, c), taskList: { probe: async (payload: any) => { probe.record(payload.t); } } });
-  } catch (error) {
-    await close().catch(() => {});
-    throw error;
-  }
+    const runner = await run({ ...runnerOptions(pool, c), taskList: { probe: async (payload: any) => { probe.record(payload.t); } } });
+    onClose(() => runner.stop());
+    return pool;
+  });
   return {
     probe, how: `runner, concurrency ${c.concurrency}, localQueue.size ${c.localQueueSize}, LISTEN/NOTIFY`, close,
     enqueue: async (t) => { await pool.query("select graphile_worker.add_job('probe', json_build_object('t', $1::float8))", [t]); },

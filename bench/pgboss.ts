@@ -2,7 +2,7 @@
 // shortest polling interval it accepts) and plain fetch()/complete() loops, which skip work()'s wait.
 import pg from "pg";
 import { insertJobs, newPgBoss, PGBOSS_MODERN, PGBOSS_VERSION, type PgBoss } from "./peers.js";
-import { createBenchDatabase, transactionsIn, withDatabase } from "./databases.js";
+import { startedInDatabase, transactionsIn, withDatabase } from "./databases.js";
 import { DRAINS, drainsOf, ENQUEUE_CHUNK, type Throughput } from "./akadze.js";
 import { latencyProbe, type LatencyConsumer } from "./latency.js";
 import { sleep, timed } from "./stats.js";
@@ -160,27 +160,19 @@ export async function pgbossThroughput(count: number, c: PgBossConfig): Promise<
 
 /** An idle work() loop at its minimum polling interval as a latency consumer. */
 export async function pgbossConsumer(): Promise<LatencyConsumer> {
-  const database = await createBenchDatabase("lat_pgboss");
-  let boss: Awaited<ReturnType<typeof startBoss>> | undefined;
-  const close = async () => {
-    if (boss) await stopBoss(boss);
-    await database.drop();
-  };
   const probe = latencyProbe();
-  try {
-    boss = await startBoss(database.url);
+  const { started: boss, close } = await startedInDatabase("lat_pgboss", async (database, onClose) => {
+    const boss = await startBoss(database.url);
+    onClose(() => stopBoss(boss));
     // pg-boss 11+ wakes a queue's workers by NOTIFY when the queue asks for it.
     await boss.createQueue("probe", PGBOSS_MODERN ? { notify: true } : {});
     await boss.work<{ t: number }>("probe", { batchSize: 50, pollingIntervalSeconds: POLLING_SECONDS }, async (jobs) => {
       for (const job of jobs) probe.record(job.data.t);
     });
-  } catch (error) {
-    await close().catch(() => {});
-    throw error;
-  }
-  const started = boss;
+    return boss;
+  });
   return {
     probe, close, how: `work() loop, batchSize 50, ${POLLING_SECONDS} s polling${PGBOSS_MODERN ? ", queue notify (LISTEN/NOTIFY)" : ""}`,
-    enqueue: async (t) => { await started.send("probe", { t }); },
+    enqueue: async (t) => { await boss.send("probe", { t }); },
   };
 }

@@ -271,15 +271,15 @@ async function main(): Promise<void> {
       { system: "graphile-worker", open: () => graphileConsumer(graphile10) },
       { system: "pg-boss", open: () => pgbossConsumer() },
     ], log);
-    const peers = idle.filter((m) => !m.system.startsWith("akadze/"));
-    for (const m of idle.filter((x) => !peers.includes(x))) r.latency.push({ system: m.system, ...m.latency });
+    const ours = (m: { system: string }) => m.system.startsWith("akadze/");
+    for (const m of idle.filter(ours)) r.latency.push({ system: m.system, ...m.latency });
     if (config.drivers.includes("neon-http")) {
       log("latency: akadze/neon-http runWorker");
       r.latency.push({ system: "akadze/neon-http", ...(await measureLatency(config.latency, await workerConsumer("neon-http"))) });
     }
     log("latency: akadze nudged");
     r.latency.push({ system: "akadze/node-postgres", ...(await measureLatency(config.latency, await nudgedConsumer("node-postgres"))) });
-    for (const m of peers) r.latency.push({ system: m.system, ...m.latency });
+    for (const m of idle.filter((m) => !ours(m))) r.latency.push({ system: m.system, ...m.latency });
   }
   if (sections.has("tick")) {
     log(`cron tick: budget ${config.tick.budget}, ${config.tick.jobMs} ms jobs`);
